@@ -1,0 +1,1 @@
+//! YAML schema front-end of kvmodel.

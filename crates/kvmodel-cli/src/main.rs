@@ -1,0 +1,2 @@
+//! The `kvmodel` command.
+fn main() {}

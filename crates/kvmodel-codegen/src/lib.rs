@@ -1,0 +1,1 @@
+//! IR, checks and code generation of kvmodel.

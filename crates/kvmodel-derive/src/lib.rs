@@ -1,0 +1,1 @@
+//! `#[derive(KvEntity)]` for kvmodel.

@@ -1,0 +1,254 @@
+//! Batches: conditions and operations committed all-or-nothing.
+
+use std::time::Duration;
+
+/// A condition every backend checks before applying a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// The key holds no (unexpired) value.
+    Absent(String),
+    /// The key holds exactly these bytes.
+    Equals(String, Vec<u8>),
+    /// The key holds no value, or exactly these bytes.
+    AbsentOrEquals(String, Vec<u8>),
+}
+
+impl Condition {
+    /// The key this condition inspects.
+    pub fn key(&self) -> &str {
+        match self {
+            Condition::Absent(k) | Condition::Equals(k, _) | Condition::AbsentOrEquals(k, _) => k,
+        }
+    }
+
+    /// Whether the condition holds for the current value of its key.
+    pub fn holds(&self, current: Option<&[u8]>) -> bool {
+        match (self, current) {
+            (Condition::Absent(_), None) => true,
+            (Condition::Absent(_), Some(_)) => false,
+            (Condition::Equals(_, want), Some(cur)) => want.as_slice() == cur,
+            (Condition::Equals(_, _), None) => false,
+            (Condition::AbsentOrEquals(_, _), None) => true,
+            (Condition::AbsentOrEquals(_, want), Some(cur)) => want.as_slice() == cur,
+        }
+    }
+}
+
+/// One write in a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Stores `value` at `key`, replacing value and TTL; `ttl: None` means no expiry.
+    Put {
+        /// Key.
+        key: String,
+        /// Value bytes.
+        value: Vec<u8>,
+        /// Time to live.
+        ttl: Option<Duration>,
+    },
+    /// Deletes the value or sorted collection at `key`.
+    Delete {
+        /// Key.
+        key: String,
+    },
+    /// Adds `delta` to the counter at `key` (absent counts as 0). The counter is
+    /// stored as decimal ASCII; a non-integer value there fails the batch.
+    Incr {
+        /// Key.
+        key: String,
+        /// Signed amount.
+        delta: i64,
+    },
+    /// Adds `member` under `sort` to the sorted collection at `key`.
+    Add {
+        /// Collection key.
+        key: String,
+        /// Order-preserving sort bytes.
+        sort: Vec<u8>,
+        /// Member bytes.
+        member: Vec<u8>,
+    },
+    /// Removes `member` stored under `sort` from the sorted collection at `key`.
+    Remove {
+        /// Collection key.
+        key: String,
+        /// The sort bytes it was added with.
+        sort: Vec<u8>,
+        /// Member bytes.
+        member: Vec<u8>,
+    },
+    /// Sets the time to live of an existing value, counter or collection.
+    Expire {
+        /// Key.
+        key: String,
+        /// Time to live from now.
+        ttl: Duration,
+    },
+}
+
+impl Op {
+    /// The key the operation writes.
+    pub fn key(&self) -> &str {
+        match self {
+            Op::Put { key, .. }
+            | Op::Delete { key }
+            | Op::Incr { key, .. }
+            | Op::Add { key, .. }
+            | Op::Remove { key, .. }
+            | Op::Expire { key, .. } => key,
+        }
+    }
+}
+
+/// Conditions plus operations, applied atomically by [`Store::commit`](crate::Store::commit).
+///
+/// ```
+/// use kvmodel_runtime::Batch;
+/// let mut b = Batch::new();
+/// b.absent("shop:user:1").put("shop:user:1", b"{}".to_vec(), None).incr("shop:user#count:total", 1);
+/// assert_eq!(b.conditions().len(), 1);
+/// assert_eq!(b.ops().len(), 2);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    conditions: Vec<Condition>,
+    ops: Vec<Op>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// The conditions, in order.
+    pub fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+
+    /// The operations, in order.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// Splits the batch into its conditions and operations.
+    pub fn into_parts(self) -> (Vec<Condition>, Vec<Op>) {
+        (self.conditions, self.ops)
+    }
+
+    /// True when there is nothing to check and nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty() && self.ops.is_empty()
+    }
+
+    /// Adds a condition.
+    pub fn condition(&mut self, c: Condition) -> &mut Self {
+        self.conditions.push(c);
+        self
+    }
+
+    /// Adds an operation.
+    pub fn op(&mut self, op: Op) -> &mut Self {
+        self.ops.push(op);
+        self
+    }
+
+    /// Requires `key` to be absent.
+    pub fn absent(&mut self, key: impl Into<String>) -> &mut Self {
+        self.condition(Condition::Absent(key.into()))
+    }
+
+    /// Requires `key` to hold `value`.
+    pub fn equals(&mut self, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
+        self.condition(Condition::Equals(key.into(), value))
+    }
+
+    /// Requires `key` to be absent or hold `value`.
+    pub fn absent_or_equals(&mut self, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
+        self.condition(Condition::AbsentOrEquals(key.into(), value))
+    }
+
+    /// Puts a value.
+    pub fn put(
+        &mut self,
+        key: impl Into<String>,
+        value: Vec<u8>,
+        ttl: Option<Duration>,
+    ) -> &mut Self {
+        self.op(Op::Put {
+            key: key.into(),
+            value,
+            ttl,
+        })
+    }
+
+    /// Deletes a key.
+    pub fn delete(&mut self, key: impl Into<String>) -> &mut Self {
+        self.op(Op::Delete { key: key.into() })
+    }
+
+    /// Increments a counter.
+    pub fn incr(&mut self, key: impl Into<String>, delta: i64) -> &mut Self {
+        self.op(Op::Incr {
+            key: key.into(),
+            delta,
+        })
+    }
+
+    /// Adds a member to a sorted collection.
+    pub fn add(&mut self, key: impl Into<String>, sort: Vec<u8>, member: Vec<u8>) -> &mut Self {
+        self.op(Op::Add {
+            key: key.into(),
+            sort,
+            member,
+        })
+    }
+
+    /// Removes a member from a sorted collection.
+    pub fn remove(&mut self, key: impl Into<String>, sort: Vec<u8>, member: Vec<u8>) -> &mut Self {
+        self.op(Op::Remove {
+            key: key.into(),
+            sort,
+            member,
+        })
+    }
+
+    /// Sets a time to live.
+    pub fn expire(&mut self, key: impl Into<String>, ttl: Duration) -> &mut Self {
+        self.op(Op::Expire {
+            key: key.into(),
+            ttl,
+        })
+    }
+}
+
+/// What [`Store::commit`](crate::Store::commit) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a batch whose condition failed wrote nothing"]
+pub enum Outcome {
+    /// Every condition held and every operation was applied.
+    Applied,
+    /// Condition number `index` (in batch order) did not hold; nothing was written.
+    Failed {
+        /// Index into [`Batch::conditions`].
+        index: usize,
+    },
+}
+
+impl Outcome {
+    /// True when the batch was applied.
+    pub fn is_applied(self) -> bool {
+        matches!(self, Outcome::Applied)
+    }
+}
+
+/// Parses a stored counter value.
+pub fn parse_counter(key: &str, bytes: &[u8]) -> crate::Result<i64> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| crate::Error::InvalidBatch {
+            key: key.to_owned(),
+            reason: "the value there is not a decimal integer counter".to_owned(),
+        })
+}

@@ -1,0 +1,30 @@
+//! Runtime of kvmodel: the atomic [`Store`] contract and its backends, key
+//! encoding, record envelopes, and the upkeep engine generated repositories
+//! call.
+//!
+//! Most users depend on the `kvmodel` facade, which re-exports this crate.
+
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod clock;
+pub mod error;
+pub mod key;
+pub mod memory;
+pub mod record;
+pub mod store;
+pub mod time;
+
+#[cfg(feature = "redb")]
+mod redb_store;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use batch::{Batch, Condition, Op, Outcome};
+pub use error::{Error, Result};
+pub use memory::MemoryStore;
+#[cfg(feature = "redb")]
+pub use redb_store::RedbStore;
+pub use store::{Direction, Member, RangeRequest, RangeResult, Store};
+pub use time::{Date, Timestamp};

@@ -1,0 +1,221 @@
+//! `MemoryStore`: an in-process store for tests and prototypes.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::batch::{Batch, Op, Outcome, parse_counter};
+use crate::clock::{Clock, SystemClock, deadline};
+use crate::error::Result;
+use crate::store::{
+    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
+    validate_counters,
+};
+
+#[derive(Debug, Default)]
+struct Inner {
+    values: HashMap<String, (Vec<u8>, Option<u64>)>,
+    sets: HashMap<String, (BTreeSet<Vec<u8>>, Option<u64>)>,
+}
+
+fn live(expiry: Option<u64>, now: u64) -> bool {
+    expiry.is_none_or(|at| at > now)
+}
+
+impl Inner {
+    fn value(&self, key: &str, now: u64) -> Option<&Vec<u8>> {
+        self.values
+            .get(key)
+            .filter(|(_, exp)| live(*exp, now))
+            .map(|(v, _)| v)
+    }
+
+    fn set(&self, key: &str, now: u64) -> Option<&BTreeSet<Vec<u8>>> {
+        self.sets
+            .get(key)
+            .filter(|(_, exp)| live(*exp, now))
+            .map(|(s, _)| s)
+    }
+
+    fn set_mut(&mut self, key: &str, now: u64) -> &mut (BTreeSet<Vec<u8>>, Option<u64>) {
+        let slot = self.sets.entry(key.to_owned()).or_default();
+        if !live(slot.1, now) {
+            *slot = Default::default();
+        }
+        slot
+    }
+
+    fn apply(&mut self, op: Op, clock: &dyn Clock) {
+        let now = clock.now_ms();
+        match op {
+            Op::Put { key, value, ttl } => {
+                let exp = ttl.map(|t| deadline(clock, t));
+                self.values.insert(key, (value, exp));
+            }
+            Op::Delete { key } => {
+                self.values.remove(&key);
+                self.sets.remove(&key);
+            }
+            Op::Incr { key, delta } => {
+                let (cur, exp) = match self.values.get(&key) {
+                    Some((v, exp)) if live(*exp, now) => {
+                        (parse_counter(&key, v).unwrap_or(0), *exp)
+                    }
+                    _ => (0, None),
+                };
+                let next = cur.saturating_add(delta).to_string().into_bytes();
+                self.values.insert(key, (next, exp));
+            }
+            Op::Add { key, sort, member } => {
+                self.set_mut(&key, now)
+                    .0
+                    .insert(encode_entry(&sort, &member));
+            }
+            Op::Remove { key, sort, member } => {
+                let slot = self.set_mut(&key, now);
+                slot.0.remove(&encode_entry(&sort, &member));
+                if slot.0.is_empty() {
+                    self.sets.remove(&key);
+                }
+            }
+            Op::Expire { key, ttl } => {
+                let at = deadline(clock, ttl);
+                if let Some((_, exp)) = self.values.get_mut(&key).filter(|(_, e)| live(*e, now)) {
+                    *exp = Some(at);
+                } else if let Some((_, exp)) =
+                    self.sets.get_mut(&key).filter(|(_, e)| live(*e, now))
+                {
+                    *exp = Some(at);
+                }
+            }
+        }
+    }
+}
+
+/// An in-memory store: a cheap-clone handle to shared maps behind one lock.
+///
+/// Commits are atomic and serializable (one lock held for the whole batch).
+/// TTLs follow an injectable [`Clock`], so tests can expire records without
+/// sleeping:
+///
+/// ```
+/// use kvmodel_runtime::{MemoryStore, clock::ManualClock};
+/// let clock = ManualClock::new(0);
+/// let store = MemoryStore::with_clock(clock.clone());
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<Inner>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock.
+    pub fn new() -> Self {
+        MemoryStore::with_clock(SystemClock)
+    }
+
+    /// An empty store on the given clock.
+    pub fn with_clock(clock: impl Clock) -> Self {
+        MemoryStore {
+            inner: Arc::default(),
+            clock: Arc::new(clock),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-applied batch:
+        // batches are validated before the first write.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn commit_now(&self, batch: Batch) -> Result<Outcome> {
+        let mut inner = self.lock();
+        let now = self.clock.now_ms();
+        for (index, cond) in batch.conditions().iter().enumerate() {
+            if !cond.holds(inner.value(cond.key(), now).map(Vec::as_slice)) {
+                return Ok(Outcome::Failed { index });
+            }
+        }
+        validate_counters(&batch, |k| Ok(inner.value(k, now).cloned()))?;
+        let (_, ops) = batch.into_parts();
+        for op in ops {
+            inner.apply(op, &*self.clock);
+        }
+        Ok(Outcome::Applied)
+    }
+
+    fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let inner = self.lock();
+        let Some(set) = inner.set(key, self.clock.now_ms()) else {
+            return Ok(RangeResult::default());
+        };
+        let bounds = entry_bounds(req);
+        if bounds_empty(&bounds) {
+            return Ok(RangeResult::default());
+        }
+        let iter = set.range::<Vec<u8>, _>(bounds);
+        let take = req.limit.saturating_add(1);
+        let entries: Vec<Vec<u8>> = match req.direction {
+            Direction::Ascending => iter.take(take).cloned().collect(),
+            Direction::Descending => iter.rev().take(take).cloned().collect(),
+        };
+        page_from_entries(entries, req.limit)
+    }
+}
+
+/// `BTreeSet::range` panics on inverted bounds; an empty range is the answer.
+fn bounds_empty(b: &(std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>)) -> bool {
+    use std::ops::Bound::*;
+    match b {
+        (Included(l), Included(u)) => l > u,
+        (Included(l), Excluded(u)) | (Excluded(l), Included(u)) => l >= u,
+        (Excluded(l), Excluded(u)) => l >= u,
+        _ => false,
+    }
+}
+
+impl Store for MemoryStore {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        self.commit_now(batch)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.lock().value(key, self.clock.now_ms()).cloned())
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        Ok(keys.iter().map(|k| inner.value(k, now).cloned()).collect())
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        self.range_now(key, &req)
+    }
+}
+
+/// Like [`bounds_empty`], for the composite keys of the redb store.
+#[cfg(feature = "redb")]
+pub(crate) fn entry_bounds_empty_tuple<T: PartialOrd>(
+    lo: &std::ops::Bound<T>,
+    hi: &std::ops::Bound<T>,
+) -> bool {
+    use std::ops::Bound::*;
+    match (lo, hi) {
+        (Included(l), Included(u)) => l > u,
+        (Included(l), Excluded(u)) | (Excluded(l), Included(u)) | (Excluded(l), Excluded(u)) => {
+            l >= u
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,235 @@
+//! Record envelopes: the stored value carries its version and encoding.
+//!
+//! * JSON: `{"v":2,"d":{…}}`: still valid JSON, readable with `redis-cli GET`.
+//! * MessagePack: a two-element array `[version, {…named map…}]` (first byte
+//!   `0x92`), so fields can be added and renamed like in JSON.
+//!
+//! The first byte tells the encoding apart; the version is read before the
+//! payload is decoded, so a record from newer code is reported as
+//! [`Error::FutureVersion`] instead of being half-read.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// Largest encoded record accepted (Redis's own limit is 512 MiB).
+pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// How a record's payload is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Encoding {
+    /// JSON (the default).
+    #[default]
+    Json,
+    /// MessagePack with named fields.
+    MsgPack,
+}
+
+const JSON_PREFIX: &[u8] = b"{\"v\":";
+const JSON_DATA: &[u8] = b",\"d\":";
+const MSGPACK_TAG: u8 = 0x92;
+
+fn too_large(key: &str, size: usize) -> Error {
+    Error::ValueTooLarge {
+        key: key.to_owned(),
+        size,
+        limit: MAX_RECORD_BYTES,
+    }
+}
+
+/// Encodes `value` at `version` in an envelope.
+pub fn encode<T: Serialize + ?Sized>(
+    key: &str,
+    encoding: Encoding,
+    version: u32,
+    value: &T,
+) -> Result<Vec<u8>> {
+    let enc_err = |reason: String| Error::Encode {
+        key: key.to_owned(),
+        reason,
+    };
+    let out = match encoding {
+        Encoding::Json => {
+            let mut out = Vec::with_capacity(128);
+            out.extend_from_slice(JSON_PREFIX);
+            out.extend_from_slice(version.to_string().as_bytes());
+            out.extend_from_slice(JSON_DATA);
+            serde_json::to_writer(&mut out, value).map_err(|e| enc_err(e.to_string()))?;
+            out.push(b'}');
+            out
+        }
+        Encoding::MsgPack => {
+            rmp_serde::to_vec_named(&(version, value)).map_err(|e| enc_err(e.to_string()))?
+        }
+    };
+    if out.len() > MAX_RECORD_BYTES {
+        return Err(too_large(key, out.len()));
+    }
+    Ok(out)
+}
+
+/// The encoding and version of stored bytes, and for JSON the payload span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Payload encoding.
+    pub encoding: Encoding,
+    /// Record version.
+    pub version: u32,
+}
+
+/// Fast path for envelopes written by [`encode`]: `{"v":N,"d":` … `}`.
+fn json_fast(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let rest = bytes.strip_prefix(JSON_PREFIX)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let version = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let payload = rest[digits..].strip_prefix(JSON_DATA)?.strip_suffix(b"}")?;
+    Some((version, payload))
+}
+
+#[derive(serde::Deserialize)]
+struct JsonEnvelope {
+    v: u32,
+    d: serde_json::Value,
+}
+
+fn decode_err(key: &str, what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::decode(key, what, Some(Box::new(e)))
+}
+
+/// Reads the envelope header.
+pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
+    match bytes.first() {
+        Some(b'{') => {
+            let version = match json_fast(bytes) {
+                Some((v, _)) => v,
+                None => {
+                    serde_json::from_slice::<JsonEnvelope>(bytes)
+                        .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?
+                        .v
+                }
+            };
+            Ok(Header {
+                encoding: Encoding::Json,
+                version,
+            })
+        }
+        Some(&MSGPACK_TAG) => {
+            let (version, _): (u32, serde::de::IgnoredAny) = rmp_serde::from_slice(bytes)
+                .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e))?;
+            Ok(Header {
+                encoding: Encoding::MsgPack,
+                version,
+            })
+        }
+        _ => Err(Error::decode(
+            key,
+            "it does not start like a kvmodel record (JSON `{` or MessagePack envelope)",
+            None,
+        )),
+    }
+}
+
+/// Decodes the payload of a record known to be at the current version.
+pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T> {
+    let bad = |e: &dyn std::fmt::Display| format!("its fields do not match the current type ({e})");
+    match bytes.first() {
+        Some(b'{') => {
+            if let Some((_, payload)) = json_fast(bytes) {
+                return serde_json::from_slice(payload)
+                    .map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))));
+            }
+            let env: JsonEnvelope = serde_json::from_slice(bytes)
+                .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?;
+            serde_json::from_value(env.d)
+                .map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))))
+        }
+        _ => {
+            let (_, v): (u32, T) = rmp_serde::from_slice(bytes)
+                .map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))))?;
+            Ok(v)
+        }
+    }
+}
+
+/// Decodes the payload as a generic value, for migration.
+pub fn decode_value(key: &str, bytes: &[u8]) -> Result<(u32, serde_json::Value)> {
+    match bytes.first() {
+        Some(b'{') => {
+            let env: JsonEnvelope = serde_json::from_slice(bytes)
+                .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?;
+            Ok((env.v, env.d))
+        }
+        _ => rmp_serde::from_slice(bytes)
+            .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e)),
+    }
+}
+
+/// Converts a migrated value into the current type.
+pub fn from_value<T: DeserializeOwned>(key: &str, value: serde_json::Value) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| {
+        Error::decode(
+            key,
+            format!("after migration its fields do not match the current type ({e})"),
+            Some(Box::new(e)),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct User {
+        id: String,
+        age: u32,
+    }
+
+    #[test]
+    fn json_is_valid_json_with_version() {
+        let u = User {
+            id: "a\"}".into(),
+            age: 3,
+        };
+        let bytes = encode("k", Encoding::Json, 7, &u).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["v"], 7);
+        assert_eq!(v["d"]["id"], "a\"}");
+        assert_eq!(header("k", &bytes).unwrap().version, 7);
+        assert_eq!(decode_current::<User>("k", &bytes).unwrap(), u);
+    }
+
+    #[test]
+    fn json_written_by_others_still_reads() {
+        let bytes = br#"{ "d": {"id":"x","age":1}, "v": 2 }"#;
+        assert_eq!(header("k", bytes).unwrap().version, 2);
+        assert_eq!(decode_current::<User>("k", bytes).unwrap().id, "x");
+    }
+
+    #[test]
+    fn msgpack_round_trip() {
+        let u = User {
+            id: "x".into(),
+            age: 9,
+        };
+        let bytes = encode("k", Encoding::MsgPack, 3, &u).unwrap();
+        assert_eq!(bytes[0], MSGPACK_TAG);
+        let h = header("k", &bytes).unwrap();
+        assert_eq!((h.encoding, h.version), (Encoding::MsgPack, 3));
+        assert_eq!(decode_current::<User>("k", &bytes).unwrap(), u);
+        let (v, value) = decode_value("k", &bytes).unwrap();
+        assert_eq!((v, value["age"].as_u64()), (3, Some(9)));
+    }
+
+    #[test]
+    fn garbage_is_a_decode_error_naming_the_key() {
+        for bytes in [&b""[..], b"\xff", b"{not json", b"\x92\xc1"] {
+            let err = header("shop:user:1", bytes).unwrap_err();
+            assert!(err.to_string().contains("shop:user:1"), "{err}");
+        }
+        let err = decode_current::<User>("shop:user:1", br#"{"v":1,"d":{"id":5}}"#).unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
+    }
+}

@@ -1,0 +1,390 @@
+//! `RedbStore`: the embedded default, one file, ACID.
+//!
+//! Layout: table `kv` maps a key to an 8-byte big-endian expiry (ms since the
+//! epoch, 0 = none) followed by the value; table `members` holds sorted
+//! collections as composite keys `(collection, entry)`; table `set_ttl` holds the
+//! expiry of collections that have one. Expired data is absent to reads and
+//! conditions and is removed when a later commit touches it.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition};
+
+use crate::batch::{Batch, Op, Outcome, parse_counter};
+use crate::clock::{Clock, SystemClock, deadline};
+use crate::error::{Error, Result};
+use crate::store::{
+    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
+    validate_counters,
+};
+
+const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
+const MEMBERS: TableDefinition<'_, (&str, &[u8]), ()> = TableDefinition::new("members");
+const SET_TTL: TableDefinition<'_, &str, u64> = TableDefinition::new("set_ttl");
+
+fn err(context: &'static str) -> impl Fn(redb::Error) -> Error {
+    move |e| Error::backend("redb", context, e)
+}
+
+fn e<E: Into<redb::Error>>(context: &'static str) -> impl Fn(E) -> Error {
+    move |x| err(context)(x.into())
+}
+
+/// The embedded file store. Cheap to clone; clones share one open database.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// let store = kvmodel_runtime::RedbStore::open("app.redb")?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedbStore {
+    db: Arc<Database>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore").finish_non_exhaustive()
+    }
+}
+
+fn split_value(raw: &[u8]) -> Option<(u64, &[u8])> {
+    let (head, rest) = raw.split_first_chunk::<8>()?;
+    Some((u64::from_be_bytes(*head), rest))
+}
+
+fn join_value(expiry: u64, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + value.len());
+    out.extend_from_slice(&expiry.to_be_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+fn live(expiry: u64, now: u64) -> bool {
+    expiry == 0 || expiry > now
+}
+
+/// The live value in a raw `kv` cell.
+fn live_value(key: &str, raw: &[u8], now: u64) -> Result<Option<Vec<u8>>> {
+    let (exp, v) = split_value(raw)
+        .ok_or_else(|| Error::decode(key, "the redb cell is shorter than its header", None))?;
+    Ok(live(exp, now).then(|| v.to_vec()))
+}
+
+/// The upper bound of every entry of collection `c`: `(c\0, [])`.
+fn after_collection(c: &str) -> String {
+    let mut s = String::with_capacity(c.len() + 1);
+    s.push_str(c);
+    s.push('\0');
+    s
+}
+
+impl RedbStore {
+    /// Opens (or creates) the database file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        RedbStore::open_with_clock(path, SystemClock)
+    }
+
+    /// Opens the database with a custom clock (for TTL tests).
+    pub fn open_with_clock(path: impl AsRef<Path>, clock: impl Clock) -> Result<Self> {
+        let path = path.as_ref();
+        let db = Database::create(path).map_err(|x| {
+            Error::backend(
+                "redb",
+                format!("open `{}`", path.display()),
+                redb::Error::from(x),
+            )
+        })?;
+        let txn = db.begin_write().map_err(e("begin a write transaction"))?;
+        {
+            txn.open_table(KV).map_err(e("create table kv"))?;
+            txn.open_table(MEMBERS).map_err(e("create table members"))?;
+            txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
+        }
+        txn.commit().map_err(e("commit table creation"))?;
+        Ok(RedbStore {
+            db: Arc::new(db),
+            clock: Arc::new(clock),
+        })
+    }
+
+    fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_write()
+            .map_err(e("begin a write transaction"))?;
+        {
+            let mut kv = txn.open_table(KV).map_err(e("open table kv"))?;
+            for (index, cond) in batch.conditions().iter().enumerate() {
+                let cur = read_live(&kv, cond.key(), now)?;
+                if !cond.holds(cur.as_deref()) {
+                    // Dropping the transaction aborts it: nothing is written.
+                    return Ok(Outcome::Failed { index });
+                }
+            }
+            validate_counters(&batch, |k| read_live(&kv, k, now))?;
+            let mut members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+            let mut set_ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+            let mut w = Writer {
+                kv: &mut kv,
+                members: &mut members,
+                set_ttl: &mut set_ttl,
+                now,
+                clock: &*self.clock,
+            };
+            for op in batch.ops() {
+                w.apply(op)?;
+            }
+        }
+        txn.commit().map_err(e("commit a batch"))?;
+        Ok(Outcome::Applied)
+    }
+
+    fn get_now(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        keys.iter()
+            .map(|k| match kv.get(k.as_str()).map_err(e("read a value"))? {
+                Some(raw) => live_value(k, raw.value(), now),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+        let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
+        if expiry.is_some_and(|exp| !live(exp.value(), now)) {
+            return Ok(RangeResult::default());
+        }
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let (lo, hi) = entry_bounds(req);
+        let end = after_collection(key);
+        let lo: Bound<(&str, &[u8])> = match &lo {
+            Bound::Unbounded => Bound::Included((key, &[][..])),
+            Bound::Included(b) => Bound::Included((key, b.as_slice())),
+            Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
+        };
+        let hi: Bound<(&str, &[u8])> = match &hi {
+            Bound::Unbounded => Bound::Excluded((end.as_str(), &[][..])),
+            Bound::Included(b) => Bound::Included((key, b.as_slice())),
+            Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
+        };
+        if crate::memory::entry_bounds_empty_tuple(&lo, &hi) {
+            return Ok(RangeResult::default());
+        }
+        let iter = members
+            .range::<(&str, &[u8])>((lo, hi))
+            .map_err(e("scan a collection"))?;
+        let take = req.limit.saturating_add(1);
+        let mut entries = Vec::new();
+        let mut push = |item: RangeItem<'_>| -> Result<()> {
+            let (k, _) = item.map_err(e("scan a collection"))?;
+            entries.push(k.value().1.to_vec());
+            Ok(())
+        };
+        match req.direction {
+            Direction::Ascending => iter.take(take).try_for_each(&mut push)?,
+            Direction::Descending => iter.rev().take(take).try_for_each(&mut push)?,
+        }
+        page_from_entries(entries, req.limit)
+    }
+
+    /// Runs blocking work on tokio's blocking pool when inside a runtime.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(RedbStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let this = self.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle
+                .spawn_blocking(move || f(this))
+                .await
+                .map_err(|j| Error::backend("redb", "run a blocking write", j))?,
+            Err(_) => f(this),
+        }
+    }
+}
+
+type RangeItem<'a> = std::result::Result<
+    (
+        redb::AccessGuard<'a, (&'a str, &'a [u8])>,
+        redb::AccessGuard<'a, ()>,
+    ),
+    redb::StorageError,
+>;
+
+fn read_live(kv: &Table<'_, &str, &[u8]>, key: &str, now: u64) -> Result<Option<Vec<u8>>> {
+    match kv.get(key).map_err(e("read a value"))? {
+        Some(raw) => live_value(key, raw.value(), now),
+        None => Ok(None),
+    }
+}
+
+struct Writer<'a, 't> {
+    kv: &'a mut Table<'t, &'static str, &'static [u8]>,
+    members: &'a mut Table<'t, (&'static str, &'static [u8]), ()>,
+    set_ttl: &'a mut Table<'t, &'static str, u64>,
+    now: u64,
+    clock: &'a dyn Clock,
+}
+
+impl Writer<'_, '_> {
+    fn apply(&mut self, op: &Op) -> Result<()> {
+        match op {
+            Op::Put { key, value, ttl } => {
+                let exp = ttl.map_or(0, |t| deadline(self.clock, t).max(1));
+                self.kv
+                    .insert(key.as_str(), join_value(exp, value).as_slice())
+                    .map_err(e("write a value"))?;
+            }
+            Op::Delete { key } => {
+                self.kv.remove(key.as_str()).map_err(e("delete a value"))?;
+                self.clear_collection(key)?;
+            }
+            Op::Incr { key, delta } => {
+                let (cur, exp) = match self.kv.get(key.as_str()).map_err(e("read a counter"))? {
+                    Some(raw) => {
+                        let (exp, v) = split_value(raw.value()).unwrap_or((0, b"0"));
+                        if live(exp, self.now) {
+                            (parse_counter(key, v)?, exp)
+                        } else {
+                            (0, 0)
+                        }
+                    }
+                    None => (0, 0),
+                };
+                let next = cur.saturating_add(*delta).to_string();
+                self.kv
+                    .insert(key.as_str(), join_value(exp, next.as_bytes()).as_slice())
+                    .map_err(e("write a counter"))?;
+            }
+            Op::Add { key, sort, member } => {
+                self.sweep_collection(key)?;
+                let entry = encode_entry(sort, member);
+                self.members
+                    .insert((key.as_str(), entry.as_slice()), ())
+                    .map_err(e("add a member"))?;
+            }
+            Op::Remove { key, sort, member } => {
+                let entry = encode_entry(sort, member);
+                self.members
+                    .remove((key.as_str(), entry.as_slice()))
+                    .map_err(e("remove a member"))?;
+            }
+            Op::Expire { key, ttl } => {
+                let at = deadline(self.clock, *ttl).max(1);
+                let cur = read_live(self.kv, key, self.now)?;
+                if let Some(v) = cur {
+                    self.kv
+                        .insert(key.as_str(), join_value(at, &v).as_slice())
+                        .map_err(e("set an expiry"))?;
+                } else if self.collection_live(key)? {
+                    self.set_ttl
+                        .insert(key.as_str(), at)
+                        .map_err(e("set an expiry"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn collection_live(&mut self, key: &str) -> Result<bool> {
+        let expiry = self
+            .set_ttl
+            .get(key)
+            .map_err(e("read a collection expiry"))?
+            .map(|exp| exp.value());
+        if expiry.is_some_and(|exp| !live(exp, self.now)) {
+            return Ok(false);
+        }
+        let end = after_collection(key);
+        let mut it = self
+            .members
+            .range::<(&str, &[u8])>((key, &[][..])..(end.as_str(), &[][..]))
+            .map_err(e("scan a collection"))?;
+        Ok(it.next().is_some())
+    }
+
+    /// Removes an expired collection before it is written to again.
+    fn sweep_collection(&mut self, key: &str) -> Result<()> {
+        let expired = match self
+            .set_ttl
+            .get(key)
+            .map_err(e("read a collection expiry"))?
+        {
+            Some(exp) => !live(exp.value(), self.now),
+            None => false,
+        };
+        if expired {
+            self.clear_collection(key)?;
+        }
+        Ok(())
+    }
+
+    fn clear_collection(&mut self, key: &str) -> Result<()> {
+        self.set_ttl
+            .remove(key)
+            .map_err(e("delete a collection expiry"))?;
+        let end = after_collection(key);
+        let doomed: Vec<Vec<u8>> = self
+            .members
+            .range::<(&str, &[u8])>((key, &[][..])..(end.as_str(), &[][..]))
+            .map_err(e("scan a collection"))?
+            .map(|item| item.map(|(k, _)| k.value().1.to_vec()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(e("scan a collection"))?;
+        for entry in doomed {
+            self.members
+                .remove((key, entry.as_slice()))
+                .map_err(e("delete a collection"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Store for RedbStore {
+    fn backend(&self) -> &'static str {
+        "redb"
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        self.blocking(move |s| s.commit_blocking(batch)).await
+    }
+
+    // Reads are served from redb's page cache in microseconds; handing them
+    // to the blocking pool would cost more than it saves.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        match kv.get(key).map_err(e("read a value"))? {
+            Some(raw) => live_value(key, raw.value(), now),
+            None => Ok(None),
+        }
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.get_now(keys)
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        self.range_now(key, &req)
+    }
+}
