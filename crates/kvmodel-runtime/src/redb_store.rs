@@ -203,14 +203,20 @@ impl RedbStore {
         page_from_entries(entries, req.limit)
     }
 
-    /// Runs blocking work on tokio's blocking pool when inside a runtime.
+    /// Runs blocking work without stalling the async runtime: in place on a
+    /// multi-threaded runtime (tokio moves other tasks off this worker), on
+    /// the blocking pool on a current-thread runtime, directly outside tokio.
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(RedbStore) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
         let this = self.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => handle
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(move || f(this))
+            }
+            Ok(h) => h
                 .spawn_blocking(move || f(this))
                 .await
                 .map_err(|j| Error::backend("redb", "run a blocking write", j))?,
