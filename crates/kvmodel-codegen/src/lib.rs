@@ -1,1 +1,45 @@
-//! IR, checks and code generation of kvmodel.
+//! The model IR, checks and code generation of kvmodel.
+//!
+//! Two front-ends build one [`ir::Model`]: the derive ([`attr`]) and the YAML
+//! schema reader (in `kvmodel-build`). [`check`] holds every cross-field rule;
+//! [`expand`] emits the impls, repositories and key builders.
+
+#![warn(missing_docs)]
+
+pub mod attr;
+pub mod check;
+pub mod expand;
+pub mod ir;
+pub mod origin;
+pub mod template;
+
+pub use origin::{Diagnostic, Diagnostics, Origin, Severity, Sp};
+
+use proc_macro2::TokenStream;
+
+/// The whole derive: parse attributes, check, expand (or errors plus a stub).
+pub fn derive_entity(input: TokenStream) -> TokenStream {
+    let input: syn::DeriveInput = match syn::parse2(input) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut diags = Diagnostics::new();
+    let Some(entity) = attr::parse_derive(&input, &mut diags) else {
+        return diags
+            .to_syn_error()
+            .map(|e| e.to_compile_error())
+            .unwrap_or_default();
+    };
+    check::check_entity(&entity, None, &mut diags);
+    match diags.to_syn_error() {
+        Some(err) => expand::expand_stub(&entity, err.to_compile_error()),
+        None => expand::expand_entity(&entity),
+    }
+}
+
+/// `#[derive(KvEnum)]`.
+pub fn derive_enum(input: TokenStream) -> TokenStream {
+    syn::parse2::<syn::DeriveInput>(input)
+        .and_then(|i| expand::expand_enum(&i))
+        .unwrap_or_else(|e| e.to_compile_error())
+}

@@ -1,1 +1,18 @@
-//! `#[derive(KvEntity)]` for kvmodel.
+//! `#[derive(KvEntity)]` and `#[derive(KvEnum)]` for kvmodel: a shim over
+//! `kvmodel-codegen`, where the logic lives.
+
+use proc_macro::TokenStream;
+
+/// Generates key builders (`XKeys`), a repository (`XRepo<S>`) and the
+/// record impls of an entity. See the `kvmodel` crate for the attributes.
+#[proc_macro_derive(KvEntity, attributes(kv))]
+pub fn derive_kv_entity(input: TokenStream) -> TokenStream {
+    kvmodel_codegen::derive_entity(input.into()).into()
+}
+
+/// Key and sort encodings of a fieldless enum, so it can be part of keys,
+/// group counters and orderings.
+#[proc_macro_derive(KvEnum, attributes(kv))]
+pub fn derive_kv_enum(input: TokenStream) -> TokenStream {
+    kvmodel_codegen::derive_enum(input.into()).into()
+}

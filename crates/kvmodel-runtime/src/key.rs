@@ -395,3 +395,16 @@ pub fn sort_key<P: SortPart + ?Sized>(part: &P) -> Vec<u8> {
     part.write_sort(&mut out);
     out
 }
+
+impl KeyPart for uuid::Uuid {
+    fn write_key(&self, out: &mut String) {
+        let mut buf = uuid::Uuid::encode_buffer();
+        out.push_str(self.hyphenated().encode_lower(&mut buf));
+    }
+}
+
+impl SortPart for uuid::Uuid {
+    fn write_sort(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.as_bytes());
+    }
+}

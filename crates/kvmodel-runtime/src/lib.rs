@@ -8,15 +8,23 @@
 
 pub mod batch;
 pub mod clock;
+pub mod entity;
 pub mod error;
 pub mod key;
 pub mod memory;
+pub mod migrate;
+pub mod page;
 pub mod record;
+pub mod repo;
 pub mod store;
 pub mod time;
 
 #[cfg(feature = "redb")]
 mod redb_store;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -24,7 +32,9 @@ pub mod conformance;
 pub use batch::{Batch, Condition, Op, Outcome};
 pub use error::{Error, Result};
 pub use memory::MemoryStore;
+pub use page::{Cursor, Page, PageRequest};
 #[cfg(feature = "redb")]
 pub use redb_store::RedbStore;
 pub use store::{Direction, Member, RangeRequest, RangeResult, Store};
 pub use time::{Date, Timestamp};
+pub use uuid::Uuid;

@@ -1,0 +1,523 @@
+//! Every cross-field rule of a model, written once for both front-ends.
+//!
+//! Each rule says why it exists. All problems are collected; none stops the
+//! others from being found.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use heck::ToSnakeCase;
+
+use crate::ir::{Entity, FieldExpr, FieldType, Model, Segment};
+use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
+use crate::template;
+
+/// Key builder names generated for every entity; indexes may not take them.
+const RESERVED: &[&str] = &["record", "all"];
+
+/// Checks a whole model.
+pub fn check_model(model: &Model, diags: &mut Diagnostics) {
+    for e in &model.entities {
+        check_entity(e, Some(model), diags);
+    }
+    check_cross_entity(model, diags);
+}
+
+fn is_snake_ident(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Checks one entity. `model` gives the other entities and named types when
+/// known (YAML); the derive sees one entity at a time.
+pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
+    check_basics(e, diags);
+    if e.key.is_none() {
+        // Record-only types (old versions in a `migrate_from` chain) have no
+        // keys, so nothing may be derived from them.
+        if let Some(first) = e
+            .indexes
+            .first()
+            .map(|i| &i.origin)
+            .or(e.counters.first().map(|c| &c.origin))
+            .or(e.relations.first().map(|r| &r.origin))
+        {
+            diags.error("E123", first, format!("`{}` has indexes, counters or relations but no `key`; add `key = \"…\"` so its records can be stored", *e.name));
+        }
+        if let Some(c) = &e.colocate {
+            diags.error("E123", &c.origin, "`colocate` needs a `key`");
+        }
+        if let Some(t) = &e.ttl {
+            diags.error("E123", &t.after_ms.origin, "`ttl` needs a `key`");
+        }
+        check_migrations(e, diags);
+        return;
+    }
+    check_key(e, diags);
+    let mut names = NameSet::default();
+    for ix in &e.indexes {
+        check_index(e, ix, model, diags);
+        names.add(
+            diags,
+            &ix.name,
+            if ix.unique { "find_" } else { "list_" },
+            "index",
+        );
+    }
+    for c in &e.counters {
+        check_counter(e, c, model, diags);
+        names.add(
+            diags,
+            &c.name,
+            if c.sum.is_some() { "sum_" } else { "count_" },
+            "counter",
+        );
+    }
+    for r in &e.relations {
+        check_relation(e, r, model, diags);
+        names.add(diags, &r.name, "list_by_", "relation");
+    }
+    check_migrations(e, diags);
+    if let Some(c) = &e.colocate {
+        // The hash tag must be computable from the key alone, or `get(id)`
+        // could not find the record's slot.
+        let in_key = e
+            .key
+            .as_ref()
+            .is_some_and(|k| k.placeholders().any(|p| p == c.as_str()));
+        if !in_key {
+            diags.push(Diagnostic::error("E120", &c.origin, format!("`colocate = {}` must name a placeholder of the key template", **c))
+                .help("co-location puts a hash tag in every key; the record key can only carry it if the field is part of the key"));
+        }
+    }
+}
+
+#[derive(Default)]
+struct NameSet {
+    /// `(kind, name)`: names are unique per kind (an index and a counter may
+    /// share a name, as `by_status` often does).
+    names: BTreeSet<(String, String)>,
+    /// Generated method names, which must not clash across kinds.
+    methods: BTreeMap<String, String>,
+}
+
+impl NameSet {
+    fn add(&mut self, diags: &mut Diagnostics, name: &Sp<String>, prefix: &str, what: &str) {
+        if !is_snake_ident(name) {
+            diags.error("E122", &name.origin, format!("the {what} name `{}` must be snake_case (lowercase letters, digits, `_`), because it becomes a method and key name", **name));
+            return;
+        }
+        if what == "index" && RESERVED.contains(&name.as_str()) {
+            diags.error(
+                "E124",
+                &name.origin,
+                format!(
+                    "`{}` is reserved for the generated key builders; choose another index name",
+                    **name
+                ),
+            );
+        }
+        if !self.names.insert((what.to_owned(), name.value.clone())) {
+            diags.error("E112", &name.origin, format!("the {what} `{}` is declared twice; {what} names must be unique within an entity", **name));
+            return;
+        }
+        let method = format!("{prefix}{}", **name);
+        if let Some(other) = self.methods.insert(method.clone(), what.to_owned()) {
+            diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which a {other} already generates; rename one of them"));
+        }
+    }
+}
+
+fn check_basics(e: &Entity, diags: &mut Diagnostics) {
+    if *e.version < 1 {
+        diags.error(
+            "E106",
+            &e.version.origin,
+            "the record version must be at least 1",
+        );
+    }
+    match (&e.namespace, &e.key) {
+        (None, Some(k)) => diags.push(
+            Diagnostic::error("E100", &k.origin, format!("`{}` has a key but no namespace", *e.name))
+                .help("add `namespace = \"app\"`: it becomes the first segment of every key"),
+        ),
+        (Some(ns), _) if !ns.starts_with(|c: char| c.is_ascii_lowercase()) || !template::is_literal(ns) => diags.error(
+            "E101",
+            &ns.origin,
+            format!("the namespace `{}` must start with a lowercase letter and contain only lowercase letters, digits, `_` and `-`", **ns),
+        ),
+        _ => {}
+    }
+}
+
+fn field_names(e: &Entity) -> impl Iterator<Item = &str> {
+    e.fields.iter().map(|f| f.name.as_str())
+}
+
+fn unknown_field(e: &Entity, name: &str, origin: &Origin, role: &str, diags: &mut Diagnostics) {
+    let hint = suggestion(name, field_names(e));
+    diags.error(
+        "E103",
+        origin,
+        format!(
+            "{role} names `{name}`, which is not a field of `{}`{hint}",
+            *e.name
+        ),
+    );
+}
+
+/// Whether a named type is known to have no key/sort encoding (YAML structs).
+fn named_is_struct(ty: &FieldType, model: Option<&Model>) -> bool {
+    let FieldType::Named(n) = ty else {
+        return false;
+    };
+    model.is_some_and(|m| {
+        m.types
+            .iter()
+            .any(|t| *t.name == *n && matches!(t.kind, crate::ir::TypeKind::Struct(_)))
+    })
+}
+
+fn check_key(e: &Entity, diags: &mut Diagnostics) {
+    let Some(k) = &e.key else { return };
+    let segments = match template::parse(&k.text) {
+        Ok(s) => s,
+        Err(msg) => {
+            diags.error("E102", &k.origin, msg);
+            return;
+        }
+    };
+    // A leading literal keeps entities' key spaces apart: without it, one
+    // entity's id could spell another entity's key.
+    if !matches!(segments.first(), Some(Segment::Literal(_))) {
+        diags.push(
+            Diagnostic::error(
+                "E102",
+                &k.origin,
+                format!(
+                    "the key template `{}` must start with a literal segment",
+                    k.text
+                ),
+            )
+            .help(format!(
+                "write e.g. \"{}:{}\"",
+                e.name.to_snake_case(),
+                k.text
+            )),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    let mut any = false;
+    for p in k.placeholders() {
+        any = true;
+        if !seen.insert(p) {
+            diags.error(
+                "E105",
+                &k.origin,
+                format!("the placeholder `{{{p}}}` appears twice in the key template"),
+            );
+        }
+        match e.field(p) {
+            None => unknown_field(e, p, &k.origin, "the key template", diags),
+            Some(f) if f.optional => diags.error("E104", &k.origin, format!("the key field `{p}` is optional; a primary key must always have a value")),
+            Some(f) if !f.ty.is_keyable() => diags.error("E104", &k.origin, format!("the key field `{p}` has type `{}`, which cannot be a key component; use a string, integer, bool, uuid, timestamp or enum field", f.ty.schema_name())),
+            Some(_) => {}
+        }
+    }
+    if !any {
+        diags.push(Diagnostic::error("E104", &k.origin, format!("the key template `{}` has no `{{field}}` placeholder, so every record would share one key", k.text)));
+    }
+}
+
+fn check_keyable(
+    e: &Entity,
+    name: &str,
+    origin: &Origin,
+    role: &str,
+    model: Option<&Model>,
+    diags: &mut Diagnostics,
+) {
+    match e.field(name) {
+        None => unknown_field(e, name, origin, role, diags),
+        Some(f) if !f.ty.is_keyable() || named_is_struct(&f.ty, model) => diags.error(
+            "E108",
+            origin,
+            format!("{role} uses `{name}` of type `{}`, which cannot be part of a key; use a string, integer, bool, uuid, timestamp or enum field", f.ty.schema_name()),
+        ),
+        Some(_) => {}
+    }
+}
+
+fn check_field_expr(
+    e: &Entity,
+    x: &Sp<FieldExpr>,
+    role: &str,
+    sortable: bool,
+    model: Option<&Model>,
+    diags: &mut Diagnostics,
+) {
+    let name = x.field();
+    let Some(f) = e.field(name) else {
+        unknown_field(e, name, &x.origin, role, diags);
+        return;
+    };
+    if !matches!(x.value, FieldExpr::Field(_)) && !matches!(*f.ty, FieldType::Timestamp) {
+        diags.error("E114", &x.origin, format!("`{}` buckets time, but `{name}` has type `{}`; time buckets need a timestamp field", x.value, f.ty.schema_name()));
+        return;
+    }
+    if sortable && (!f.ty.is_sortable() || named_is_struct(&f.ty, model)) {
+        diags.error("E111", &x.origin, format!("{role} uses `{name}` of type `{}`, which has no order-preserving encoding; order by an integer, timestamp, string, bool, uuid or enum field", f.ty.schema_name()));
+    } else if !sortable && (!f.ty.is_keyable() || named_is_struct(&f.ty, model)) {
+        diags.error(
+            "E108",
+            &x.origin,
+            format!(
+                "{role} uses `{name}` of type `{}`, which cannot be part of a key",
+                f.ty.schema_name()
+            ),
+        );
+    }
+}
+
+fn check_since(e: &Entity, since: &Sp<u32>, diags: &mut Diagnostics) {
+    // `since` names a record version; one past the current version would
+    // never apply.
+    if since.value < 1 || since.value > e.version.value {
+        diags.error(
+            "E119",
+            &since.origin,
+            format!(
+                "`since = {}` must be between 1 and the entity's version {}",
+                since.value, e.version.value
+            ),
+        );
+    }
+}
+
+fn check_index(e: &Entity, ix: &crate::ir::Index, model: Option<&Model>, diags: &mut Diagnostics) {
+    if ix.fields.is_empty() {
+        diags.error(
+            "E107",
+            &ix.origin,
+            format!("the index `{}` has no fields; add `fields(…)`", *ix.name),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for f in &ix.fields {
+        if !seen.insert(f.as_str()) {
+            diags.error(
+                "E107",
+                &f.origin,
+                format!(
+                    "the field `{}` is listed twice in index `{}`",
+                    **f, *ix.name
+                ),
+            );
+        }
+        check_keyable(
+            e,
+            f,
+            &f.origin,
+            &format!("the index `{}`", *ix.name),
+            model,
+            diags,
+        );
+    }
+    if let Some(n) = &ix.normalize {
+        let all_strings = ix.fields.iter().all(|f| {
+            e.field(f)
+                .is_none_or(|f| matches!(*f.ty, FieldType::String))
+        });
+        if !all_strings {
+            diags.error(
+                "E109",
+                &n.origin,
+                format!(
+                    "`normalize` applies to string fields only, and index `{}` has other fields",
+                    *ix.name
+                ),
+            );
+        }
+    }
+    if let Some(o) = &ix.order_by {
+        if ix.unique {
+            // A unique value has one record: there is nothing to order.
+            diags.error("E110", &o.origin, format!("the unique index `{}` cannot have `order_by`; remove it, or drop `unique` for an ordered listing", *ix.name));
+        } else {
+            check_field_expr(
+                e,
+                o,
+                &format!("the `order_by` of index `{}`", *ix.name),
+                true,
+                model,
+                diags,
+            );
+        }
+    }
+    check_since(e, &ix.since, diags);
+}
+
+fn check_counter(
+    e: &Entity,
+    c: &crate::ir::Counter,
+    model: Option<&Model>,
+    diags: &mut Diagnostics,
+) {
+    for g in &c.group_by {
+        check_field_expr(
+            e,
+            g,
+            &format!("the `group_by` of counter `{}`", *c.name),
+            false,
+            model,
+            diags,
+        );
+    }
+    if let Some(s) = &c.sum {
+        match e.field(s) {
+            None => unknown_field(e, s, &s.origin, &format!("the `sum` of counter `{}`", *c.name), diags),
+            Some(f) if !f.ty.is_integer() => diags.error("E113", &s.origin, format!("counter `{}` sums `{}` of type `{}`; sums need an integer field (i32, i64, u32, u64)", *c.name, **s, f.ty.schema_name())),
+            Some(_) => {}
+        }
+    }
+    check_since(e, &c.since, diags);
+}
+
+fn check_relation(
+    e: &Entity,
+    r: &crate::ir::Relation,
+    model: Option<&Model>,
+    diags: &mut Diagnostics,
+) {
+    check_keyable(
+        e,
+        &r.by,
+        &r.by.origin,
+        &format!("the relation `{}`", *r.name),
+        model,
+        diags,
+    );
+    if let Some(o) = &r.order_by {
+        check_field_expr(
+            e,
+            o,
+            &format!("the `order_by` of relation `{}`", *r.name),
+            true,
+            model,
+            diags,
+        );
+    }
+    if let Some(m) = model {
+        if !m.entities.iter().any(|x| *x.name == *r.belongs_to) {
+            let hint = suggestion(&r.belongs_to, m.entities.iter().map(|x| x.name.as_str()));
+            diags.error(
+                "E115",
+                &r.belongs_to.origin,
+                format!(
+                    "relation `{}` belongs to `{}`, which is not an entity of this schema{hint}",
+                    *r.name, *r.belongs_to
+                ),
+            );
+        }
+    }
+    check_since(e, &r.since, diags);
+}
+
+fn check_migrations(e: &Entity, diags: &mut Diagnostics) {
+    let version = e.version.value;
+    if let Some(from) = &e.migrate_from {
+        if let Some(m) = e.migrations.first() {
+            diags.error("E117", &m.origin, format!("`{}` declares both `migrate_from = {}` and migration steps; use one or the other", *e.name, **from));
+        }
+        if version < 2 {
+            diags.error("E117", &from.origin, "`migrate_from` needs `version` of at least 2: the previous type holds the version before it");
+        }
+        return;
+    }
+    let mut seen = BTreeMap::new();
+    for m in &e.migrations {
+        if m.from.value < 1 || m.from.value >= version.max(1) {
+            diags.error("E117", &m.from.origin, format!("a migration from version {} does not fit: steps go from 1 up to {} (the version before the current {version})", m.from.value, version.saturating_sub(1)));
+        } else if seen.insert(m.from.value, ()).is_some() {
+            diags.error(
+                "E117",
+                &m.from.origin,
+                format!("two migration steps start at version {}", m.from.value),
+            );
+        }
+        let mut added = BTreeSet::new();
+        for (f, _) in &m.add {
+            if !added.insert(f.as_str()) {
+                diags.error(
+                    "E118",
+                    &f.origin,
+                    format!(
+                        "the migration from version {} adds `{}` twice",
+                        m.from.value, **f
+                    ),
+                );
+            }
+        }
+        for (old, new) in &m.rename {
+            if old.value == new.value {
+                diags.error(
+                    "E118",
+                    &new.origin,
+                    format!("the migration renames `{}` to itself", **old),
+                );
+            }
+        }
+    }
+    // Every step up to the current version must be declared; a gap would
+    // leave records of that version unreadable. Entities without any steps
+    // may still be at version > 1 if old versions were never written, but a
+    // partial chain is always a mistake.
+    if !e.migrations.is_empty() {
+        for v in 1..version {
+            if !seen.contains_key(&v) {
+                diags.error("E117", &e.version.origin, format!("migration steps must be contiguous up to version {version}, but no step goes from version {v} to {}", v + 1));
+            }
+        }
+    }
+}
+
+fn check_cross_entity(model: &Model, diags: &mut Diagnostics) {
+    let mut names = BTreeMap::new();
+    let mut segments = BTreeMap::new();
+    let mut prefixes: BTreeMap<(String, String), String> = BTreeMap::new();
+    for e in &model.entities {
+        if names.insert(e.name.value.clone(), ()).is_some() {
+            diags.error(
+                "E125",
+                &e.name.origin,
+                format!("the entity `{}` is declared twice", *e.name),
+            );
+        }
+        if e.key.is_some() {
+            let seg = e.name.to_snake_case();
+            if let Some(other) = segments.insert(seg.clone(), e.name.value.clone()) {
+                if other != *e.name {
+                    diags.error(
+                        "E125",
+                        &e.name.origin,
+                        format!(
+                            "`{}` and `{other}` both map to `{seg}` in derived keys; rename one",
+                            *e.name
+                        ),
+                    );
+                }
+            }
+        }
+        // Two templates with the same leading literal could produce the same
+        // key; distinct leading literals keep key spaces apart.
+        if let (Some(ns), Some(k)) = (&e.namespace, &e.key) {
+            if let Some(Segment::Literal(first)) = k.segments.first() {
+                if let Some(other) =
+                    prefixes.insert((ns.value.clone(), first.clone()), e.name.value.clone())
+                {
+                    diags.error("E126", &k.origin, format!("the key template `{}` starts with `{first}`, like the key of `{other}`; give each entity its own leading literal so their keys cannot collide", k.text));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The `Entity` impl: a record's key and the facts its image derives.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+use super::keys::{counter_fn, relation_fn};
+use super::{Ctx, arg_from_ref, ident};
+use crate::ir::{FieldExpr, FieldType, Segment};
+
+/// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
+/// a fact exists only when every field it needs has a value.
+struct Reads {
+    guards: Vec<TokenStream>,
+    refs: Vec<TokenStream>,
+}
+
+impl Reads {
+    fn new(cx: &Ctx<'_>, fields: &[&str]) -> Reads {
+        let mut guards = Vec::new();
+        let mut refs = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let member = ident(f);
+            let span =
+                cx.e.field(f)
+                    .map(|x| x.name.origin.span())
+                    .unwrap_or_else(proc_macro2::Span::call_site);
+            if cx.is_optional(f) {
+                let b = format_ident!("__v{}", i);
+                guards
+                    .push(quote_spanned!(span=> ::core::option::Option::Some(#b) = &self.#member));
+                refs.push(quote!(#b));
+            } else {
+                refs.push(quote_spanned!(span=> &self.#member));
+            }
+        }
+        Reads { guards, refs }
+    }
+
+    fn wrap(&self, body: TokenStream) -> TokenStream {
+        self.guards
+            .iter()
+            .rev()
+            .fold(body, |inner, g| quote!(if let #g { #inner }))
+    }
+}
+
+fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &TokenStream) -> TokenStream {
+    let p = cx.p();
+    match x {
+        FieldExpr::Field(f) => arg_from_ref(&cx.field_type(f), r.clone()),
+        FieldExpr::Hour(_) => quote!(*#r),
+        FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::day(*#r)),
+    }
+}
+
+fn sort_expr(cx: &Ctx<'_>, x: &FieldExpr, r: &TokenStream) -> TokenStream {
+    let p = cx.p();
+    match x {
+        FieldExpr::Field(_) => quote!(#p::sort_of(#r)),
+        FieldExpr::Hour(_) => quote!(#p::sort_of(&(*#r).start_of_hour())),
+        FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(*#r))),
+        FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(*#r).first_of_month())),
+    }
+}
+
+pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let (name, keys) = (&cx.name, &cx.keys);
+    let e = cx.e;
+    let mut facts = Vec::new();
+
+    for ix in &e.indexes {
+        let mut fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
+        let order = if ix.unique {
+            None
+        } else {
+            ix.order_by.as_ref()
+        };
+        if let Some(o) = order {
+            fields.push(o.field());
+        }
+        let reads = Reads::new(cx, &fields);
+        let n = ix.fields.len();
+        let args: Vec<TokenStream> = ix
+            .fields
+            .iter()
+            .zip(&reads.refs)
+            .map(|(f, r)| arg_from_ref(&cx.field_type(f), r.clone()))
+            .collect();
+        let fname = ident(&ix.name);
+        let (ixname, since) = (ix.name.as_str(), ix.since.value);
+        let body = if ix.unique {
+            let shown: Vec<TokenStream> = if ix.normalize.is_some() {
+                args.iter()
+                    .map(|a| quote!(&#p::lowercase(#a) as &dyn #p::KeyPart))
+                    .collect()
+            } else {
+                reads.refs[..n]
+                    .iter()
+                    .map(|r| quote!(#r as &dyn #p::KeyPart))
+                    .collect()
+            };
+            quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*), #p::parts_text(&[#(#shown),*]));)
+        } else {
+            let sort = match order {
+                Some(o) => sort_expr(cx, o, &reads.refs[n]),
+                None => quote!(::std::vec::Vec::new()),
+            };
+            quote!(__facts.member(#since, #keys::#fname(#(#args),*), #sort);)
+        };
+        facts.push(reads.wrap(body));
+    }
+
+    for r in &e.relations {
+        let mut fields = vec![r.by.as_str()];
+        if let Some(o) = &r.order_by {
+            fields.push(o.field());
+        }
+        let reads = Reads::new(cx, &fields);
+        let arg = arg_from_ref(&cx.field_type(&r.by), reads.refs[0].clone());
+        let sort = match &r.order_by {
+            Some(o) => sort_expr(cx, o, &reads.refs[1]),
+            None => quote!(::std::vec::Vec::new()),
+        };
+        let fname = relation_fn(&r.name);
+        let since = r.since.value;
+        facts.push(reads.wrap(quote!(__facts.member(#since, #keys::#fname(#arg), #sort);)));
+    }
+
+    for c in &e.counters {
+        let mut fields: Vec<&str> = c.group_by.iter().map(|g| g.field()).collect();
+        if let Some(s) = &c.sum {
+            fields.push(s.as_str());
+        }
+        let reads = Reads::new(cx, &fields);
+        let args: Vec<TokenStream> = c
+            .group_by
+            .iter()
+            .zip(&reads.refs)
+            .map(|(g, r)| group_arg(cx, g, r))
+            .collect();
+        let delta = match &c.sum {
+            Some(_) => {
+                let r = &reads.refs[c.group_by.len()];
+                quote!(#p::sum_i64(*#r))
+            }
+            None => quote!(1),
+        };
+        let fname = counter_fn(&c.name);
+        let since = c.since.value;
+        facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#fname(#(#args),*), #delta);)));
+    }
+
+    let template = e.key.as_ref().expect("entity with a key");
+    let key_args = template.segments.iter().filter_map(|s| match s {
+        Segment::Field(f) => {
+            let member = ident(f);
+            let ty = cx.field_type(f);
+            let r = quote!(&self.#member);
+            Some(arg_from_ref(&ty, r))
+        }
+        Segment::Literal(_) => None,
+    });
+
+    let ns = e
+        .namespace
+        .as_ref()
+        .map(|n| n.value.clone())
+        .unwrap_or_default();
+    let seg = cx.segment();
+    let ename = e.name.as_str();
+    let encoding = match e.encoding.value {
+        crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
+        crate::ir::Encoding::MsgPack => quote!(#p::Encoding::MsgPack),
+    };
+    let ttl = match &e.ttl {
+        Some(t) => {
+            let after = t.after_ms.value;
+            let jitter = t.jitter_permille.as_ref().map_or(0, |j| j.value);
+            quote!(::core::option::Option::Some(#p::Ttl { after_ms: #after, jitter_permille: #jitter }))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let _ = FieldType::String;
+    quote! {
+        #[automatically_derived]
+        impl #p::Entity for #name {
+            const META: #p::EntityMeta = #p::EntityMeta {
+                name: #ename,
+                namespace: #ns,
+                segment: #seg,
+                encoding: #encoding,
+                ttl: #ttl,
+            };
+
+            fn record_key(&self) -> ::std::string::String {
+                #keys::record(#(#key_args),*)
+            }
+
+            #[allow(unused_variables)]
+            fn facts(&self, __facts: &mut #p::Facts) {
+                #(#facts)*
+            }
+        }
+    }
+}

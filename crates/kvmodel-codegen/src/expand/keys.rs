@@ -1,0 +1,181 @@
+//! `XKeys`: one function per key the entity writes.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{Ctx, group_arg_names, ident};
+use crate::ir::{FieldExpr, Segment};
+
+/// `.part(x)` or, for the co-location field, `.tag(x)`; `x` is an argument.
+fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident) -> TokenStream {
+    let ty = cx.field_type(field);
+    let value = match ty {
+        crate::ir::FieldType::String | crate::ir::FieldType::Bytes => quote!(#arg),
+        _ => quote!(&#arg),
+    };
+    if cx.e.colocate.as_ref().is_some_and(|c| c.as_str() == field) {
+        quote!(.tag(#value))
+    } else {
+        quote!(.part(#value))
+    }
+}
+
+/// Arguments and builder calls for a list of plain fields.
+fn field_args(
+    cx: &Ctx<'_>,
+    fields: &[&str],
+    normalize: bool,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let p = cx.p();
+    let mut params = Vec::new();
+    let mut parts = Vec::new();
+    for f in fields {
+        let arg = ident(f);
+        let ty = cx.arg_type(&cx.field_type(f));
+        params.push(quote!(#arg: #ty));
+        if normalize {
+            parts.push(quote!(.part(&#p::lowercase(#arg))));
+        } else {
+            parts.push(push_part(cx, f, &arg));
+        }
+    }
+    (params, parts)
+}
+
+pub(crate) fn counter_fn(name: &str) -> syn::Ident {
+    format_ident!("counter_{}", name)
+}
+
+pub(crate) fn relation_fn(name: &str) -> syn::Ident {
+    format_ident!("relation_{}", name)
+}
+
+pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let (vis, keys, name) = (&cx.vis, &cx.keys, &cx.name);
+    let e = cx.e;
+    let ns = e
+        .namespace
+        .as_ref()
+        .map(|n| n.value.clone())
+        .unwrap_or_default();
+    let seg = cx.segment();
+    let mut fns = Vec::new();
+
+    // The record key.
+    let template = e.key.as_ref().expect("entity with a key");
+    let mut params = Vec::new();
+    let mut chain = Vec::new();
+    for s in &template.segments {
+        match s {
+            Segment::Literal(l) => chain.push(quote!(.lit(#l))),
+            Segment::Field(f) => {
+                let arg = ident(f);
+                let ty = cx.arg_type(&cx.field_type(f));
+                params.push(quote!(#arg: #ty));
+                chain.push(push_part(cx, f, &arg));
+            }
+        }
+    }
+    let doc = format!(
+        "The key of a `{}` record: `{ns}:{}`.",
+        *e.name, template.text
+    );
+    fns.push(quote! {
+        #[doc = #doc]
+        #vis fn record(#(#params),*) -> ::std::string::String {
+            #p::KeyBuilder::new(#ns) #(#chain)* .finish()
+        }
+    });
+
+    for ix in &e.indexes {
+        let fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
+        let (params, parts) = field_args(cx, &fields, ix.normalize.is_some());
+        let fname = ident(&ix.name);
+        let ixname = ix.name.as_str();
+        let (kind, doc) = if ix.unique {
+            (
+                "uniq",
+                format!(
+                    "The unique claim of index `{ixname}`: holds the key of the record with this value."
+                ),
+            )
+        } else {
+            (
+                "idx",
+                format!(
+                    "The sorted collection of index `{ixname}`: keys of the records with this value."
+                ),
+            )
+        };
+        fns.push(quote! {
+            #[doc = #doc]
+            #vis fn #fname(#(#params),*) -> ::std::string::String {
+                #p::KeyBuilder::derived(#ns, #seg, #kind).lit(#ixname) #(#parts)* .finish()
+            }
+        });
+    }
+
+    for r in &e.relations {
+        let (params, parts) = field_args(cx, &[r.by.as_str()], false);
+        let fname = relation_fn(&r.name);
+        let rname = r.name.as_str();
+        let doc = format!(
+            "The sorted collection of relation `{rname}`: keys of the `{}` records of one `{}`.",
+            *e.name, *r.belongs_to
+        );
+        fns.push(quote! {
+            #[doc = #doc]
+            #vis fn #fname(#(#params),*) -> ::std::string::String {
+                #p::KeyBuilder::derived(#ns, #seg, "rel").lit(#rname) #(#parts)* .finish()
+            }
+        });
+    }
+
+    for c in &e.counters {
+        let items: Vec<&FieldExpr> = c.group_by.iter().map(|g| &g.value).collect();
+        let names = group_arg_names(&items);
+        let mut params = Vec::new();
+        let mut parts = Vec::new();
+        for (x, arg) in items.iter().zip(&names) {
+            let ty = cx.group_arg_type(x);
+            params.push(quote!(#arg: #ty));
+            parts.push(match x {
+                FieldExpr::Field(f) => push_part(cx, f, arg),
+                FieldExpr::Hour(_) => quote!(.part(&#p::hour(#arg))),
+                FieldExpr::Day(_) => quote!(.part(&#arg)),
+                FieldExpr::Month(_) => quote!(.part(&#p::month(#arg))),
+            });
+        }
+        let fname = counter_fn(&c.name);
+        let cname = c.name.as_str();
+        let doc = format!("The key of counter `{cname}`.");
+        fns.push(quote! {
+            #[doc = #doc]
+            #vis fn #fname(#(#params),*) -> ::std::string::String {
+                #p::KeyBuilder::derived(#ns, #seg, "count").lit(#cname) #(#parts)* .finish()
+            }
+        });
+    }
+
+    let doc = format!(
+        "Key builders of `{}`: every key its repository reads or writes.",
+        *e.name
+    );
+    let all_doc = format!("The discovery set of every `{}` record.", *e.name);
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, Copy)]
+        #vis struct #keys;
+
+        #[automatically_derived]
+        impl #keys {
+            #(#fns)*
+
+            #[doc = #all_doc]
+            #vis fn all() -> ::std::string::String {
+                <#name as #p::Entity>::all_key()
+            }
+        }
+    }
+}

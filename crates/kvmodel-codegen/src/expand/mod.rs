@@ -1,0 +1,249 @@
+//! Emits the impls, key builders and repository of an entity.
+//!
+//! Output is hygienic: trait impls live in `const _: () = { … };`, every
+//! path is absolute (`::core::…`, `::kvmodel::…` or the `crate = "…"`
+//! override), locals start with `__`.
+
+mod facts;
+mod keys;
+mod repo;
+mod versioned;
+
+use heck::ToSnakeCase;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::ir::{Entity, FieldExpr, FieldType};
+
+/// What every emitter needs about one entity.
+pub(crate) struct Ctx<'a> {
+    pub e: &'a Entity,
+    pub krate: TokenStream,
+    pub name: syn::Ident,
+    pub keys: syn::Ident,
+    pub repo: syn::Ident,
+    pub vis: TokenStream,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(e: &'a Entity) -> Self {
+        let krate = e
+            .crate_path
+            .as_ref()
+            .and_then(|p| syn::parse_str::<syn::Path>(p).ok())
+            .map(|p| quote!(#p))
+            .unwrap_or_else(|| quote!(::kvmodel));
+        let name = ident(&e.name);
+        Ctx {
+            e,
+            krate,
+            keys: format_ident!("{}Keys", name),
+            repo: format_ident!("{}Repo", name),
+            vis: syn::parse_str::<syn::Visibility>(&e.vis)
+                .map(|v| quote!(#v))
+                .unwrap_or_default(),
+            name,
+        }
+    }
+
+    /// The `__private` facade path.
+    pub fn p(&self) -> TokenStream {
+        let k = &self.krate;
+        quote!(#k::__private)
+    }
+
+    /// The derived-key segment of the entity.
+    pub fn segment(&self) -> String {
+        self.e.name.to_snake_case()
+    }
+
+    pub fn field_type(&self, name: &str) -> FieldType {
+        self.e
+            .field(name)
+            .map(|f| f.ty.value.clone())
+            .unwrap_or(FieldType::String)
+    }
+
+    pub fn is_optional(&self, name: &str) -> bool {
+        self.e.field(name).is_some_and(|f| f.optional)
+    }
+
+    /// The owned Rust type of a field type.
+    pub fn rust_type(&self, ty: &FieldType) -> TokenStream {
+        let p = self.p();
+        match ty {
+            FieldType::String => quote!(::std::string::String),
+            FieldType::Bool => quote!(bool),
+            FieldType::I32 => quote!(i32),
+            FieldType::I64 => quote!(i64),
+            FieldType::U32 => quote!(u32),
+            FieldType::U64 => quote!(u64),
+            FieldType::F64 => quote!(f64),
+            FieldType::Bytes => quote!(::std::vec::Vec<u8>),
+            FieldType::Timestamp => quote!(#p::Timestamp),
+            FieldType::Date => quote!(#p::Date),
+            FieldType::Uuid => quote!(#p::Uuid),
+            FieldType::List(t) => {
+                let t = self.rust_type(t);
+                quote!(::std::vec::Vec<#t>)
+            }
+            FieldType::Map(t) => {
+                let t = self.rust_type(t);
+                quote!(::std::collections::BTreeMap<::std::string::String, #t>)
+            }
+            FieldType::Named(n) => syn::parse_str::<syn::Type>(n)
+                .map(|t| quote!(#t))
+                .unwrap_or_else(|_| quote!(::core::primitive::str)),
+        }
+    }
+
+    /// The argument type for a key component of this type.
+    pub fn arg_type(&self, ty: &FieldType) -> TokenStream {
+        match ty {
+            FieldType::String => quote!(&str),
+            FieldType::Bytes => quote!(&[u8]),
+            other => self.rust_type(other),
+        }
+    }
+
+    /// The argument type for a `group_by` item.
+    pub fn group_arg_type(&self, x: &FieldExpr) -> TokenStream {
+        let p = self.p();
+        match x {
+            FieldExpr::Field(f) => self.arg_type(&self.field_type(f)),
+            FieldExpr::Hour(_) => quote!(#p::Timestamp),
+            FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::Date),
+        }
+    }
+}
+
+/// An identifier, raw if it is a keyword.
+pub(crate) fn ident(name: &str) -> syn::Ident {
+    syn::parse_str::<syn::Ident>(name)
+        .unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
+}
+
+/// Converts a reference to a key component (`&T`) into the argument form
+/// (`&str`, a copy, or a clone).
+pub(crate) fn arg_from_ref(ty: &FieldType, r: TokenStream) -> TokenStream {
+    match ty {
+        FieldType::String | FieldType::Bytes => quote!(#r),
+        FieldType::Named(_) => quote!(::core::clone::Clone::clone(#r)),
+        _ => quote!(*#r),
+    }
+}
+
+/// Names the arguments of a `group_by` list.
+pub(crate) fn group_arg_names(items: &[&FieldExpr]) -> Vec<syn::Ident> {
+    let bucket = |x: &FieldExpr| match x {
+        FieldExpr::Field(_) => None,
+        FieldExpr::Hour(_) => Some("hour"),
+        FieldExpr::Day(_) => Some("day"),
+        FieldExpr::Month(_) => Some("month"),
+    };
+    items
+        .iter()
+        .map(|x| match bucket(x) {
+            None => ident(x.field()),
+            Some(b) if items.iter().filter(|y| bucket(y) == Some(b)).count() == 1 => ident(b),
+            Some(b) => format_ident!("{}_{}", b, x.field()),
+        })
+        .collect()
+}
+
+/// Expands `#[derive(KvEntity)]` for a checked entity.
+pub fn expand_entity(e: &Entity) -> TokenStream {
+    let cx = Ctx::new(e);
+    let versioned = versioned::expand(&cx);
+    if e.key.is_none() {
+        return quote!(const _: () = { #versioned };);
+    }
+    let entity_impl = facts::expand(&cx);
+    let keys = keys::expand(&cx);
+    let repo = repo::expand(&cx);
+    quote! {
+        const _: () = {
+            #versioned
+            #entity_impl
+        };
+        #keys
+        #repo
+    }
+}
+
+/// A stub for entities with errors: the error, plus just enough items that
+/// code using `XRepo`/`XKeys` does not add a cascade of unrelated errors.
+pub fn expand_stub(e: &Entity, errors: TokenStream) -> TokenStream {
+    let cx = Ctx::new(e);
+    let (vis, keys, repo, k) = (&cx.vis, &cx.keys, &cx.repo, &cx.krate);
+    if e.key.is_none() {
+        return errors;
+    }
+    quote! {
+        #errors
+        #vis struct #keys;
+        #vis struct #repo<S> { _store: S }
+        impl<S: #k::Store> #repo<S> {
+            #vis fn new(store: S) -> Self { #repo { _store: store } }
+        }
+    }
+}
+
+/// Expands `#[derive(KvEnum)]`: key and sort encodings of a fieldless enum.
+pub fn expand_enum(input: &syn::DeriveInput) -> Result<TokenStream, syn::Error> {
+    let syn::Data::Enum(data) = &input.data else {
+        return Err(syn::Error::new(
+            input.ident.span(),
+            "`KvEnum` needs a fieldless enum",
+        ));
+    };
+    let mut krate = quote!(::kvmodel);
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("kv")) {
+        attr.parse_nested_meta(|m| {
+            if m.path.is_ident("crate") {
+                let s: syn::LitStr = m.value()?.parse()?;
+                let p: syn::Path = s.parse()?;
+                krate = quote!(#p);
+                Ok(())
+            } else {
+                Err(m.error("unknown kv attribute on an enum; expected `crate = \"…\"`"))
+            }
+        })?;
+    }
+    let name = &input.ident;
+    let mut texts = Vec::new();
+    let mut arms_key = Vec::new();
+    let mut arms_sort = Vec::new();
+    for (i, v) in data.variants.iter().enumerate() {
+        if !matches!(v.fields, syn::Fields::Unit) {
+            return Err(syn::Error::new_spanned(
+                &v.fields,
+                "`KvEnum` variants cannot have fields: a key component must be a plain name",
+            ));
+        }
+        let vi = &v.ident;
+        let text = vi.to_string().to_snake_case();
+        let idx = i as u32;
+        arms_key.push(quote!(Self::#vi => #text));
+        arms_sort.push(quote!(Self::#vi => #idx));
+        texts.push(text);
+    }
+    let p = quote!(#krate::__private);
+    Ok(quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #p::KeyPart for #name {
+                fn write_key(&self, __out: &mut ::std::string::String) {
+                    __out.push_str(match self { #(#arms_key,)* });
+                }
+            }
+            #[automatically_derived]
+            impl #p::SortPart for #name {
+                fn write_sort(&self, __out: &mut ::std::vec::Vec<u8>) {
+                    let __index: u32 = match self { #(#arms_sort,)* };
+                    #p::SortPart::write_sort(&__index, __out);
+                }
+            }
+        };
+    })
+}

@@ -1,0 +1,89 @@
+//! The `Versioned` impl: reading records of older versions.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::Ctx;
+
+pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let name = &cx.name;
+    let e = cx.e;
+    let version = e.version.value;
+    let body = if let Some(prev) = &e.migrate_from {
+        let prev: syn::Type = syn::parse_str(prev).unwrap_or_else(|_| syn::parse_quote!(()));
+        let span = e
+            .migrate_from
+            .as_ref()
+            .map(|m| m.origin.span())
+            .unwrap_or_else(proc_macro2::Span::call_site);
+        let assert = quote::quote_spanned! {span=>
+            const _: () = ::core::assert!(
+                <#prev as #p::Versioned>::VERSION + 1 == #version,
+                "the `migrate_from` type must be exactly one version older"
+            );
+        };
+        quote! {
+            #assert
+            let __prev: #prev = if __version == <#prev as #p::Versioned>::VERSION {
+                #p::from_value(__key, __value)?
+            } else {
+                <#prev as #p::Versioned>::upcast(__key, __version, __value)?
+            };
+            ::core::result::Result::Ok(<Self as ::core::convert::From<#prev>>::from(__prev))
+        }
+    } else {
+        let mut steps: Vec<_> = e.migrations.iter().collect();
+        steps.sort_by_key(|m| m.from.value);
+        let steps = steps.iter().map(|m| {
+            let from = m.from.value;
+            let renames = m.rename.iter().map(|(a, b)| {
+                let (a, b) = (a.as_str(), b.as_str());
+                quote!(#p::migrate::rename(&mut __value, #a, #b);)
+            });
+            let adds = m.add.iter().map(|(f, v)| {
+                let (f, v) = (f.as_str(), v.value.to_string());
+                quote!(#p::migrate::add(&mut __value, #f, #p::migrate::json(__key, #v)?);)
+            });
+            let removes = m.remove.iter().map(|f| {
+                let f = f.as_str();
+                quote!(#p::migrate::remove(&mut __value, #f);)
+            });
+            quote! {
+                if __version <= #from {
+                    #(#renames)*
+                    #(#adds)*
+                    #(#removes)*
+                }
+            }
+        });
+        quote! {
+            #(#steps)*
+            #p::from_value(__key, __value)
+        }
+    };
+    let mutability = if e.migrate_from.is_none()
+        && e.migrations
+            .iter()
+            .any(|m| !m.rename.is_empty() || !m.add.is_empty() || !m.remove.is_empty())
+    {
+        quote!(mut)
+    } else {
+        quote!()
+    };
+    quote! {
+        #[automatically_derived]
+        impl #p::Versioned for #name {
+            const VERSION: u32 = #version;
+
+            #[allow(unused_variables)]
+            fn upcast(
+                __key: &str,
+                __version: u32,
+                #mutability __value: #p::serde_json::Value,
+            ) -> #p::Result<Self> {
+                #body
+            }
+        }
+    }
+}

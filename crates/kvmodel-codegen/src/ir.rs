@@ -1,0 +1,431 @@
+//! The model IR shared by both front-ends (attributes and YAML).
+//!
+//! Front-ends build these plain structs; [`check`](crate::check) holds every
+//! cross-field rule; emitters only read them. Every node keeps its
+//! [`Origin`], which never takes part in equality.
+
+use crate::origin::{Origin, Sp};
+
+/// A whole model: entities and the named types they use.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Model {
+    /// Entities, in declaration order.
+    pub entities: Vec<Entity>,
+    /// Named enums and structs (YAML `types:`); empty for the derive.
+    pub types: Vec<TypeDef>,
+}
+
+/// Payload encoding of records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// JSON.
+    #[default]
+    Json,
+    /// MessagePack (named maps).
+    MsgPack,
+}
+
+impl Encoding {
+    /// The schema spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Json => "json",
+            Encoding::MsgPack => "msgpack",
+        }
+    }
+}
+
+/// One entity (or, without a key, a versioned record type used in a
+/// `migrate_from` chain).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entity {
+    /// Rust type name.
+    pub name: Sp<String>,
+    /// Visibility of the generated items, as Rust source (`pub`, `pub(crate)`, ``).
+    pub vis: String,
+    /// First key segment.
+    pub namespace: Option<Sp<String>>,
+    /// Primary key template; `None` for record-only types.
+    pub key: Option<KeyTemplate>,
+    /// Current record version.
+    pub version: Sp<u32>,
+    /// Payload encoding.
+    pub encoding: Sp<Encoding>,
+    /// Fields, in order.
+    pub fields: Vec<Field>,
+    /// Secondary indexes.
+    pub indexes: Vec<Index>,
+    /// Counters.
+    pub counters: Vec<Counter>,
+    /// Relations to parent entities.
+    pub relations: Vec<Relation>,
+    /// Record time to live.
+    pub ttl: Option<Ttl>,
+    /// Field whose value becomes the Redis Cluster hash tag.
+    pub colocate: Option<Sp<String>>,
+    /// Declarative migration steps.
+    pub migrations: Vec<Migration>,
+    /// Previous version's type (`From` chain), as a Rust path.
+    pub migrate_from: Option<Sp<String>>,
+    /// Path of the kvmodel crate in generated code (default `::kvmodel`).
+    pub crate_path: Option<Sp<String>>,
+    /// Where the entity was declared.
+    pub origin: Origin,
+}
+
+impl Entity {
+    /// The field called `name`.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| *f.name == name)
+    }
+}
+
+/// A primary key template such as `user:{id}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyTemplate {
+    /// The template as written.
+    pub text: String,
+    /// Parsed segments (empty if the text did not parse; `check` reports why).
+    pub segments: Vec<Segment>,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+impl KeyTemplate {
+    /// The placeholders, in template order.
+    pub fn placeholders(&self) -> impl Iterator<Item = &str> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Field(f) => Some(f.as_str()),
+            Segment::Literal(_) => None,
+        })
+    }
+}
+
+/// One `:`-separated segment of a key template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Segment {
+    /// Fixed text.
+    Literal(String),
+    /// `{field}`.
+    Field(String),
+}
+
+/// Field types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    /// `String`.
+    String,
+    /// `bool`.
+    Bool,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `f64`.
+    F64,
+    /// `Vec<u8>`.
+    Bytes,
+    /// UTC timestamp.
+    Timestamp,
+    /// Calendar date.
+    Date,
+    /// UUID.
+    Uuid,
+    /// `Vec<T>`.
+    List(Box<FieldType>),
+    /// `BTreeMap<String, T>`.
+    Map(Box<FieldType>),
+    /// A named enum or struct, as a Rust path.
+    Named(String),
+}
+
+impl FieldType {
+    /// Integers (what `sum` accepts).
+    pub fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            FieldType::I32 | FieldType::I64 | FieldType::U32 | FieldType::U64
+        )
+    }
+
+    /// Types that can be a key component. Named types must implement
+    /// `KeyPart` (fieldless enums with `#[derive(KvEnum)]` do).
+    pub fn is_keyable(&self) -> bool {
+        !matches!(
+            self,
+            FieldType::F64 | FieldType::List(_) | FieldType::Map(_)
+        )
+    }
+
+    /// Types with an order-preserving encoding. Named types must implement
+    /// `SortPart`.
+    pub fn is_sortable(&self) -> bool {
+        !matches!(
+            self,
+            FieldType::Bytes | FieldType::List(_) | FieldType::Map(_)
+        )
+    }
+
+    /// Types whose values are `Copy` and passed by value.
+    pub fn is_copy(&self) -> bool {
+        !matches!(
+            self,
+            FieldType::String | FieldType::Bytes | FieldType::List(_) | FieldType::Map(_)
+        )
+    }
+
+    /// The schema spelling (`string`, `list<u32>`, `UserStatus`).
+    pub fn schema_name(&self) -> String {
+        match self {
+            FieldType::String => "string".into(),
+            FieldType::Bool => "bool".into(),
+            FieldType::I32 => "i32".into(),
+            FieldType::I64 => "i64".into(),
+            FieldType::U32 => "u32".into(),
+            FieldType::U64 => "u64".into(),
+            FieldType::F64 => "f64".into(),
+            FieldType::Bytes => "bytes".into(),
+            FieldType::Timestamp => "timestamp".into(),
+            FieldType::Date => "date".into(),
+            FieldType::Uuid => "uuid".into(),
+            FieldType::List(t) => format!("list<{}>", t.schema_name()),
+            FieldType::Map(t) => format!("map<string, {}>", t.schema_name()),
+            FieldType::Named(n) => n.clone(),
+        }
+    }
+}
+
+/// A field of an entity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    /// Field name.
+    pub name: Sp<String>,
+    /// Its type.
+    pub ty: Sp<FieldType>,
+    /// `Option<T>`.
+    pub optional: bool,
+    /// Value used when a stored record lacks the field (JSON).
+    pub default: Option<Sp<serde_json::Value>>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// A field or a time bucket of a timestamp field, in `group_by`/`order_by`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldExpr {
+    /// The field's value.
+    Field(String),
+    /// `hour(f)`.
+    Hour(String),
+    /// `day(f)`.
+    Day(String),
+    /// `month(f)`.
+    Month(String),
+}
+
+impl FieldExpr {
+    /// The field it reads.
+    pub fn field(&self) -> &str {
+        match self {
+            FieldExpr::Field(f) | FieldExpr::Hour(f) | FieldExpr::Day(f) | FieldExpr::Month(f) => f,
+        }
+    }
+
+    /// Parses `status`, `day(created_at)`, …
+    pub fn parse(s: &str) -> Option<FieldExpr> {
+        let s = s.trim();
+        let is_ident = |x: &str| {
+            !x.is_empty()
+                && x.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && x.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if let Some((func, rest)) = s.split_once('(') {
+            let arg = rest.strip_suffix(')')?.trim();
+            if !is_ident(arg) {
+                return None;
+            }
+            return match func.trim() {
+                "hour" => Some(FieldExpr::Hour(arg.into())),
+                "day" => Some(FieldExpr::Day(arg.into())),
+                "month" => Some(FieldExpr::Month(arg.into())),
+                _ => None,
+            };
+        }
+        is_ident(s).then(|| FieldExpr::Field(s.into()))
+    }
+}
+
+impl std::fmt::Display for FieldExpr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FieldExpr::Field(x) => f.write_str(x),
+            FieldExpr::Hour(x) => write!(f, "hour({x})"),
+            FieldExpr::Day(x) => write!(f, "day({x})"),
+            FieldExpr::Month(x) => write!(f, "month({x})"),
+        }
+    }
+}
+
+/// String normalization of a unique index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalize {
+    /// Unicode lowercase.
+    Lowercase,
+}
+
+/// A secondary index: unique (a claim per value) or ordered (a sorted
+/// collection per value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Index {
+    /// Index name (`by_email`).
+    pub name: Sp<String>,
+    /// Indexed fields, in order.
+    pub fields: Vec<Sp<String>>,
+    /// Unique claim instead of a collection.
+    pub unique: bool,
+    /// String normalization (unique indexes).
+    pub normalize: Option<Sp<Normalize>>,
+    /// Sort order within one value (ordered indexes).
+    pub order_by: Option<Sp<FieldExpr>>,
+    /// Record version that introduced it.
+    pub since: Sp<u32>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// A counter: a count or a sum, optionally per group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counter {
+    /// Counter name.
+    pub name: Sp<String>,
+    /// Group fields or buckets.
+    pub group_by: Vec<Sp<FieldExpr>>,
+    /// Summed integer field; `None` counts records.
+    pub sum: Option<Sp<String>>,
+    /// Record version that introduced it.
+    pub since: Sp<u32>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// A one-to-many relation: this entity belongs to a parent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Relation {
+    /// Relation name (`user` gives `list_by_user`).
+    pub name: Sp<String>,
+    /// Parent entity.
+    pub belongs_to: Sp<String>,
+    /// Field holding the parent's id.
+    pub by: Sp<String>,
+    /// Order of the children.
+    pub order_by: Option<Sp<FieldExpr>>,
+    /// Record version that introduced it.
+    pub since: Sp<u32>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// Record time to live.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ttl {
+    /// Base TTL in milliseconds (parsed from e.g. `30m`).
+    pub after_ms: Sp<u64>,
+    /// Jitter in thousandths (parsed from e.g. `10%`).
+    pub jitter_permille: Option<Sp<u32>>,
+}
+
+/// One migration step from `from` to `from + 1`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Migration {
+    /// Source version.
+    pub from: Sp<u32>,
+    /// `old → new` field renames.
+    pub rename: Vec<(Sp<String>, Sp<String>)>,
+    /// Fields added with a value.
+    pub add: Vec<(Sp<String>, Sp<serde_json::Value>)>,
+    /// Fields removed.
+    pub remove: Vec<Sp<String>>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// A named type of a YAML schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDef {
+    /// Rust type name.
+    pub name: Sp<String>,
+    /// Enum or struct.
+    pub kind: TypeKind,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// The shape of a named type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeKind {
+    /// A fieldless enum; variants as written in the schema (snake case).
+    Enum(Vec<Sp<String>>),
+    /// A struct.
+    Struct(Vec<Field>),
+}
+
+/// Parses a duration such as `30m`, `1500ms`, `2h` into milliseconds.
+pub fn parse_duration_ms(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(mult).filter(|&ms| ms > 0)
+}
+
+/// Parses a jitter such as `10%` or `2.5%` into thousandths (0–1000).
+pub fn parse_jitter_permille(s: &str) -> Option<u32> {
+    let pct = s.trim().strip_suffix('%')?.trim();
+    let (int, frac) = pct.split_once('.').unwrap_or((pct, ""));
+    if int.is_empty()
+        || frac.len() > 1
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let permille = int.parse::<u32>().ok()?.checked_mul(10)? + frac.parse::<u32>().unwrap_or(0);
+    (permille <= 1000).then_some(permille)
+}
+
+/// Formats milliseconds back as the largest exact unit (`30m`).
+pub fn format_duration_ms(ms: u64) -> String {
+    for (unit, n) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms.is_multiple_of(n) {
+            return format!("{}{unit}", ms / n);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// Formats thousandths as a percentage (`10%`, `2.5%`).
+pub fn format_jitter(permille: u32) -> String {
+    if permille.is_multiple_of(10) {
+        format!("{}%", permille / 10)
+    } else {
+        format!("{}.{}%", permille / 10, permille % 10)
+    }
+}

@@ -1,0 +1,199 @@
+//! The traits `#[derive(KvEntity)]` implements, and the facts an entity
+//! derives from one record image (its claims, collection members, counters).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+use crate::record::{self, Encoding};
+
+/// A record type with a version, readable from any older version.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a versioned kvmodel record",
+    note = "add `#[derive(kvmodel::KvEntity)]` with `#[kv(version = N)]` to `{Self}`"
+)]
+pub trait Versioned: DeserializeOwned + Sized {
+    /// The version this type is written at.
+    const VERSION: u32;
+
+    /// Builds `Self` from the generic value of a record written at `version`
+    /// (`version < VERSION`), running the declared migration steps.
+    fn upcast(key: &str, version: u32, value: serde_json::Value) -> Result<Self>;
+}
+
+/// Time to live of an entity's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ttl {
+    /// Base time to live in milliseconds.
+    pub after_ms: u64,
+    /// Jitter in thousandths of `after_ms`, added at random to spread expiry.
+    pub jitter_permille: u32,
+}
+
+impl Ttl {
+    /// A TTL with jitter applied.
+    pub fn sample(&self) -> std::time::Duration {
+        let spread = self
+            .after_ms
+            .saturating_mul(u64::from(self.jitter_permille))
+            / 1000;
+        let extra = if spread == 0 {
+            0
+        } else {
+            fastrand::u64(0..=spread)
+        };
+        std::time::Duration::from_millis(self.after_ms.saturating_add(extra))
+    }
+}
+
+/// Static facts about an entity.
+#[derive(Debug, Clone, Copy)]
+pub struct EntityMeta {
+    /// The Rust type name.
+    pub name: &'static str,
+    /// First segment of every key.
+    pub namespace: &'static str,
+    /// The entity's segment in derived keys (snake case).
+    pub segment: &'static str,
+    /// Payload encoding.
+    pub encoding: Encoding,
+    /// Record time to live.
+    pub ttl: Option<Ttl>,
+}
+
+/// A stored entity: `#[derive(KvEntity)]` with a key template implements it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kvmodel entity",
+    note = "add `#[derive(kvmodel::KvEntity)]` and `#[kv(namespace = \"…\", key = \"…\")]` to `{Self}`"
+)]
+pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
+    /// Static facts.
+    const META: EntityMeta;
+
+    /// The key of this record.
+    fn record_key(&self) -> String;
+
+    /// Every derived entry this record image has.
+    fn facts(&self, facts: &mut Facts);
+
+    /// The discovery set listing every record of the entity.
+    fn all_key() -> String {
+        crate::key::KeyBuilder::derived(Self::META.namespace, Self::META.segment, "all").finish()
+    }
+}
+
+/// A unique claim: `key` holds the owning record's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimFact {
+    /// Index name.
+    pub index: &'static str,
+    /// Claim key.
+    pub key: String,
+    /// The claimed value, for error messages.
+    pub value: String,
+    /// The record version that introduced the index.
+    pub since: u32,
+}
+
+/// Membership of the record's key in a sorted collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberFact {
+    /// Collection key.
+    pub collection: String,
+    /// Sort key.
+    pub sort: Vec<u8>,
+    /// The record version that introduced the index or relation.
+    pub since: u32,
+}
+
+/// A contribution to a counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterFact {
+    /// Counter key.
+    pub key: String,
+    /// Amount this record contributes.
+    pub delta: i64,
+    /// The record version that introduced the counter.
+    pub since: u32,
+}
+
+/// The derived entries of one record image.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Unique claims.
+    pub claims: Vec<ClaimFact>,
+    /// Collection memberships.
+    pub members: Vec<MemberFact>,
+    /// Counter contributions.
+    pub counters: Vec<CounterFact>,
+}
+
+impl Facts {
+    /// Records a unique claim.
+    pub fn claim(&mut self, index: &'static str, since: u32, key: String, value: impl ToString) {
+        self.claims.push(ClaimFact {
+            index,
+            key,
+            value: value.to_string(),
+            since,
+        });
+    }
+
+    /// Records a collection membership.
+    pub fn member(&mut self, since: u32, collection: String, sort: Vec<u8>) {
+        self.members.push(MemberFact {
+            collection,
+            sort,
+            since,
+        });
+    }
+
+    /// Records a counter contribution.
+    pub fn count(&mut self, since: u32, key: String, delta: i64) {
+        self.counters.push(CounterFact { key, delta, since });
+    }
+
+    /// Drops what a record stored at `version` never had.
+    pub fn retain_since(&mut self, version: u32) {
+        self.claims.retain(|f| f.since <= version);
+        self.members.retain(|f| f.since <= version);
+        self.counters.retain(|f| f.since <= version);
+    }
+
+    /// The facts of `value`.
+    pub fn of<E: Entity>(value: &E) -> Facts {
+        let mut f = Facts::default();
+        value.facts(&mut f);
+        f
+    }
+}
+
+/// Decodes a stored record of `E`, migrating older versions; returns the
+/// stored version too.
+pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
+    let header = record::header(key, bytes)?;
+    if header.version == E::VERSION {
+        return Ok((header.version, record::decode_current(key, bytes)?));
+    }
+    if header.version > E::VERSION {
+        return Err(Error::FutureVersion {
+            key: key.to_owned(),
+            found: header.version,
+            supported: E::VERSION,
+        });
+    }
+    if header.version == 0 {
+        return Err(Error::decode(
+            key,
+            "its version is 0; versions start at 1",
+            None,
+        ));
+    }
+    let (version, value) = record::decode_value(key, bytes)?;
+    Ok((version, E::upcast(key, version, value)?))
+}
+
+/// Encodes `value` at its current version.
+pub fn encode<E: Entity>(key: &str, value: &E) -> Result<Vec<u8>> {
+    record::encode(key, E::META.encoding, E::VERSION, value)
+}

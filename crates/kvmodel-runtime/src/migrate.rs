@@ -1,0 +1,44 @@
+//! Declarative migration steps applied to a record's generic value.
+//!
+//! A step from version N to N+1 renames, adds and removes top-level fields.
+//! Steps never fail on records that already look migrated: renaming a field
+//! that is absent and removing a field that is absent are no-ops, and `add`
+//! keeps a value that is already there.
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Renames field `from` to `to`.
+pub fn rename(value: &mut Value, from: &str, to: &str) {
+    if let Some(obj) = value.as_object_mut() {
+        if let Some(v) = obj.remove(from) {
+            obj.insert(to.to_owned(), v);
+        }
+    }
+}
+
+/// Adds field `name` with `default` unless it is present.
+pub fn add(value: &mut Value, name: &str, default: Value) {
+    if let Some(obj) = value.as_object_mut() {
+        obj.entry(name.to_owned()).or_insert(default);
+    }
+}
+
+/// Removes field `name`.
+pub fn remove(value: &mut Value, name: &str) {
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove(name);
+    }
+}
+
+/// Parses a default value written in the schema (checked when generating).
+pub fn json(key: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::decode(
+            key,
+            format!("the migration default `{text}` is not valid JSON"),
+            Some(Box::new(e)),
+        )
+    })
+}

@@ -1,0 +1,69 @@
+//! What generated code uses. Not a public API: it may change in any release.
+
+pub use crate::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
+pub use crate::key::{KeyBuilder, KeyPart, SortPart};
+pub use crate::migrate;
+pub use crate::record::Encoding;
+pub use crate::repo::Engine;
+pub use crate::time::{Date, Timestamp};
+pub use crate::{Error, Page, PageRequest, Result, Store};
+pub use serde;
+pub use serde_json;
+pub use uuid::Uuid;
+
+/// `normalize = "lowercase"`.
+pub fn lowercase(s: &str) -> String {
+    s.to_lowercase()
+}
+
+/// An order-preserving sort key of one value.
+pub fn sort_of<P: SortPart + ?Sized>(p: &P) -> Vec<u8> {
+    crate::key::sort_key(p)
+}
+
+/// The hour bucket of an instant, as a key component: `2026-11-22T05`.
+pub fn hour(t: Timestamp) -> String {
+    let s = t.start_of_hour().to_string();
+    s[..13].to_owned()
+}
+
+/// The day bucket of an instant.
+pub fn day(t: Timestamp) -> Date {
+    t.date()
+}
+
+/// The month bucket of an instant or date, as a key component: `2026-11`.
+pub fn month(d: Date) -> String {
+    format!("{:04}-{:02}", d.year(), d.month())
+}
+
+/// A sum contribution of an integer field.
+pub fn sum_i64<T: TryInto<i64>>(v: T) -> i64 {
+    v.try_into().unwrap_or(i64::MAX)
+}
+
+/// The error of a record written at a version with no migration path.
+pub fn no_migration(key: &str, version: u32, current: u32) -> Error {
+    Error::decode(
+        key,
+        format!("it is at version {version}, and no migration to version {current} is declared"),
+        None,
+    )
+}
+
+/// Converts a migrated value into the target type.
+pub fn from_value<T: serde::de::DeserializeOwned>(key: &str, v: serde_json::Value) -> Result<T> {
+    crate::record::from_value(key, v)
+}
+
+/// The text of key components, for error messages.
+pub fn parts_text(parts: &[&dyn KeyPart]) -> String {
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        p.write_key(&mut out);
+    }
+    out
+}

@@ -1,0 +1,366 @@
+//! The upkeep engine behind every generated repository.
+//!
+//! Generated `XRepo` types are thin typed wrappers over [`Engine`]: they build
+//! keys, the engine turns a record image into its facts (claims, collection
+//! members, counters) and every write into one [`Batch`] committed atomically.
+
+use std::collections::{BTreeMap, HashSet};
+use std::marker::PhantomData;
+
+use crate::batch::{Batch, Outcome};
+use crate::entity::{self, ClaimFact, Entity, Facts};
+use crate::error::{Error, Result};
+use crate::page::{Cursor, Page, PageRequest};
+use crate::store::Store;
+
+/// How many times `update`, `modify` and `delete` re-read and retry before
+/// giving up with [`Error::Conflict`].
+pub const MAX_ATTEMPTS: u32 = 16;
+
+/// Typed access to the records of one entity on one store.
+pub struct Engine<E, S> {
+    store: S,
+    _entity: PhantomData<fn() -> E>,
+}
+
+impl<E, S: Clone> Clone for Engine<E, S> {
+    fn clone(&self) -> Self {
+        Engine {
+            store: self.store.clone(),
+            _entity: PhantomData,
+        }
+    }
+}
+
+impl<E, S: std::fmt::Debug> std::fmt::Debug for Engine<E, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("entity", &std::any::type_name::<E>())
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// Sums counter contributions per key (`sign` = +1 or -1), dropping zeros.
+fn add_counters(acc: &mut BTreeMap<String, i64>, facts: &Facts, sign: i64) {
+    for c in &facts.counters {
+        let slot = acc.entry(c.key.clone()).or_default();
+        *slot = slot.saturating_add(c.delta.saturating_mul(sign));
+    }
+}
+
+fn push_counters(b: &mut Batch, acc: BTreeMap<String, i64>) {
+    for (key, delta) in acc {
+        if delta != 0 {
+            b.incr(key, delta);
+        }
+    }
+}
+
+/// Waits a little before retrying an optimistic write: jittered exponential
+/// backoff, 0–1 ms after the first failure up to 0–64 ms.
+async fn backoff(attempt: u32) {
+    let cap_us = 1_000u64 << attempt.min(6);
+    let wait = std::time::Duration::from_micros(fastrand::u64(0..=cap_us));
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::time::sleep(wait).await;
+    } else {
+        std::thread::sleep(wait);
+    }
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// An engine on `store`.
+    pub fn new(store: S) -> Self {
+        Engine {
+            store,
+            _entity: PhantomData,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn unique_violation(&self, claim: &ClaimFact) -> Error {
+        Error::UniqueViolation {
+            entity: E::META.name,
+            index: claim.index,
+            value: claim.value.clone(),
+        }
+    }
+
+    /// Stores a new record with all its derived entries, in one commit.
+    pub async fn create(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        let bytes = entity::encode(&key, value)?;
+        let facts = Facts::of(value);
+        let ttl = E::META.ttl.map(|t| t.sample());
+        let owner = key.as_bytes().to_vec();
+        let mut b = Batch::new();
+        b.absent(&key);
+        for c in &facts.claims {
+            b.absent_or_equals(&c.key, owner.clone());
+        }
+        b.put(&key, bytes, ttl);
+        for c in &facts.claims {
+            b.put(&c.key, owner.clone(), ttl);
+        }
+        for m in &facts.members {
+            b.add(&m.collection, m.sort.clone(), owner.clone());
+        }
+        let mut counters = BTreeMap::new();
+        add_counters(&mut counters, &facts, 1);
+        push_counters(&mut b, counters);
+        b.add(E::all_key(), Vec::new(), owner);
+        match self.store.commit(b).await? {
+            Outcome::Applied => Ok(()),
+            Outcome::Failed { index: 0 } => Err(Error::AlreadyExists {
+                entity: E::META.name,
+                key,
+            }),
+            Outcome::Failed { index } => Err(self.unique_violation(&facts.claims[index - 1])),
+        }
+    }
+
+    /// Reads the record at `key`, migrating it if it is older.
+    pub async fn get(&self, key: &str) -> Result<Option<E>> {
+        match self.store.get(key).await? {
+            Some(bytes) => Ok(Some(entity::decode(key, &bytes)?.1)),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads many records in one round trip, in order.
+    pub async fn get_many(&self, keys: Vec<String>) -> Result<Vec<Option<E>>> {
+        let values = self.store.get_many(&keys).await?;
+        keys.iter()
+            .zip(values)
+            .map(|(k, v)| v.map(|b| entity::decode(k, &b).map(|(_, e)| e)).transpose())
+            .collect()
+    }
+
+    /// Builds the batch that moves the stored image `old` to `new`.
+    fn update_batch(
+        &self,
+        key: &str,
+        old_bytes: Vec<u8>,
+        old: &Facts,
+        new_value: &E,
+        new: &Facts,
+    ) -> Result<(Batch, Vec<ClaimFact>)> {
+        let bytes = entity::encode(key, new_value)?;
+        let ttl = E::META.ttl.map(|t| t.sample());
+        let owner = key.as_bytes().to_vec();
+        let mut b = Batch::new();
+        b.equals(key, old_bytes);
+        let old_claims: HashSet<&str> = old.claims.iter().map(|c| c.key.as_str()).collect();
+        let new_claims: HashSet<&str> = new.claims.iter().map(|c| c.key.as_str()).collect();
+        let mut checked = Vec::new();
+        for c in &new.claims {
+            if !old_claims.contains(c.key.as_str()) {
+                b.absent_or_equals(&c.key, owner.clone());
+                checked.push(c.clone());
+            }
+        }
+        b.put(key, bytes, ttl);
+        for c in &new.claims {
+            // Kept claims are rewritten only to renew their TTL with the record's.
+            if ttl.is_some() || !old_claims.contains(c.key.as_str()) {
+                b.put(&c.key, owner.clone(), ttl);
+            }
+        }
+        for c in &old.claims {
+            if !new_claims.contains(c.key.as_str()) {
+                b.delete(&c.key);
+            }
+        }
+        let old_members: HashSet<(&str, &[u8])> = old
+            .members
+            .iter()
+            .map(|m| (m.collection.as_str(), m.sort.as_slice()))
+            .collect();
+        let new_members: HashSet<(&str, &[u8])> = new
+            .members
+            .iter()
+            .map(|m| (m.collection.as_str(), m.sort.as_slice()))
+            .collect();
+        for m in &old.members {
+            if !new_members.contains(&(m.collection.as_str(), m.sort.as_slice())) {
+                b.remove(&m.collection, m.sort.clone(), owner.clone());
+            }
+        }
+        for m in &new.members {
+            if !old_members.contains(&(m.collection.as_str(), m.sort.as_slice())) {
+                b.add(&m.collection, m.sort.clone(), owner.clone());
+            }
+        }
+        let mut counters = BTreeMap::new();
+        add_counters(&mut counters, new, 1);
+        add_counters(&mut counters, old, -1);
+        push_counters(&mut b, counters);
+        // Re-adding the discovery member is idempotent and repairs drift.
+        b.add(E::all_key(), Vec::new(), owner);
+        Ok((b, checked))
+    }
+
+    /// Reads the record at `key`, lets `change` produce the new image, and
+    /// commits the move atomically, retrying when another writer got there first.
+    async fn read_modify_write(
+        &self,
+        key: &str,
+        mut change: impl FnMut(E) -> Result<E> + Send,
+    ) -> Result<E> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(old_bytes) = self.store.get(key).await? else {
+                return Err(Error::NotFound {
+                    entity: E::META.name,
+                    key: key.to_owned(),
+                });
+            };
+            let (stored_version, old_value) = entity::decode::<E>(key, &old_bytes)?;
+            let mut old = Facts::of(&old_value);
+            old.retain_since(stored_version);
+            let new_value = change(old_value)?;
+            if new_value.record_key() != key {
+                return Err(Error::InvalidKey {
+                    key: key.to_owned(),
+                    reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
+                });
+            }
+            let new = Facts::of(&new_value);
+            let (batch, checked) = self.update_batch(key, old_bytes, &old, &new_value, &new)?;
+            match self.store.commit(batch).await? {
+                Outcome::Applied => return Ok(new_value),
+                Outcome::Failed { index: 0 } => backoff(attempt).await,
+                Outcome::Failed { index } => return Err(self.unique_violation(&checked[index - 1])),
+            }
+        }
+        Err(Error::Conflict {
+            entity: E::META.name,
+            key: key.to_owned(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Replaces a stored record; indexes and counters move atomically.
+    pub async fn update(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        self.read_modify_write(&key, |_| Ok(value.clone())).await?;
+        Ok(())
+    }
+
+    /// Read-modify-write with optimistic retry; `f` may run more than once.
+    pub async fn modify(&self, key: &str, mut f: impl FnMut(&mut E) + Send) -> Result<E> {
+        self.read_modify_write(key, |mut v| {
+            f(&mut v);
+            Ok(v)
+        })
+        .await
+    }
+
+    /// Deletes a record and every derived entry; `false` if it did not exist.
+    pub async fn delete(&self, key: &str) -> Result<bool> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(old_bytes) = self.store.get(key).await? else {
+                return Ok(false);
+            };
+            let (stored_version, old_value) = entity::decode::<E>(key, &old_bytes)?;
+            let mut old = Facts::of(&old_value);
+            old.retain_since(stored_version);
+            let owner = key.as_bytes().to_vec();
+            let mut b = Batch::new();
+            b.equals(key, old_bytes).delete(key);
+            for c in &old.claims {
+                b.delete(&c.key);
+            }
+            for m in &old.members {
+                b.remove(&m.collection, m.sort.clone(), owner.clone());
+            }
+            let mut counters = BTreeMap::new();
+            add_counters(&mut counters, &old, -1);
+            push_counters(&mut b, counters);
+            b.remove(E::all_key(), Vec::new(), owner);
+            match self.store.commit(b).await? {
+                Outcome::Applied => return Ok(true),
+                Outcome::Failed { .. } => backoff(attempt).await,
+            }
+        }
+        Err(Error::Conflict {
+            entity: E::META.name,
+            key: key.to_owned(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Looks a record up through a unique claim (two reads: claim, record).
+    pub async fn find_unique(&self, claim_key: &str) -> Result<Option<E>> {
+        let Some(owner) = self.store.get(claim_key).await? else {
+            return Ok(None);
+        };
+        let key = String::from_utf8(owner).map_err(|_| {
+            Error::decode(
+                claim_key,
+                "the unique claim does not hold a record key",
+                None,
+            )
+        })?;
+        let Some(value) = self.get(&key).await? else {
+            return Ok(None);
+        };
+        // A claim whose record no longer carries the value is stale: ignore it.
+        let current = Facts::of(&value);
+        Ok(current
+            .claims
+            .iter()
+            .any(|c| c.key == claim_key)
+            .then_some(value))
+    }
+
+    /// A page of the sorted collection at `collection`: members are record
+    /// keys, read with one `get_many`. Members whose record expired are
+    /// skipped and removed.
+    pub async fn list(&self, collection: &str, page: PageRequest) -> Result<Page<E>> {
+        let range = self.store.range(collection, page.to_range()).await?;
+        let keys: Vec<String> = range
+            .members
+            .iter()
+            .map(|m| {
+                String::from_utf8(m.member.clone()).map_err(|_| {
+                    Error::decode(collection, "a collection member is not a record key", None)
+                })
+            })
+            .collect::<Result<_>>()?;
+        let values = self.store.get_many(&keys).await?;
+        let mut items = Vec::with_capacity(values.len());
+        let mut sweep = Batch::new();
+        for ((key, value), member) in keys.iter().zip(values).zip(&range.members) {
+            match value {
+                Some(bytes) => items.push(entity::decode::<E>(key, &bytes)?.1),
+                None => {
+                    sweep.absent(key);
+                    sweep.remove(collection, member.sort.clone(), member.member.clone());
+                }
+            }
+        }
+        if !sweep.is_empty() {
+            // Conditional: a record re-created meanwhile keeps its entry.
+            let _ = self.store.commit(sweep).await?;
+        }
+        Ok(Page {
+            items,
+            next: range.next.map(Cursor::from_position),
+        })
+    }
+
+    /// A page of every record of the entity (the discovery set, never a scan).
+    pub async fn list_all(&self, page: PageRequest) -> Result<Page<E>> {
+        self.list(&E::all_key(), page).await
+    }
+
+    /// The counter at `key`.
+    pub async fn count(&self, key: &str) -> Result<i64> {
+        self.store.counter(key).await
+    }
+}
