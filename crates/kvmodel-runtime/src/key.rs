@@ -106,6 +106,11 @@ pub fn unescape(s: &str) -> Result<String> {
 }
 
 /// A value that can be written as one key component.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of a key",
+    label = "used as a key, index or group component here",
+    note = "derive `kvmodel::KvEnum` for a fieldless enum, or implement `kvmodel::key::KeyPart`"
+)]
 pub trait KeyPart {
     /// Appends the escaped component to `out`.
     fn write_key(&self, out: &mut String);
@@ -215,6 +220,11 @@ impl KeyBuilder {
 }
 
 /// A value with an order-preserving byte encoding.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no order-preserving encoding",
+    label = "used as an `order_by` value here",
+    note = "derive `kvmodel::KvEnum` for a fieldless enum, or implement `kvmodel::key::SortPart`"
+)]
 pub trait SortPart {
     /// Appends the encoding to `out`; byte order of outputs equals value order,
     /// and no encoding is a proper prefix of another of the same type.

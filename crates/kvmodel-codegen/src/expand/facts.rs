@@ -6,6 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use super::keys::{counter_fn, relation_fn};
 use super::{Ctx, arg_from_ref, ident};
 use crate::ir::{FieldExpr, FieldType, Segment};
+use crate::origin::Sp;
 
 /// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
 /// a fact exists only when every field it needs has a value.
@@ -53,10 +54,11 @@ fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &TokenStream) -> TokenStream {
     }
 }
 
-fn sort_expr(cx: &Ctx<'_>, x: &FieldExpr, r: &TokenStream) -> TokenStream {
+fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &TokenStream) -> TokenStream {
     let p = cx.p();
-    match x {
-        FieldExpr::Field(_) => quote!(#p::sort_of(#r)),
+    let span = x.origin.span();
+    match &x.value {
+        FieldExpr::Field(_) => quote_spanned!(span=> #p::sort_of(#r)),
         FieldExpr::Hour(_) => quote!(#p::sort_of(&(*#r).start_of_hour())),
         FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(*#r))),
         FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(*#r).first_of_month())),

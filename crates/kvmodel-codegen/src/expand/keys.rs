@@ -1,29 +1,33 @@
 //! `XKeys`: one function per key the entity writes.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 
 use super::{Ctx, group_arg_names, ident};
 use crate::ir::{FieldExpr, Segment};
+use crate::origin::{Origin, Sp};
 
 /// `.part(x)` or, for the co-location field, `.tag(x)`; `x` is an argument.
-fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident) -> TokenStream {
+/// The call is spanned at `origin`, so a type without a key encoding is
+/// reported where the user named the field.
+fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident, origin: &Origin) -> TokenStream {
     let ty = cx.field_type(field);
     let value = match ty {
         crate::ir::FieldType::String | crate::ir::FieldType::Bytes => quote!(#arg),
         _ => quote!(&#arg),
     };
+    let span = origin.span();
     if cx.e.colocate.as_ref().is_some_and(|c| c.as_str() == field) {
-        quote!(.tag(#value))
+        quote_spanned!(span=> .tag(#value))
     } else {
-        quote!(.part(#value))
+        quote_spanned!(span=> .part(#value))
     }
 }
 
 /// Arguments and builder calls for a list of plain fields.
 fn field_args(
     cx: &Ctx<'_>,
-    fields: &[&str],
+    fields: &[&Sp<String>],
     normalize: bool,
 ) -> (Vec<TokenStream>, Vec<TokenStream>) {
     let p = cx.p();
@@ -36,7 +40,7 @@ fn field_args(
         if normalize {
             parts.push(quote!(.part(&#p::lowercase(#arg))));
         } else {
-            parts.push(push_part(cx, f, &arg));
+            parts.push(push_part(cx, f, &arg, &f.origin));
         }
     }
     (params, parts)
@@ -73,7 +77,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 let arg = ident(f);
                 let ty = cx.arg_type(&cx.field_type(f));
                 params.push(quote!(#arg: #ty));
-                chain.push(push_part(cx, f, &arg));
+                chain.push(push_part(cx, f, &arg, &template.origin));
             }
         }
     }
@@ -89,7 +93,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     });
 
     for ix in &e.indexes {
-        let fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
+        let fields: Vec<&Sp<String>> = ix.fields.iter().collect();
         let (params, parts) = field_args(cx, &fields, ix.normalize.is_some());
         let fname = ident(&ix.name);
         let ixname = ix.name.as_str();
@@ -117,7 +121,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     }
 
     for r in &e.relations {
-        let (params, parts) = field_args(cx, &[r.by.as_str()], false);
+        let (params, parts) = field_args(cx, &[&r.by], false);
         let fname = relation_fn(&r.name);
         let rname = r.name.as_str();
         let doc = format!(
@@ -137,11 +141,11 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         let names = group_arg_names(&items);
         let mut params = Vec::new();
         let mut parts = Vec::new();
-        for (x, arg) in items.iter().zip(&names) {
+        for ((x, arg), g) in items.iter().zip(&names).zip(&c.group_by) {
             let ty = cx.group_arg_type(x);
             params.push(quote!(#arg: #ty));
             parts.push(match x {
-                FieldExpr::Field(f) => push_part(cx, f, arg),
+                FieldExpr::Field(f) => push_part(cx, f, arg, &g.origin),
                 FieldExpr::Hour(_) => quote!(.part(&#p::hour(#arg))),
                 FieldExpr::Day(_) => quote!(.part(&#arg)),
                 FieldExpr::Month(_) => quote!(.part(&#p::month(#arg))),

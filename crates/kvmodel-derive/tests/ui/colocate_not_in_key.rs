@@ -1,0 +1,9 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(namespace = "shop", key = "order:{id}", colocate = user_id)]
+pub struct Order {
+    pub id: String,
+    pub user_id: String,
+}
+fn main() {}

@@ -1,0 +1,8 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(namespace = "shop", key = "user-{id}")]
+pub struct User {
+    pub id: String,
+}
+fn main() {}

@@ -1,0 +1,8 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEnum)]
+pub enum Status {
+    Active,
+    Banned { reason: String },
+}
+fn main() {}

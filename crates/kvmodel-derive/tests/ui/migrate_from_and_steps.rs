@@ -1,0 +1,22 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(version = 1)]
+pub struct UserV1 {
+    pub id: String,
+}
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(namespace = "shop", key = "user:{id}", version = 2, migrate_from = UserV1)]
+#[kv(migration(from = 1, add(name = "")))]
+pub struct User {
+    pub id: String,
+    pub name: String,
+}
+
+impl From<UserV1> for User {
+    fn from(v: UserV1) -> Self {
+        User { id: v.id, name: String::new() }
+    }
+}
+fn main() {}

@@ -1,0 +1,7 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+pub enum User {
+    A,
+}
+fn main() {}
