@@ -12,7 +12,42 @@ use crate::origin::Sp;
 /// a fact exists only when every field it needs has a value.
 struct Reads {
     guards: Vec<TokenStream>,
-    refs: Vec<TokenStream>,
+    refs: Vec<Read>,
+}
+
+/// A field value: a place (`self.f`) or a reference bound from an `Option`.
+#[derive(Clone)]
+enum Read {
+    Place(TokenStream),
+    Ref(TokenStream),
+}
+
+impl Read {
+    /// `&T`.
+    fn by_ref(&self) -> TokenStream {
+        match self {
+            Read::Place(p) => quote!(&#p),
+            Read::Ref(r) => r.clone(),
+        }
+    }
+
+    /// The value of a `Copy` field.
+    fn copied(&self) -> TokenStream {
+        match self {
+            Read::Place(p) => p.clone(),
+            Read::Ref(r) => quote!(*#r),
+        }
+    }
+
+    /// The argument form for a key builder.
+    fn arg(&self, ty: &FieldType) -> TokenStream {
+        match (self, ty) {
+            (Read::Ref(r), _) => arg_from_ref(ty, r.clone()),
+            (Read::Place(p), FieldType::String | FieldType::Bytes) => quote!(&#p),
+            (Read::Place(p), FieldType::Named(_)) => quote!(::core::clone::Clone::clone(&#p)),
+            (Read::Place(p), _) => p.clone(),
+        }
+    }
 }
 
 impl Reads {
@@ -29,9 +64,9 @@ impl Reads {
                 let b = format_ident!("__v{}", i);
                 guards
                     .push(quote_spanned!(span=> ::core::option::Option::Some(#b) = &self.#member));
-                refs.push(quote!(#b));
+                refs.push(Read::Ref(quote!(#b)));
             } else {
-                refs.push(quote_spanned!(span=> &self.#member));
+                refs.push(Read::Place(quote_spanned!(span=> self.#member)));
             }
         }
         Reads { guards, refs }
@@ -45,23 +80,25 @@ impl Reads {
     }
 }
 
-fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &TokenStream) -> TokenStream {
+fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &Read) -> TokenStream {
     let p = cx.p();
+    let v = r.copied();
     match x {
-        FieldExpr::Field(f) => arg_from_ref(&cx.field_type(f), r.clone()),
-        FieldExpr::Hour(_) => quote!(*#r),
-        FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::day(*#r)),
+        FieldExpr::Field(f) => r.arg(&cx.field_type(f)),
+        FieldExpr::Hour(_) => v,
+        FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::day(#v)),
     }
 }
 
-fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &TokenStream) -> TokenStream {
+fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read) -> TokenStream {
     let p = cx.p();
     let span = x.origin.span();
+    let (by_ref, v) = (r.by_ref(), r.copied());
     match &x.value {
-        FieldExpr::Field(_) => quote_spanned!(span=> #p::sort_of(#r)),
-        FieldExpr::Hour(_) => quote!(#p::sort_of(&(*#r).start_of_hour())),
-        FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(*#r))),
-        FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(*#r).first_of_month())),
+        FieldExpr::Field(_) => quote_spanned!(span=> #p::sort_of(#by_ref)),
+        FieldExpr::Hour(_) => quote!(#p::sort_of(&#v.start_of_hour())),
+        FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(#v))),
+        FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(#v).first_of_month())),
     }
 }
 
@@ -87,10 +124,13 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             .fields
             .iter()
             .zip(&reads.refs)
-            .map(|(f, r)| arg_from_ref(&cx.field_type(f), r.clone()))
+            .map(|(f, r)| r.arg(&cx.field_type(f)))
             .collect();
         let fname = ident(&ix.name);
-        let (ixname, since) = (ix.name.as_str(), ix.since.value);
+        let (ixname, since) = (
+            ix.name.as_str(),
+            proc_macro2::Literal::u32_unsuffixed(ix.since.value),
+        );
         let body = if ix.unique {
             let shown: Vec<TokenStream> = if ix.normalize.is_some() {
                 args.iter()
@@ -99,7 +139,10 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             } else {
                 reads.refs[..n]
                     .iter()
-                    .map(|r| quote!(#r as &dyn #p::KeyPart))
+                    .map(|r| {
+                        let r = r.by_ref();
+                        quote!(#r as &dyn #p::KeyPart)
+                    })
                     .collect()
             };
             quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*), #p::parts_text(&[#(#shown),*]));)
@@ -119,13 +162,13 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             fields.push(o.field());
         }
         let reads = Reads::new(cx, &fields);
-        let arg = arg_from_ref(&cx.field_type(&r.by), reads.refs[0].clone());
+        let arg = reads.refs[0].arg(&cx.field_type(&r.by));
         let sort = match &r.order_by {
             Some(o) => sort_expr(cx, o, &reads.refs[1]),
             None => quote!(::std::vec::Vec::new()),
         };
         let fname = relation_fn(&r.name);
-        let since = r.since.value;
+        let since = proc_macro2::Literal::u32_unsuffixed(r.since.value);
         facts.push(reads.wrap(quote!(__facts.member(#since, #keys::#fname(#arg), #sort);)));
     }
 
@@ -143,13 +186,13 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             .collect();
         let delta = match &c.sum {
             Some(_) => {
-                let r = &reads.refs[c.group_by.len()];
-                quote!(#p::sum_i64(*#r))
+                let v = reads.refs[c.group_by.len()].copied();
+                quote!(#p::sum_i64(#v))
             }
             None => quote!(1),
         };
         let fname = counter_fn(&c.name);
-        let since = c.since.value;
+        let since = proc_macro2::Literal::u32_unsuffixed(c.since.value);
         facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#fname(#(#args),*), #delta);)));
     }
 
@@ -158,8 +201,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         Segment::Field(f) => {
             let member = ident(f);
             let ty = cx.field_type(f);
-            let r = quote!(&self.#member);
-            Some(arg_from_ref(&ty, r))
+            Some(Read::Place(quote!(self.#member)).arg(&ty))
         }
         Segment::Literal(_) => None,
     });

@@ -82,7 +82,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         }
     }
     let doc = format!(
-        "The key of a `{}` record: `{ns}:{}`.",
+        " The key of a `{}` record: `{ns}:{}`.",
         *e.name, template.text
     );
     fns.push(quote! {
@@ -101,14 +101,14 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             (
                 "uniq",
                 format!(
-                    "The unique claim of index `{ixname}`: holds the key of the record with this value."
+                    " The unique claim of index `{ixname}`: holds the key of the record with this value."
                 ),
             )
         } else {
             (
                 "idx",
                 format!(
-                    "The sorted collection of index `{ixname}`: keys of the records with this value."
+                    " The sorted collection of index `{ixname}`: keys of the records with this value."
                 ),
             )
         };
@@ -125,7 +125,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         let fname = relation_fn(&r.name);
         let rname = r.name.as_str();
         let doc = format!(
-            "The sorted collection of relation `{rname}`: keys of the `{}` records of one `{}`.",
+            " The sorted collection of relation `{rname}`: keys of the `{}` records of one `{}`.",
             *e.name, *r.belongs_to
         );
         fns.push(quote! {
@@ -153,7 +153,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         }
         let fname = counter_fn(&c.name);
         let cname = c.name.as_str();
-        let doc = format!("The key of counter `{cname}`.");
+        let doc = format!(" The key of counter `{cname}`.");
         fns.push(quote! {
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
@@ -163,10 +163,10 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     }
 
     let doc = format!(
-        "Key builders of `{}`: every key its repository reads or writes.",
+        " Key builders of `{}`: every key its repository reads or writes.",
         *e.name
     );
-    let all_doc = format!("The discovery set of every `{}` record.", *e.name);
+    let all_doc = format!(" The discovery set of every `{}` record.", *e.name);
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone, Copy)]

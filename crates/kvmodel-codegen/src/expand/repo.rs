@@ -80,7 +80,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 ""
             };
             let doc = format!(
-                "Finds the `{ename}` whose {fields} equals the given value{norm}: unique index `{}`.",
+                " Finds the `{ename}` whose {fields} equals the given value{norm}: unique index `{}`.",
                 *ix.name
             );
             methods.push(quote! {
@@ -97,7 +97,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 .map(|o| format!(", ordered by `{}`", o.value))
                 .unwrap_or_default();
             let doc = format!(
-                "A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
+                " A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
                 *ix.name
             );
             methods.push(quote! {
@@ -119,7 +119,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             .map(|o| format!(", ordered by `{}`", o.value))
             .unwrap_or_default();
         let doc = format!(
-            "A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
+            " A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
             *r.belongs_to, *r.name
         );
         methods.push(quote! {
@@ -134,8 +134,8 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         let names = group_arg_names(&items);
         let types: Vec<TokenStream> = items.iter().map(|x| cx.group_arg_type(x)).collect();
         let (prefix, what) = match &c.sum {
-            Some(s) => ("sum", format!("The sum of `{}`", **s)),
-            None => ("count", format!("The number of `{ename}` records")),
+            Some(s) => ("sum", format!(" The sum of `{}`", **s)),
+            None => ("count", format!(" The number of `{ename}` records")),
         };
         let m = format_ident!("{}_{}", prefix, *c.name);
         let kfn = counter_fn(&c.name);
@@ -151,7 +151,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                     .join(", ")
             )
         };
-        let doc = format!("{what}{group}: counter `{}`.", *c.name);
+        let doc = format!(" {what}{group}: counter `{}`.", *c.name);
         methods.push(quote! {
             #[doc = #doc]
             #vis async fn #m(&self, #(#names: #types),*) -> #p::Result<i64> {
@@ -160,28 +160,29 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         });
     }
 
+    let store_path = k.to_string().replace(' ', "");
     let doc = format!(
-        "Typed repository of `{ename}` records on any [`Store`]({k}::Store): every write keeps indexes and counters in step in one atomic commit."
+        " Typed repository of `{ename}` records on any [`Store`]({store_path}::Store): every write keeps indexes and counters in step in one atomic commit."
     );
     let create_doc = format!(
-        "Stores a new `{ename}` with its index entries and counters, in one commit. Fails with `AlreadyExists` or `UniqueViolation`, writing nothing."
+        " Stores a new `{ename}` with its index entries and counters, in one commit. Fails with `AlreadyExists` or `UniqueViolation`, writing nothing."
     );
     let get_doc =
-        format!("Reads one `{ename}`, migrating it if it was written at an older version.");
+        format!(" Reads one `{ename}`, migrating it if it was written at an older version.");
     let many_doc = format!(
-        "Reads many `{ename}` records in one round trip, in the order asked; missing ones are `None`."
+        " Reads many `{ename}` records in one round trip, in the order asked; missing ones are `None`."
     );
     let update_doc = format!(
-        "Replaces a stored `{ename}`; indexes and counters move with it atomically. Fails with `NotFound`, `UniqueViolation` or, after retries, `Conflict`."
+        " Replaces a stored `{ename}`; indexes and counters move with it atomically. Fails with `NotFound`, `UniqueViolation` or, after retries, `Conflict`."
     );
     let modify_doc = format!(
-        "Reads a `{ename}`, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
+        " Reads a `{ename}`, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
     );
     let delete_doc = format!(
-        "Deletes a `{ename}` with its index entries and counter contributions; `false` if it did not exist."
+        " Deletes a `{ename}` with its index entries and counter contributions; `false` if it did not exist."
     );
     let all_doc =
-        format!("A page of every `{ename}` record, from the discovery set (never a key scan).");
+        format!(" A page of every `{ename}` record, from the discovery set (never a key scan).");
     quote! {
         #[doc = #doc]
         #vis struct #repo<S> {

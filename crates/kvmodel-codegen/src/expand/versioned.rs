@@ -9,7 +9,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
     let name = &cx.name;
     let e = cx.e;
-    let version = e.version.value;
+    let version = proc_macro2::Literal::u32_unsuffixed(e.version.value);
     let body = if let Some(prev) = &e.migrate_from {
         let prev: syn::Type = syn::parse_str(prev).unwrap_or_else(|_| syn::parse_quote!(()));
         let span = e
