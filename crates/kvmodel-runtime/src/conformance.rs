@@ -607,3 +607,114 @@ pub async fn concurrent_compare_and_swap_loses_nothing<H: Harness>(h: &H) {
     }
     assert_eq!(get(&s, &k).await, Some(b"40".to_vec()));
 }
+
+/// A `redis-server` process started for tests on a free loopback port, and
+/// stopped (by its PID) when dropped. Never touches a server it did not start.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub struct RedisServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+#[cfg(feature = "redis")]
+impl RedisServer {
+    /// Starts a server; panics with an actionable message if `redis-server`
+    /// is not installed or does not come up.
+    pub fn start() -> Self {
+        use std::net::{TcpListener, TcpStream};
+        use std::process::{Command, Stdio};
+        for _ in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("find a free loopback port")
+                .port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(std::env::temp_dir())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // the port was taken meanwhile: try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return RedisServer { child, port };
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start on a free loopback port");
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // `Child::kill` signals exactly the process this value started.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A [`RedisStore`](crate::RedisStore) on its own [`RedisServer`]; time
+/// passes for real.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub struct RedisHarness {
+    store: crate::RedisStore,
+    server: RedisServer,
+}
+
+#[cfg(feature = "redis")]
+impl RedisHarness {
+    /// Starts a server and connects to it.
+    pub async fn start() -> Self {
+        let server = RedisServer::start();
+        let store = crate::RedisStore::connect(&server.url())
+            .await
+            .expect("connect to the test redis-server");
+        RedisHarness { store, server }
+    }
+
+    /// The server.
+    pub fn server(&self) -> &RedisServer {
+        &self.server
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Harness for RedisHarness {
+    type Store = crate::RedisStore;
+    fn store(&self) -> crate::RedisStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+}

@@ -21,6 +21,8 @@ pub mod time;
 
 #[cfg(feature = "redb")]
 mod redb_store;
+#[cfg(feature = "redis")]
+mod redis_store;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -35,6 +37,8 @@ pub use memory::MemoryStore;
 pub use page::{Cursor, Page, PageRequest};
 #[cfg(feature = "redb")]
 pub use redb_store::RedbStore;
+#[cfg(feature = "redis")]
+pub use redis_store::RedisStore;
 pub use store::{Direction, Member, RangeRequest, RangeResult, Store};
 pub use time::{Date, Timestamp};
 pub use uuid::Uuid;

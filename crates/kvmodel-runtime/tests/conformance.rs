@@ -45,3 +45,7 @@ mod redb {
 
     kvmodel_runtime::conformance_tests!(async { RedbHarness::new() });
 }
+
+mod redis {
+    kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::RedisHarness::start());
+}

@@ -1,5 +1,5 @@
-//! Derive-generated repositories on the in-memory and embedded stores: each
-//! case of DESIGN §8 runs on both.
+//! Derive-generated repositories on the in-memory, embedded and Redis stores:
+//! each upkeep case runs on all three.
 
 mod cases;
 mod model;
@@ -19,14 +19,14 @@ macro_rules! suite {
     (@each $harness:expr; $($case:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn $case() {
-            let harness = $harness;
+            let harness = $harness.await;
             crate::cases::$case(&harness).await;
         }
     )*};
 }
 
 mod memory {
-    suite!(kvmodel::conformance::MemoryHarness::new());
+    suite!(async { kvmodel::conformance::MemoryHarness::new() });
 }
 
 mod redb {
@@ -66,5 +66,9 @@ mod redb {
         }
     }
 
-    suite!(RedbHarness::new());
+    suite!(async { RedbHarness::new() });
+}
+
+mod redis {
+    suite!(kvmodel::conformance::RedisHarness::start());
 }

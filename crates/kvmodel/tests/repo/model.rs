@@ -69,7 +69,7 @@ pub struct Order {
 #[kv(
     namespace = "auth",
     key = "session:{id}",
-    ttl = "30m",
+    ttl = "2s",
     ttl_jitter = "10%"
 )]
 #[kv(index(name = "by_user", fields(user_id), order_by = started_at))]

@@ -1,0 +1,245 @@
+//! `RedisStore`: a real Redis server.
+//!
+//! `commit` is one `EVALSHA` of a generic Lua script (loaded on `NOSCRIPT`)
+//! that checks every condition and validates every operation before the first
+//! write, so a failed condition or a malformed batch writes nothing. Sorted
+//! collections are sorted sets whose members are the order-preserving entries
+//! (all scores 0, read with `ZRANGEBYLEX`); TTLs are native (`PX`); counters
+//! are `INCRBY`; `get_many` is one `MGET`.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis::aio::ConnectionManager;
+use redis::{ErrorKind, Value};
+
+use crate::batch::{Batch, Condition, Op, Outcome};
+use crate::error::{Error, Result};
+use crate::store::{
+    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
+};
+
+const SCRIPT: &str = include_str!("redis_store.lua");
+
+/// A Redis store: a cheap-clone handle over one managed, multiplexed
+/// connection that reconnects on its own.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// let store = kvmodel_runtime::RedisStore::connect("redis://127.0.0.1:6379").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    sha: Arc<str>,
+    round_trips: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("round_trips", &self.round_trips())
+            .finish_non_exhaustive()
+    }
+}
+
+fn backend(context: &'static str) -> impl Fn(redis::RedisError) -> Error {
+    move |e| Error::backend("redis", context, e)
+}
+
+fn ms(d: std::time::Duration) -> String {
+    d.as_millis().clamp(1, u128::from(u64::MAX)).to_string()
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://host:port[/db]`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        let client = redis::Client::open(url)
+            .map_err(|e| Error::backend("redis", format!("parse the URL `{url}`"), e))?;
+        let conn = ConnectionManager::new(client)
+            .await
+            .map_err(|e| Error::backend("redis", format!("connect to `{url}`"), e))?;
+        Ok(RedisStore {
+            conn,
+            sha: Arc::from(redis::Script::new(SCRIPT).get_hash()),
+            round_trips: Arc::default(),
+        })
+    }
+
+    /// How many requests this store (and its clones) sent to the server.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        context: &'static str,
+    ) -> Result<T> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        cmd.query_async(&mut self.conn.clone())
+            .await
+            .map_err(backend(context))
+    }
+
+    /// Flattens a batch into the script's `KEYS` and `ARGV`.
+    fn encode(batch: &Batch) -> (Vec<&str>, Vec<Vec<u8>>) {
+        let mut keys: Vec<&str> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut argv: Vec<Vec<u8>> = vec![batch.conditions().len().to_string().into_bytes()];
+        for c in batch.conditions() {
+            let (kind, want): (&[u8], &[u8]) = match c {
+                Condition::Absent(_) => (b"a", b""),
+                Condition::Equals(_, v) => (b"e", v),
+                Condition::AbsentOrEquals(_, v) => (b"o", v),
+            };
+            argv.push(kind.to_vec());
+            argv.push(key_index(c.key(), &mut keys, &mut index));
+            argv.push(want.to_vec());
+        }
+        argv.push(batch.ops().len().to_string().into_bytes());
+        for op in batch.ops() {
+            let (kind, a, b): (&[u8], Vec<u8>, Vec<u8>) = match op {
+                Op::Put { value, ttl, .. } => (
+                    b"p",
+                    value.clone(),
+                    ttl.map(ms).unwrap_or_default().into_bytes(),
+                ),
+                Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
+                Op::Incr { delta, .. } => (b"i", delta.to_string().into_bytes(), Vec::new()),
+                Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
+                Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
+                Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
+            };
+            argv.push(kind.to_vec());
+            argv.push(key_index(op.key(), &mut keys, &mut index));
+            argv.push(a);
+            argv.push(b);
+        }
+        (keys, argv)
+    }
+
+    async fn eval(&self, keys: &[&str], argv: &[Vec<u8>]) -> Result<Value> {
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(&*self.sha).arg(keys.len()).arg(keys).arg(argv);
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match evalsha.query_async(&mut self.conn.clone()).await {
+            Err(e) if e.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                let mut load = redis::cmd("SCRIPT");
+                load.arg("LOAD").arg(SCRIPT);
+                let _: String = self.query(&load, "load the commit script").await?;
+                self.query(&evalsha, "run the commit script").await
+            }
+            other => other.map_err(backend("run the commit script")),
+        }
+    }
+}
+
+/// The 1-based position of `key` in `KEYS`, adding it on first sight.
+fn key_index<'a>(
+    key: &'a str,
+    keys: &mut Vec<&'a str>,
+    index: &mut HashMap<&'a str, usize>,
+) -> Vec<u8> {
+    let n = *index.entry(key).or_insert_with(|| {
+        keys.push(key);
+        keys.len()
+    });
+    n.to_string().into_bytes()
+}
+
+fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
+    match b {
+        Bound::Unbounded => unbounded.to_vec(),
+        Bound::Included(v) => [b"[".as_slice(), v].concat(),
+        Bound::Excluded(v) => [b"(".as_slice(), v].concat(),
+    }
+}
+
+fn script_error(reply: &[Value]) -> Error {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+        Some(Value::SimpleString(s)) => s.clone(),
+        other => format!("{other:?}"),
+    };
+    Error::InvalidBatch {
+        key: text(reply.get(1)),
+        reason: text(reply.get(2)),
+    }
+}
+
+impl Store for RedisStore {
+    fn backend(&self) -> &'static str {
+        "redis"
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        if batch.is_empty() {
+            return Ok(Outcome::Applied);
+        }
+        let (keys, argv) = Self::encode(&batch);
+        let reply = self.eval(&keys, &argv).await?;
+        let Value::Array(items) = &reply else {
+            return Err(Error::backend(
+                "redis",
+                "read the commit reply",
+                format!("unexpected reply {reply:?}"),
+            ));
+        };
+        match items.first() {
+            Some(Value::Int(1)) => Ok(Outcome::Applied),
+            Some(Value::Int(0)) => match items.get(1) {
+                Some(Value::Int(i)) => Ok(Outcome::Failed { index: *i as usize }),
+                other => Err(Error::backend(
+                    "redis",
+                    "read the commit reply",
+                    format!("unexpected condition index {other:?}"),
+                )),
+            },
+            Some(Value::Int(-1)) => Err(script_error(items)),
+            other => Err(Error::backend(
+                "redis",
+                "read the commit reply",
+                format!("unexpected reply {other:?}"),
+            )),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(key);
+        self.query(&cmd, "read a value").await
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("MGET");
+        cmd.arg(keys);
+        self.query(&cmd, "read values").await
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        let (lo, hi) = entry_bounds(&req);
+        let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
+        let mut cmd = match req.direction {
+            Direction::Ascending => {
+                let mut c = redis::cmd("ZRANGEBYLEX");
+                c.arg(key).arg(lo).arg(hi);
+                c
+            }
+            Direction::Descending => {
+                let mut c = redis::cmd("ZREVRANGEBYLEX");
+                c.arg(key).arg(hi).arg(lo);
+                c
+            }
+        };
+        cmd.arg("LIMIT").arg(0).arg(req.limit.saturating_add(1));
+        let entries: Vec<Vec<u8>> = self.query(&cmd, "read a sorted collection").await?;
+        page_from_entries(entries, req.limit)
+    }
+}
