@@ -122,6 +122,15 @@ impl RedisStore {
         (keys, argv)
     }
 
+    /// The `EVALSHA` arguments `commit` sends for `batch`: script SHA, `KEYS`,
+    /// `ARGV` (for benchmarks and debugging with `redis-cli`).
+    #[doc(hidden)]
+    pub fn script_invocation(batch: &Batch) -> (String, Vec<String>, Vec<Vec<u8>>) {
+        let (keys, argv) = Self::encode(batch);
+        let sha = redis::Script::new(SCRIPT).get_hash().to_owned();
+        (sha, keys.into_iter().map(str::to_owned).collect(), argv)
+    }
+
     async fn eval(&self, keys: &[&str], argv: &[Vec<u8>]) -> Result<Value> {
         let mut evalsha = redis::cmd("EVALSHA");
         evalsha.arg(&*self.sha).arg(keys.len()).arg(keys).arg(argv);
