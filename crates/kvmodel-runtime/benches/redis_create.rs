@@ -69,7 +69,7 @@ fn main() {
 
     // RedisStore.
     let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    rt.block_on(store.commit(create_batch("warmup"))).unwrap();
+    assert!(rt.block_on(store.commit(create_batch("warmup"))).unwrap().is_applied());
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {
@@ -118,7 +118,7 @@ fn main() {
     let raw_rps: f64 = csv
         .lines()
         .skip(1)
-        .filter_map(|l| l.rsplitn(8, ',').nth(6))
+        .filter_map(|l| l.rsplit(",").nth(6))
         .filter_map(|v| v.trim_matches('"').parse().ok())
         .next()
         .unwrap_or_else(|| {
