@@ -1,1 +1,194 @@
-//! YAML schema front-end of kvmodel.
+//! The YAML front-end of kvmodel: schema files to located diagnostics, lints,
+//! Rust declarations, expanded code and key-layout reports, plus a
+//! [`Builder`] for `build.rs`.
+//!
+//! The core is pure: [`load`] turns a file's text into a [`Schema`]
+//! (model + diagnostics); [`generate`] turns models into [`OutputFile`]s.
+//! Reading and writing files happens at the edge ([`Builder`], the CLI).
+//!
+//! ```
+//! let schema = kvmodel_build::load("shop.yaml", "kvmodel: 1\nnamespace: shop\nentities:\n  User:\n    key: \"user:{id}\"\n    fields: { id: string }\n");
+//! assert!(!schema.has_errors());
+//! let files = kvmodel_build::generate(&[schema]).unwrap();
+//! assert!(files[0].contents.contains("pub struct User"));
+//! ```
+
+#![warn(missing_docs)]
+
+mod builder;
+pub mod declare;
+mod expand;
+pub mod keys;
+mod lint;
+mod lower;
+mod node;
+mod render;
+
+use std::path::Path;
+
+pub use builder::{BuildError, Builder};
+pub use expand::expand;
+pub use kvmodel_codegen::ir::Model;
+pub use kvmodel_codegen::origin::{Diagnostic, Severity};
+pub use render::render;
+
+use kvmodel_codegen::origin::{Diagnostics, Origin};
+
+/// One schema file, read and checked.
+#[derive(Debug)]
+pub struct Schema {
+    /// The file name as given (used in diagnostics).
+    pub file: String,
+    /// Its text.
+    pub source: String,
+    /// The model (possibly partial when there are errors).
+    pub model: Model,
+    /// Errors and warnings, in file order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Schema {
+    /// True if any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// True if any diagnostic is a warning.
+    pub fn has_warnings(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Warning)
+    }
+
+    /// Every diagnostic rendered with its source line and a caret.
+    pub fn render_diagnostics(&self, color: bool) -> String {
+        self.diagnostics
+            .iter()
+            .map(|d| render(d, &self.source, color))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// The Rust module name of the generated file (the file stem).
+    pub fn module_name(&self) -> String {
+        let stem = Path::new(&self.file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("schema");
+        heck::ToSnakeCase::to_snake_case(stem)
+    }
+}
+
+fn line_col(o: &Origin) -> (u32, u32) {
+    match o {
+        Origin::Location { line, column, .. } => (*line, *column),
+        _ => (0, 0),
+    }
+}
+
+/// Reads, lowers, checks and lints one schema file. Never panics: every
+/// problem becomes a located diagnostic, and all of them are reported.
+pub fn load(file: &str, source: &str) -> Schema {
+    let loc = node::Locator::new(file);
+    let mut diags = Diagnostics::new();
+    let model = match serde_saphyr::from_str::<serde_saphyr::Spanned<node::Value>>(source) {
+        Ok(doc) => {
+            let mut lower = lower::Lower {
+                loc: loc.clone(),
+                diags: &mut diags,
+            };
+            let mut model = lower.model(&doc);
+            for e in &mut model.entities {
+                e.migrations.sort_by_key(|m| m.from.value);
+            }
+            kvmodel_codegen::check::check_model(&model, &mut diags);
+            if !diags.has_errors() {
+                lint::lint(&model, &mut diags);
+            }
+            model
+        }
+        Err(e) => {
+            let origin = e.location().map_or_else(|| loc.start(), |l| loc.loc(&l));
+            let text = e.to_string();
+            let message = text
+                .rsplit_once("^ ")
+                .map_or(text.as_str(), |(_, m)| m)
+                .trim()
+                .to_owned();
+            diags.error(
+                "E000",
+                &origin,
+                format!("the file is not valid YAML: {message}"),
+            );
+            Model::default()
+        }
+    };
+    let mut diagnostics = diags.into_vec();
+    diagnostics.sort_by_key(|d| line_col(&d.origin));
+    Schema {
+        file: file.to_owned(),
+        source: source.to_owned(),
+        model,
+        diagnostics,
+    }
+}
+
+/// Reads and loads a schema file from disk.
+pub fn load_file(path: &Path) -> std::io::Result<Schema> {
+    let source = std::fs::read_to_string(path)?;
+    Ok(load(&path.display().to_string(), &source))
+}
+
+/// A generated file: a name relative to the output directory, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFile {
+    /// File name, e.g. `shop.rs`.
+    pub name: String,
+    /// Formatted Rust source.
+    pub contents: String,
+}
+
+/// Why generation failed.
+#[derive(Debug)]
+pub struct GenerateError {
+    /// The schemas' rendered diagnostics.
+    pub message: String,
+}
+
+impl std::fmt::Display for GenerateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for GenerateError {}
+
+/// The declarations of each schema, one file per schema. Fails when any
+/// schema has errors.
+pub fn generate(schemas: &[Schema]) -> Result<Vec<OutputFile>, GenerateError> {
+    let failing: Vec<String> = schemas
+        .iter()
+        .filter(|s| s.has_errors())
+        .map(|s| s.render_diagnostics(false))
+        .collect();
+    if !failing.is_empty() {
+        return Err(GenerateError {
+            message: failing.join("\n\n"),
+        });
+    }
+    schemas
+        .iter()
+        .map(|s| {
+            declare::declare(&s.model)
+                .map(|contents| OutputFile {
+                    name: format!("{}.rs", s.module_name()),
+                    contents,
+                })
+                .map_err(|e| GenerateError {
+                    message: format!("{}: internal error while declaring: {e}", s.file),
+                })
+        })
+        .collect()
+}

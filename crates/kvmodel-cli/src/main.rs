@@ -1,2 +1,8 @@
-//! The `kvmodel` command.
-fn main() {}
+//! The `kvmodel` command. Argument parsing and file I/O live here; the work
+//! is `kvmodel_build`'s.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}

@@ -8,6 +8,7 @@
 
 pub mod attr;
 pub mod check;
+pub mod declared;
 pub mod expand;
 pub mod ir;
 pub mod origin;

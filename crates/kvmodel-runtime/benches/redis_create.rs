@@ -69,7 +69,11 @@ fn main() {
 
     // RedisStore.
     let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    assert!(rt.block_on(store.commit(create_batch("warmup"))).unwrap().is_applied());
+    assert!(
+        rt.block_on(store.commit(create_batch("warmup")))
+            .unwrap()
+            .is_applied()
+    );
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {

@@ -45,3 +45,8 @@ pub use kvmodel_runtime::*;
 
 #[cfg(feature = "derive")]
 pub use kvmodel_derive::{KvEntity, KvEnum};
+
+/// The serde kvmodel uses. Generated declarations derive through this path
+/// (`#[serde(crate = "::kvmodel::serde")]`), so a crate that compiles them
+/// needs no serde dependency of its own.
+pub use kvmodel_runtime::__private::serde;

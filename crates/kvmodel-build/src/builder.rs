@@ -1,0 +1,131 @@
+//! `Builder`: generate declarations from schema files in `build.rs`.
+
+use std::path::{Path, PathBuf};
+
+/// Generates Rust declarations from schema files, for `build.rs`.
+///
+/// Each schema `x.yaml` becomes `OUT_DIR/x.rs`, written only when its
+/// contents change (so cargo does not rebuild needlessly).
+///
+/// ```no_run
+/// // build.rs, in `fn main`:
+/// kvmodel_build::Builder::new()
+///     .schema("schemas/shop.yaml")
+///     .compile()
+///     .unwrap_or_else(|e| panic!("{e}"));
+/// // src/lib.rs
+/// // mod shop { include!(concat!(env!("OUT_DIR"), "/shop.rs")); }
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Builder {
+    schemas: Vec<PathBuf>,
+    out_dir: Option<PathBuf>,
+    deny_warnings: bool,
+}
+
+/// Why a build failed.
+#[derive(Debug)]
+pub enum BuildError {
+    /// A schema could not be read or an output could not be written.
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A schema has errors (or warnings, with `deny_warnings`); rendered.
+    Schema(String),
+    /// No output directory: neither `out_dir` nor `OUT_DIR` is set.
+    NoOutDir,
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Io { path, source } => write!(f, "kvmodel could not access `{}`: {source}", path.display()),
+            BuildError::Schema(s) => write!(f, "kvmodel schema problems:\n{s}"),
+            BuildError::NoOutDir => f.write_str("kvmodel needs an output directory: call `out_dir(..)` or run from build.rs, where OUT_DIR is set"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl Builder {
+    /// A builder with no schemas.
+    pub fn new() -> Self {
+        Builder::default()
+    }
+
+    /// Adds a schema file.
+    pub fn schema(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.schemas.push(path.as_ref().to_owned());
+        self
+    }
+
+    /// Where to write the generated files (default: `OUT_DIR`).
+    pub fn out_dir(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.out_dir = Some(path.as_ref().to_owned());
+        self
+    }
+
+    /// Fails on lint warnings too.
+    pub fn deny_warnings(&mut self, yes: bool) -> &mut Self {
+        self.deny_warnings = yes;
+        self
+    }
+
+    /// Reads, checks and generates; writes each output only if it changed.
+    /// Returns the paths written or kept.
+    pub fn compile(&self) -> Result<Vec<PathBuf>, BuildError> {
+        let out_dir = self
+            .out_dir
+            .clone()
+            .or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from))
+            .ok_or(BuildError::NoOutDir)?;
+        let mut schemas = Vec::new();
+        for path in &self.schemas {
+            if std::env::var_os("CARGO").is_some() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+            let schema = crate::load_file(path).map_err(|source| BuildError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if self.deny_warnings && schema.has_warnings() {
+                return Err(BuildError::Schema(schema.render_diagnostics(false)));
+            }
+            schemas.push(schema);
+        }
+        let files = crate::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;
+        let mut written = Vec::new();
+        for f in files {
+            let path = out_dir.join(&f.name);
+            write_if_changed(&path, &f.contents).map_err(|source| BuildError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+/// Writes `contents` unless the file already holds exactly that.
+pub(crate) fn write_if_changed(path: &Path, contents: &str) -> std::io::Result<bool> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == contents) {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, contents)?;
+    Ok(true)
+}

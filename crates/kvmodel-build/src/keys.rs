@@ -1,0 +1,310 @@
+//! `kvmodel keys`: the key layout of a model and what each access pattern
+//! costs, as text or Markdown.
+
+use heck::ToSnakeCase;
+
+use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, Segment, TypeKind};
+
+/// Output format of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Aligned plain text.
+    #[default]
+    Text,
+    /// Markdown tables.
+    Markdown,
+}
+
+fn sample(e: &Entity, field: &str, model: &Model) -> String {
+    let Some(f) = e.field(field) else {
+        return "?".into();
+    };
+    match &*f.ty {
+        FieldType::String => format!("{field}-1"),
+        FieldType::Bool => "true".into(),
+        FieldType::I32 | FieldType::I64 | FieldType::U32 | FieldType::U64 => "42".into(),
+        FieldType::Timestamp => "1767225600000".into(),
+        FieldType::Date => "2026-01-01".into(),
+        FieldType::Uuid => "00000000-0000-0000-0000-000000000001".into(),
+        FieldType::Named(n) => model
+            .types
+            .iter()
+            .find(|t| *t.name == *n)
+            .and_then(|t| match &t.kind {
+                TypeKind::Enum(v) => v.first().map(|v| v.value.clone()),
+                TypeKind::Struct(_) => None,
+            })
+            .unwrap_or_else(|| n.to_snake_case()),
+        _ => "?".into(),
+    }
+}
+
+fn part(e: &Entity, x: &FieldExpr, model: &Model) -> (String, String) {
+    let tag = |s: String| {
+        if e.colocate.as_ref().is_some_and(|c| c.as_str() == x.field()) {
+            format!("{{{s}}}")
+        } else {
+            s
+        }
+    };
+    match x {
+        FieldExpr::Field(f) => (tag(format!("<{f}>")), tag(sample(e, f, model))),
+        FieldExpr::Hour(f) => (format!("<hour({f})>"), "2026-01-01T00".into()),
+        FieldExpr::Day(f) => (format!("<day({f})>"), "2026-01-01".into()),
+        FieldExpr::Month(f) => (format!("<month({f})>"), "2026-01".into()),
+    }
+}
+
+struct Row {
+    kind: &'static str,
+    pattern: String,
+    example: String,
+    note: String,
+}
+
+fn rows(e: &Entity, model: &Model) -> Vec<Row> {
+    let ns = e
+        .namespace
+        .as_ref()
+        .map(|n| n.value.clone())
+        .unwrap_or_default();
+    let seg = e.name.to_snake_case();
+    let mut out = Vec::new();
+    let (mut pat, mut ex) = (ns.clone(), ns.clone());
+    for s in e.key.iter().flat_map(|k| &k.segments) {
+        let (p, x) = match s {
+            Segment::Literal(l) => (l.clone(), l.clone()),
+            Segment::Field(f) => part(e, &FieldExpr::Field(f.clone()), model),
+        };
+        pat = format!("{pat}:{p}");
+        ex = format!("{ex}:{x}");
+    }
+    let enc = e.encoding.as_str();
+    let ttl = e
+        .ttl
+        .as_ref()
+        .map(|t| {
+            format!(
+                ", ttl {}",
+                kvmodel_codegen::ir::format_duration_ms(t.after_ms.value)
+            )
+        })
+        .unwrap_or_default();
+    out.push(Row {
+        kind: "record",
+        pattern: pat,
+        example: ex,
+        note: format!("{enc} record, version {}{ttl}", e.version.value),
+    });
+    let derived = |kind: &str, name: &str, parts: &[(String, String)]| {
+        let mut p = format!("{ns}:{seg}#{kind}:{name}");
+        let mut x = p.clone();
+        for (a, b) in parts {
+            p = format!("{p}:{a}");
+            x = format!("{x}:{b}");
+        }
+        (p, x)
+    };
+    for ix in &e.indexes {
+        let parts: Vec<(String, String)> = ix
+            .fields
+            .iter()
+            .map(|f| part(e, &FieldExpr::Field(f.value.clone()), model))
+            .collect();
+        if ix.unique {
+            let (p, x) = derived("uniq", &ix.name, &parts);
+            let norm = if ix.normalize.is_some() {
+                ", value lowercased"
+            } else {
+                ""
+            };
+            out.push(Row {
+                kind: "unique",
+                pattern: p,
+                example: x,
+                note: format!("holds the record key{norm}{ttl}"),
+            });
+        } else {
+            let (p, x) = derived("idx", &ix.name, &parts);
+            let order = ix
+                .order_by
+                .as_ref()
+                .map(|o| format!("sorted by {}", o.value))
+                .unwrap_or_else(|| "sorted by record key".into());
+            out.push(Row {
+                kind: "index",
+                pattern: p,
+                example: x,
+                note: format!("sorted collection of record keys, {order}"),
+            });
+        }
+    }
+    for r in &e.relations {
+        let parts = vec![part(e, &FieldExpr::Field(r.by.value.clone()), model)];
+        let (p, x) = derived("rel", &r.name, &parts);
+        let order = r
+            .order_by
+            .as_ref()
+            .map(|o| format!("sorted by {}", o.value))
+            .unwrap_or_else(|| "sorted by record key".into());
+        out.push(Row {
+            kind: "relation",
+            pattern: p,
+            example: x,
+            note: format!(
+                "keys of the {} of one {}, {order}",
+                e.name.value, *r.belongs_to
+            ),
+        });
+    }
+    for c in &e.counters {
+        let parts: Vec<(String, String)> = c.group_by.iter().map(|g| part(e, g, model)).collect();
+        let (p, x) = derived("count", &c.name, &parts);
+        let what = c
+            .sum
+            .as_ref()
+            .map(|s| format!("sum of {}", **s))
+            .unwrap_or_else(|| "count of records".into());
+        out.push(Row {
+            kind: "counter",
+            pattern: p,
+            example: x,
+            note: format!("{what}, decimal integer"),
+        });
+    }
+    let (p, x) = derived("all", "", &[]);
+    let p = p.trim_end_matches(':').to_owned();
+    let x = x.trim_end_matches(':').to_owned();
+    out.push(Row {
+        kind: "discovery",
+        pattern: p,
+        example: x,
+        note: "sorted collection of every record key (list_all; no SCAN)".into(),
+    });
+    out
+}
+
+struct Access {
+    method: String,
+    ops: String,
+    calls: u32,
+}
+
+fn accesses(e: &Entity) -> Vec<Access> {
+    let claims = e.indexes.iter().filter(|i| i.unique).count();
+    let members = e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1;
+    let counters = e.counters.len();
+    let write = format!("{claims} claim(s), {members} member(s), {counters} counter(s)");
+    let mut out = vec![
+        Access {
+            method: "create".into(),
+            ops: format!("commit: record absent + claims free; put record, add {write}"),
+            calls: 1,
+        },
+        Access {
+            method: "get".into(),
+            ops: "get record (migrated on read if older)".into(),
+            calls: 1,
+        },
+        Access {
+            method: "get_many".into(),
+            ops: "get_many (MGET on Redis)".into(),
+            calls: 1,
+        },
+        Access {
+            method: "update / modify".into(),
+            ops: format!("get record; commit: record unchanged; move {write}"),
+            calls: 2,
+        },
+        Access {
+            method: "delete".into(),
+            ops: format!("get record; commit: record unchanged; remove {write}"),
+            calls: 2,
+        },
+    ];
+    for ix in &e.indexes {
+        if ix.unique {
+            out.push(Access {
+                method: format!("find_{}", *ix.name),
+                ops: "get claim; get record".into(),
+                calls: 2,
+            });
+        } else {
+            out.push(Access {
+                method: format!("list_{}", *ix.name),
+                ops: "range (ZRANGEBYLEX on Redis); get_many".into(),
+                calls: 2,
+            });
+        }
+    }
+    for r in &e.relations {
+        out.push(Access {
+            method: format!("list_by_{}", *r.name),
+            ops: "range (ZRANGEBYLEX on Redis); get_many".into(),
+            calls: 2,
+        });
+    }
+    for c in &e.counters {
+        let m = if c.sum.is_some() { "sum" } else { "count" };
+        out.push(Access {
+            method: format!("{m}_{}", *c.name),
+            ops: "get counter".into(),
+            calls: 1,
+        });
+    }
+    out.push(Access {
+        method: "list_all".into(),
+        ops: "range over the discovery set; get_many".into(),
+        calls: 2,
+    });
+    out
+}
+
+/// The report for a whole model.
+pub fn report(model: &Model, format: Format) -> String {
+    let mut out = String::new();
+    for e in model.entities.iter().filter(|e| e.key.is_some()) {
+        let rows = rows(e, model);
+        let acc = accesses(e);
+        match format {
+            Format::Markdown => {
+                out.push_str(&format!(
+                    "## {}\n\n| kind | key | example | holds |\n|---|---|---|---|\n",
+                    *e.name
+                ));
+                for r in &rows {
+                    out.push_str(&format!(
+                        "| {} | `{}` | `{}` | {} |\n",
+                        r.kind, r.pattern, r.example, r.note
+                    ));
+                }
+                out.push_str("\n| access | store operations | round trips (memory, redb, redis) |\n|---|---|---|\n");
+                for a in &acc {
+                    out.push_str(&format!("| `{}` | {} | {} |\n", a.method, a.ops, a.calls));
+                }
+                out.push('\n');
+            }
+            Format::Text => {
+                out.push_str(&format!("{}\n", *e.name));
+                let w = rows.iter().map(|r| r.pattern.len()).max().unwrap_or(0);
+                for r in &rows {
+                    out.push_str(&format!(
+                        "  {:<9}  {:<w$}  e.g. {}\n             {:<w$}  {}\n",
+                        r.kind, r.pattern, r.example, "", r.note
+                    ));
+                }
+                out.push_str("  access patterns (round trips on every backend; redb and memory make in-process calls):\n");
+                let w = acc.iter().map(|a| a.method.len()).max().unwrap_or(0);
+                for a in &acc {
+                    out.push_str(&format!("    {:<w$}  {}  {}\n", a.method, a.calls, a.ops));
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(match format {
+        Format::Markdown => "Updates and deletes retry their read and commit when another writer changed the record meanwhile; listings add one commit when they remove entries of expired records.\n",
+        Format::Text => "Updates and deletes retry their read and commit when another writer changed the record meanwhile;\nlistings add one commit when they remove entries of expired records.\n",
+    });
+    out
+}

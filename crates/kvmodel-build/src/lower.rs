@@ -1,0 +1,855 @@
+//! Lowering a YAML schema to the model IR, reporting every problem.
+
+use heck::ToUpperCamelCase;
+use serde_saphyr::Spanned;
+
+use kvmodel_codegen::ir::{
+    Counter, Encoding, Entity, Field, FieldExpr, FieldType, Index, KeyTemplate, Migration, Model,
+    Normalize, Relation, Ttl, TypeDef, TypeKind, parse_duration_ms, parse_jitter_permille,
+};
+use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
+
+use crate::node::{Locator, Value};
+
+type Node = Spanned<Value>;
+
+const TOP_KEYS: &[&str] = &["kvmodel", "namespace", "entities", "types"];
+const ENTITY_KEYS: &[&str] = &[
+    "key",
+    "version",
+    "encoding",
+    "ttl",
+    "colocate",
+    "fields",
+    "indexes",
+    "counters",
+    "relations",
+    "migrations",
+];
+const FIELD_KEYS: &[&str] = &["type", "optional", "default"];
+const INDEX_KEYS: &[&str] = &["fields", "unique", "normalize", "order_by", "since"];
+const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since"];
+const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
+const TTL_KEYS: &[&str] = &["after", "jitter"];
+const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
+const TYPE_KEYS: &[&str] = &["enum", "fields"];
+
+pub(crate) struct Lower<'d> {
+    pub loc: Locator,
+    pub diags: &'d mut Diagnostics,
+}
+
+fn is_snake(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_camel(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
+        && s.to_upper_camel_case() == s
+}
+
+impl Lower<'_> {
+    fn err(&mut self, code: &'static str, at: &Origin, msg: impl Into<String>) {
+        self.diags.error(code, at, msg);
+    }
+
+    fn wrong(&mut self, n: &Node, expected: &str) {
+        let at = self.loc.at(n);
+        let found = n.value.kind();
+        self.err("E010", &at, format!("expected {expected}, found {found}"));
+    }
+
+    /// The entries of a mapping whose keys are in `known`; others are reported.
+    fn entries<'n>(
+        &mut self,
+        n: &'n Node,
+        known: &[&str],
+        what: &str,
+    ) -> Vec<(&'n Spanned<String>, &'n Node)> {
+        match &n.value {
+            Value::Map(entries) => {
+                let mut out = Vec::new();
+                for (k, v) in entries {
+                    if known.contains(&k.value.as_str()) {
+                        out.push((k, v));
+                    } else {
+                        let hint = suggestion(&k.value, known.iter().copied());
+                        let at = self.loc.at(k);
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E001",
+                                &at,
+                                format!("unknown key `{}` in {what}{hint}", k.value),
+                            )
+                            .help(format!("expected one of: {}", known.join(", "))),
+                        );
+                    }
+                }
+                out
+            }
+            Value::Null => Vec::new(),
+            _ => {
+                self.wrong(n, &format!("a mapping for {what}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn string(&mut self, n: &Node, what: &str) -> Option<Sp<String>> {
+        match &n.value {
+            Value::Str(s) => Some(Sp::new(s.clone(), self.loc.at(n))),
+            _ => {
+                self.wrong(n, &format!("a string for {what}"));
+                None
+            }
+        }
+    }
+
+    fn uint(&mut self, n: &Node, what: &str) -> Option<Sp<u32>> {
+        match &n.value {
+            Value::Int(i) if *i >= 1 && *i <= i64::from(u32::MAX) => {
+                Some(Sp::new(*i as u32, self.loc.at(n)))
+            }
+            _ => {
+                self.wrong(n, &format!("a positive integer for {what}"));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, n: &Node, what: &str) -> Option<bool> {
+        match &n.value {
+            Value::Bool(b) => Some(*b),
+            _ => {
+                self.wrong(n, &format!("true or false for {what}"));
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, n: &Node, what: &str) -> Vec<Sp<String>> {
+        match &n.value {
+            Value::Seq(items) => items.iter().filter_map(|i| self.string(i, what)).collect(),
+            Value::Str(_) => self.string(n, what).into_iter().collect(),
+            _ => {
+                self.wrong(n, &format!("a list of names for {what}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn field_expr(&mut self, n: &Node, what: &str) -> Option<Sp<FieldExpr>> {
+        let s = self.string(n, what)?;
+        match FieldExpr::parse(&s) {
+            Some(x) => Some(Sp::new(x, s.origin)),
+            None => {
+                self.err("E010", &s.origin, format!("`{}` is not a field or a time bucket; expected `field`, `hour(field)`, `day(field)` or `month(field)`", *s));
+                None
+            }
+        }
+    }
+
+    /// Lowers a whole document.
+    pub fn model(&mut self, doc: &Node) -> Model {
+        let mut model = Model::default();
+        let mut namespace = None;
+        let mut version_seen = false;
+        let mut entities = None;
+        for (k, v) in self.entries(doc, TOP_KEYS, "the schema") {
+            match k.value.as_str() {
+                "kvmodel" => {
+                    version_seen = true;
+                    if !matches!(v.value, Value::Int(1)) {
+                        let at = self.loc.at(v);
+                        self.err("E015", &at, "this file declares a schema format this kvmodel does not read; expected `kvmodel: 1`");
+                    }
+                }
+                "namespace" => namespace = self.string(v, "`namespace`"),
+                "entities" => entities = Some(v),
+                "types" => model.types = self.types(v),
+                _ => {}
+            }
+        }
+        let start = self.loc.start();
+        if !version_seen {
+            self.err(
+                "E011",
+                &start,
+                "the schema needs `kvmodel: 1` (the schema format version) at the top",
+            );
+        }
+        if namespace.is_none() {
+            self.diags.push(
+                Diagnostic::error("E011", &start, "the schema needs a `namespace`")
+                    .help("add `namespace: app`: it becomes the first segment of every key"),
+            );
+        }
+        match entities {
+            Some(e) => {
+                if let Value::Map(list) = &e.value {
+                    for (name, body) in list {
+                        if let Some(ent) = self.entity(name, body, namespace.clone(), &model.types)
+                        {
+                            model.entities.push(ent);
+                        }
+                    }
+                } else {
+                    self.wrong(e, "a mapping of entity names to entities");
+                }
+            }
+            None => self.err(
+                "E011",
+                &start,
+                "the schema needs `entities:`, a mapping of entity names to their declarations",
+            ),
+        }
+        model
+    }
+
+    fn types(&mut self, n: &Node) -> Vec<TypeDef> {
+        let Value::Map(list) = &n.value else {
+            self.wrong(n, "a mapping of type names to types");
+            return Vec::new();
+        };
+        let mut out: Vec<(TypeDef, Option<&Node>)> = Vec::new();
+        for (name, body) in list {
+            let origin = self.loc.at(name);
+            if !is_camel(&name.value) {
+                self.err(
+                    "E012",
+                    &origin,
+                    format!(
+                        "the type name `{}` must be UpperCamelCase, like `{}`",
+                        name.value,
+                        name.value.to_upper_camel_case()
+                    ),
+                );
+            }
+            let mut kind = None;
+            let mut fields = None;
+            for (k, v) in self.entries(body, TYPE_KEYS, &format!("type `{}`", name.value)) {
+                match k.value.as_str() {
+                    "enum" => {
+                        let variants = self.string_list(v, "the enum variants");
+                        for var in &variants {
+                            if !is_snake(var)
+                                || heck::ToSnakeCase::to_snake_case(
+                                    var.to_upper_camel_case().as_str(),
+                                ) != **var
+                            {
+                                self.err("E012", &var.origin, format!("the enum variant `{}` must be snake_case words (like `on_hold`), because it is stored as written", **var));
+                            }
+                        }
+                        if variants.is_empty() {
+                            let at = self.loc.at(v);
+                            self.err("E010", &at, "an enum needs at least one variant");
+                        }
+                        kind = Some(TypeKind::Enum(variants));
+                    }
+                    "fields" => {
+                        kind = Some(TypeKind::Struct(Vec::new()));
+                        fields = Some(v);
+                    }
+                    _ => {}
+                }
+            }
+            match kind {
+                Some(k) => out.push((
+                    TypeDef {
+                        name: Sp::new(name.value.clone(), origin.clone()),
+                        kind: k,
+                        origin,
+                    },
+                    fields,
+                )),
+                None => self.err(
+                    "E011",
+                    &origin,
+                    format!(
+                        "type `{}` needs `enum: [...]` or `fields: {{...}}`",
+                        name.value
+                    ),
+                ),
+            }
+        }
+        // Struct fields may name other types: lower them once every name is known.
+        let known: Vec<TypeDef> = out.iter().map(|(d, _)| d.clone()).collect();
+        out.into_iter()
+            .map(|(mut def, fields)| {
+                if let (TypeKind::Struct(fs), Some(node)) = (&mut def.kind, fields) {
+                    *fs = self.fields(node, &known);
+                }
+                def
+            })
+            .collect()
+    }
+
+    fn parse_type(&mut self, text: &str, at: &Origin, types: &[TypeDef]) -> Option<FieldType> {
+        let t = text.trim();
+        let prim = match t {
+            "string" => Some(FieldType::String),
+            "bool" => Some(FieldType::Bool),
+            "i32" => Some(FieldType::I32),
+            "i64" => Some(FieldType::I64),
+            "u32" => Some(FieldType::U32),
+            "u64" => Some(FieldType::U64),
+            "f64" => Some(FieldType::F64),
+            "bytes" => Some(FieldType::Bytes),
+            "timestamp" => Some(FieldType::Timestamp),
+            "date" => Some(FieldType::Date),
+            "uuid" => Some(FieldType::Uuid),
+            _ => None,
+        };
+        if prim.is_some() {
+            return prim;
+        }
+        if let Some(inner) = t.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
+            return Some(FieldType::List(Box::new(
+                self.parse_type(inner, at, types)?,
+            )));
+        }
+        if let Some(inner) = t.strip_prefix("map<").and_then(|r| r.strip_suffix('>')) {
+            let Some((key, value)) = inner.split_once(',') else {
+                self.err(
+                    "E013",
+                    at,
+                    format!("`{t}` is not a map type; expected `map<string, T>`"),
+                );
+                return None;
+            };
+            if key.trim() != "string" {
+                self.err(
+                    "E013",
+                    at,
+                    format!(
+                        "map keys must be strings; write `map<string, {}>`",
+                        value.trim()
+                    ),
+                );
+                return None;
+            }
+            return Some(FieldType::Map(Box::new(self.parse_type(value, at, types)?)));
+        }
+        if types.iter().any(|d| *d.name == t) {
+            return Some(FieldType::Named(t.to_owned()));
+        }
+        const BUILTIN: &[&str] = &[
+            "string",
+            "bool",
+            "i32",
+            "i64",
+            "u32",
+            "u64",
+            "f64",
+            "bytes",
+            "timestamp",
+            "date",
+            "uuid",
+        ];
+        let hint = suggestion(
+            t,
+            BUILTIN
+                .iter()
+                .copied()
+                .chain(types.iter().map(|d| d.name.as_str())),
+        );
+        self.diags.push(
+            Diagnostic::error("E013", at, format!("unknown type `{t}`{hint}"))
+                .help("use string, bool, i32, i64, u32, u64, f64, bytes, timestamp, date, uuid, list<T>, map<string, T>, or a name declared under `types:`"),
+        );
+        None
+    }
+
+    fn fields(&mut self, n: &Node, types: &[TypeDef]) -> Vec<Field> {
+        let Value::Map(list) = &n.value else {
+            self.wrong(n, "a mapping of field names to types");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, body) in list {
+            let origin = self.loc.at(name);
+            if !is_snake(&name.value) {
+                self.err(
+                    "E012",
+                    &origin,
+                    format!("the field name `{}` must be snake_case", name.value),
+                );
+            }
+            let (ty_text, optional, default) = match &body.value {
+                Value::Str(s) => (Some(Sp::new(s.clone(), self.loc.at(body))), false, None),
+                Value::Map(_) => {
+                    let mut ty = None;
+                    let mut optional = false;
+                    let mut default = None;
+                    for (k, v) in self.entries(body, FIELD_KEYS, &format!("field `{}`", name.value))
+                    {
+                        match k.value.as_str() {
+                            "type" => ty = self.string(v, "`type`"),
+                            "optional" => optional = self.boolean(v, "`optional`").unwrap_or(false),
+                            "default" => default = Some(v),
+                            _ => {}
+                        }
+                    }
+                    if ty.is_none() {
+                        self.err(
+                            "E011",
+                            &origin,
+                            format!("field `{}` needs a `type`", name.value),
+                        );
+                    }
+                    (ty, optional, default)
+                }
+                _ => {
+                    self.wrong(body, "a type name or a mapping with `type:`");
+                    (None, false, None)
+                }
+            };
+            let Some(ty_text) = ty_text else { continue };
+            let Some(ty) = self.parse_type(&ty_text, &ty_text.origin, types) else {
+                continue;
+            };
+            let default = default.map(|d| {
+                let at = self.loc.at(d);
+                let what = format!("the default of `{}`", name.value);
+                self.check_value(&d.value, &ty, optional, types, &at, &what);
+                if !default_supported(&ty, &d.value, types) {
+                    self.diags.push(
+                        Diagnostic::error("E014", &at, format!("{what} has type `{}`, for which defaults are not supported", ty.schema_name()))
+                            .help("defaults work for strings, numbers, booleans, enum variants and empty lists; make the field `optional: true` instead"),
+                    );
+                }
+                Sp::new(d.value.to_json(), at)
+            });
+            out.push(Field {
+                name: Sp::new(name.value.clone(), origin.clone()),
+                ty: Sp::new(ty, ty_text.origin),
+                optional,
+                default,
+                origin,
+            });
+        }
+        out
+    }
+
+    /// Reports a value that does not fit a type.
+    pub(crate) fn check_value(
+        &mut self,
+        v: &Value,
+        ty: &FieldType,
+        optional: bool,
+        types: &[TypeDef],
+        at: &Origin,
+        what: &str,
+    ) {
+        let ok = match (ty, v) {
+            (_, Value::Null) => optional,
+            (FieldType::String, Value::Str(_)) => true,
+            (FieldType::Bool, Value::Bool(_)) => true,
+            (FieldType::I32, Value::Int(i)) => i32::try_from(*i).is_ok(),
+            (FieldType::I64, Value::Int(_)) => true,
+            (FieldType::U32, Value::Int(i)) => u32::try_from(*i).is_ok(),
+            (FieldType::U64, Value::Int(i)) => *i >= 0,
+            (FieldType::F64, Value::Int(_) | Value::Float(_)) => true,
+            (FieldType::Timestamp | FieldType::Date | FieldType::Uuid, Value::Str(_)) => true,
+            (FieldType::List(inner), Value::Seq(items)) => {
+                for i in items {
+                    let iat = self.loc.at(i);
+                    self.check_value(&i.value, inner, false, types, &iat, what);
+                }
+                true
+            }
+            (FieldType::Map(_), Value::Map(_)) => true,
+            (FieldType::Named(n), v) => match types.iter().find(|d| *d.name == *n).map(|d| &d.kind)
+            {
+                Some(TypeKind::Enum(variants)) => match v {
+                    Value::Str(s) if variants.iter().any(|x| **x == *s) => true,
+                    Value::Str(s) => {
+                        let hint = suggestion(s, variants.iter().map(|x| x.as_str()));
+                        self.err(
+                            "E014",
+                            at,
+                            format!("{what} is `{s}`, which is not a variant of `{n}`{hint}"),
+                        );
+                        return;
+                    }
+                    _ => false,
+                },
+                Some(TypeKind::Struct(_)) => matches!(v, Value::Map(_)),
+                None => true,
+            },
+            _ => false,
+        };
+        if !ok {
+            self.err(
+                "E014",
+                at,
+                format!(
+                    "{what} is {}, which does not fit type `{}`",
+                    v.kind(),
+                    ty.schema_name()
+                ),
+            );
+        }
+    }
+
+    fn entity(
+        &mut self,
+        name: &Spanned<String>,
+        body: &Node,
+        namespace: Option<Sp<String>>,
+        types: &[TypeDef],
+    ) -> Option<Entity> {
+        let origin = self.loc.at(name);
+        if !is_camel(&name.value) {
+            self.err(
+                "E012",
+                &origin,
+                format!(
+                    "the entity name `{}` must be UpperCamelCase, like `{}`",
+                    name.value,
+                    name.value.to_upper_camel_case()
+                ),
+            );
+        }
+        let mut e = Entity {
+            name: Sp::new(name.value.clone(), origin.clone()),
+            vis: "pub".into(),
+            namespace,
+            key: None,
+            version: Sp::new(1, Origin::Unknown),
+            encoding: Sp::new(Encoding::Json, Origin::Unknown),
+            fields: Vec::new(),
+            indexes: Vec::new(),
+            counters: Vec::new(),
+            relations: Vec::new(),
+            ttl: None,
+            colocate: None,
+            migrations: Vec::new(),
+            migrate_from: None,
+            crate_path: None,
+            origin: origin.clone(),
+        };
+        let what = format!("entity `{}`", name.value);
+        for (k, v) in self.entries(body, ENTITY_KEYS, &what) {
+            match k.value.as_str() {
+                "key" => {
+                    if let Some(t) = self.string(v, "`key`") {
+                        e.key = Some(KeyTemplate {
+                            segments: kvmodel_codegen::template::parse(&t).unwrap_or_default(),
+                            text: t.value,
+                            origin: t.origin,
+                        });
+                    }
+                }
+                "version" => {
+                    if let Some(n) = self.uint(v, "`version`") {
+                        e.version = n;
+                    }
+                }
+                "encoding" => {
+                    if let Some(s) = self.string(v, "`encoding`") {
+                        match s.as_str() {
+                            "json" => e.encoding = Sp::new(Encoding::Json, s.origin),
+                            "msgpack" => e.encoding = Sp::new(Encoding::MsgPack, s.origin),
+                            other => {
+                                let hint = suggestion(other, ["json", "msgpack"]);
+                                self.err("E010", &s.origin, format!("unknown encoding `{other}`{hint}; expected `json` or `msgpack`"));
+                            }
+                        }
+                    }
+                }
+                "ttl" => e.ttl = self.ttl(v),
+                "colocate" => e.colocate = self.string(v, "`colocate`"),
+                "fields" => e.fields = self.fields(v, types),
+                "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
+                "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
+                "relations" => e.relations = self.named(v, "relation", |l, n, b| l.relation(n, b)),
+                "migrations" => e.migrations = self.migrations(v, &e.fields, types),
+                _ => {}
+            }
+        }
+        if e.key.is_none() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E011",
+                    &origin,
+                    format!("entity `{}` needs a `key` template", name.value),
+                )
+                .help("add e.g. `key: \"user:{id}\"`"),
+            );
+        }
+        Some(e)
+    }
+
+    fn named<T>(
+        &mut self,
+        n: &Node,
+        what: &str,
+        mut f: impl FnMut(&mut Self, Sp<String>, &Node) -> Option<T>,
+    ) -> Vec<T> {
+        let Value::Map(list) = &n.value else {
+            self.wrong(
+                n,
+                &format!("a mapping of {what} names to {what} declarations"),
+            );
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|(name, body)| {
+                let name = Sp::new(name.value.clone(), self.loc.at(name));
+                f(self, name, body)
+            })
+            .collect()
+    }
+
+    fn since(&mut self, v: &Node) -> Sp<u32> {
+        self.uint(v, "`since`")
+            .unwrap_or_else(|| Sp::new(1, Origin::Unknown))
+    }
+
+    fn index(&mut self, name: Sp<String>, body: &Node) -> Option<Index> {
+        let mut ix = Index {
+            origin: name.origin.clone(),
+            name,
+            fields: Vec::new(),
+            unique: false,
+            normalize: None,
+            order_by: None,
+            since: Sp::new(1, Origin::Unknown),
+        };
+        let what = format!("index `{}`", *ix.name);
+        let mut has_fields = false;
+        for (k, v) in self.entries(body, INDEX_KEYS, &what) {
+            match k.value.as_str() {
+                "fields" => {
+                    has_fields = true;
+                    ix.fields = self.string_list(v, "`fields`");
+                }
+                "unique" => ix.unique = self.boolean(v, "`unique`").unwrap_or(false),
+                "normalize" => {
+                    if let Some(s) = self.string(v, "`normalize`") {
+                        if s.as_str() == "lowercase" {
+                            ix.normalize = Some(Sp::new(Normalize::Lowercase, s.origin));
+                        } else {
+                            self.err(
+                                "E010",
+                                &s.origin,
+                                format!("unknown normalization `{}`; expected `lowercase`", *s),
+                            );
+                        }
+                    }
+                }
+                "order_by" => ix.order_by = self.field_expr(v, "`order_by`"),
+                "since" => ix.since = self.since(v),
+                _ => {}
+            }
+        }
+        if !has_fields {
+            self.err("E011", &ix.origin, format!("{what} needs `fields: [...]`"));
+        }
+        Some(ix)
+    }
+
+    fn counter(&mut self, name: Sp<String>, body: &Node) -> Option<Counter> {
+        let mut c = Counter {
+            origin: name.origin.clone(),
+            name,
+            group_by: Vec::new(),
+            sum: None,
+            since: Sp::new(1, Origin::Unknown),
+        };
+        let what = format!("counter `{}`", *c.name);
+        for (k, v) in self.entries(body, COUNTER_KEYS, &what) {
+            match k.value.as_str() {
+                "group_by" => {
+                    let items: Vec<&Node> = match &v.value {
+                        Value::Seq(items) => items.iter().collect(),
+                        _ => vec![v],
+                    };
+                    c.group_by = items
+                        .into_iter()
+                        .filter_map(|i| self.field_expr(i, "`group_by`"))
+                        .collect();
+                }
+                "sum" => c.sum = self.string(v, "`sum`"),
+                "since" => c.since = self.since(v),
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+
+    fn relation(&mut self, name: Sp<String>, body: &Node) -> Option<Relation> {
+        let what = format!("relation `{}`", *name);
+        let (mut belongs_to, mut by, mut order_by, mut since) =
+            (None, None, None, Sp::new(1, Origin::Unknown));
+        for (k, v) in self.entries(body, RELATION_KEYS, &what) {
+            match k.value.as_str() {
+                "belongs_to" => belongs_to = self.string(v, "`belongs_to`"),
+                "by" => by = self.string(v, "`by`"),
+                "order_by" => order_by = self.field_expr(v, "`order_by`"),
+                "since" => since = self.since(v),
+                _ => {}
+            }
+        }
+        let (Some(belongs_to), Some(by)) = (belongs_to, by) else {
+            self.err(
+                "E011",
+                &name.origin,
+                format!("{what} needs `belongs_to: Entity` and `by: field`"),
+            );
+            return None;
+        };
+        Some(Relation {
+            origin: name.origin.clone(),
+            name,
+            belongs_to,
+            by,
+            order_by,
+            since,
+        })
+    }
+
+    fn ttl(&mut self, n: &Node) -> Option<Ttl> {
+        let (after, jitter) = match &n.value {
+            Value::Str(_) => (self.string(n, "`ttl`"), None),
+            _ => {
+                let (mut after, mut jitter) = (None, None);
+                for (k, v) in self.entries(n, TTL_KEYS, "`ttl`") {
+                    match k.value.as_str() {
+                        "after" => after = self.string(v, "`ttl.after`"),
+                        "jitter" => jitter = self.string(v, "`ttl.jitter`"),
+                        _ => {}
+                    }
+                }
+                (after, jitter)
+            }
+        };
+        let Some(after) = after else {
+            let at = self.loc.at(n);
+            self.err(
+                "E011",
+                &at,
+                "`ttl` needs `after`, e.g. `ttl: { after: 30m, jitter: 10% }`",
+            );
+            return None;
+        };
+        let Some(ms) = parse_duration_ms(&after) else {
+            self.err("E016", &after.origin, format!("`{}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as `30m`", *after));
+            return None;
+        };
+        let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
+            Some(p) => Some(Sp::new(p, j.origin)),
+            None => {
+                self.err("E016", &j.origin, format!("`{}` is not a jitter; expected a percentage from 0% to 100%, such as `10%`", *j));
+                None
+            }
+        });
+        Some(Ttl {
+            after_ms: Sp::new(ms, after.origin),
+            jitter_permille,
+        })
+    }
+
+    fn migrations(&mut self, n: &Node, fields: &[Field], types: &[TypeDef]) -> Vec<Migration> {
+        let Value::Seq(items) = &n.value else {
+            self.wrong(n, "a list of migration steps");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let origin = self.loc.at(item);
+            let mut m = Migration {
+                from: Sp::new(0, origin.clone()),
+                rename: Vec::new(),
+                add: Vec::new(),
+                remove: Vec::new(),
+                origin: origin.clone(),
+            };
+            let mut has_from = false;
+            for (k, v) in self.entries(item, MIGRATION_KEYS, "a migration step") {
+                match k.value.as_str() {
+                    "from" => {
+                        if let Some(f) = self.uint(v, "`from`") {
+                            m.from = f;
+                            has_from = true;
+                        }
+                    }
+                    "rename" => {
+                        if let Value::Map(pairs) = &v.value {
+                            for (old, new) in pairs {
+                                if let Some(new) = self.string(new, "the new field name") {
+                                    m.rename
+                                        .push((Sp::new(old.value.clone(), self.loc.at(old)), new));
+                                }
+                            }
+                        } else {
+                            self.wrong(v, "a mapping `old_name: new_name`");
+                        }
+                    }
+                    "add" => {
+                        if let Value::Map(pairs) = &v.value {
+                            for (f, val) in pairs {
+                                let at = self.loc.at(val);
+                                if let Some(field) = fields.iter().find(|x| *x.name == f.value) {
+                                    self.check_value(
+                                        &val.value,
+                                        &field.ty,
+                                        field.optional,
+                                        types,
+                                        &at,
+                                        &format!("the value added for `{}`", f.value),
+                                    );
+                                }
+                                m.add.push((
+                                    Sp::new(f.value.clone(), self.loc.at(f)),
+                                    Sp::new(val.value.to_json(), at),
+                                ));
+                            }
+                        } else {
+                            self.wrong(v, "a mapping `field: value`");
+                        }
+                    }
+                    "remove" => m.remove = self.string_list(v, "`remove`"),
+                    _ => {}
+                }
+            }
+            if !has_from {
+                self.err(
+                    "E011",
+                    &origin,
+                    "a migration step needs `from: N`, the version it upgrades",
+                );
+                continue;
+            }
+            out.push(m);
+        }
+        out
+    }
+}
+
+/// Defaults are written as Rust expressions in the generated code; these are
+/// the types that have a plain one.
+fn default_supported(ty: &FieldType, v: &Value, types: &[TypeDef]) -> bool {
+    match (ty, v) {
+        (_, Value::Null) => true,
+        (
+            FieldType::String
+            | FieldType::Bool
+            | FieldType::I32
+            | FieldType::I64
+            | FieldType::U32
+            | FieldType::U64
+            | FieldType::F64,
+            _,
+        ) => true,
+        (FieldType::List(_), Value::Seq(items)) => items.is_empty(),
+        (FieldType::Named(n), _) => types
+            .iter()
+            .any(|t| *t.name == *n && matches!(t.kind, TypeKind::Enum(_))),
+        _ => false,
+    }
+}

@@ -1,0 +1,238 @@
+//! Commands and exit codes: 0 success, 1 problems found (schema errors,
+//! `--check` differences, `--deny-warnings` warnings), 2 usage or I/O errors.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use kvmodel_build::{Schema, keys::Format};
+
+/// Typed repositories for key-value stores, from a declared data model.
+#[derive(Debug, Parser)]
+#[command(name = "kvmodel", version, about, long_about = None)]
+#[command(after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error.")]
+struct Cli {
+    /// When to color diagnostics.
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
+    color: Color,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KeysFormat {
+    Text,
+    Markdown,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate and lint schema files; report every problem with file:line:col.
+    Check {
+        /// Schema files.
+        #[arg(required = true)]
+        schemas: Vec<PathBuf>,
+        /// Treat lint warnings as problems (exit 1).
+        #[arg(long)]
+        deny_warnings: bool,
+    },
+    /// Write the Rust declarations (#[derive(KvEntity)] structs) of schema files.
+    Generate {
+        /// Schema files.
+        #[arg(required = true)]
+        schemas: Vec<PathBuf>,
+        /// Output: a `.rs` file (one schema) or a directory (one file per schema).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write nothing; exit 1 if the files on disk differ from what would be written.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print the fully expanded repository code of schema files.
+    Expand {
+        /// Schema files.
+        #[arg(required = true)]
+        schemas: Vec<PathBuf>,
+    },
+    /// Print the key layout and the cost of every access pattern.
+    Keys {
+        /// Schema files.
+        #[arg(required = true)]
+        schemas: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = KeysFormat::Text)]
+        format: KeysFormat,
+    },
+}
+
+/// A failure that ends the command with an exit code.
+struct Exit(u8);
+
+fn usage(msg: impl std::fmt::Display) -> Exit {
+    eprintln!("error: {msg}");
+    Exit(2)
+}
+
+/// Loads every schema; prints diagnostics; fails with 1 on errors.
+fn load_all(paths: &[PathBuf], color: bool, deny_warnings: bool) -> Result<Vec<Schema>, Exit> {
+    let mut schemas = Vec::new();
+    for p in paths {
+        let s = kvmodel_build::load_file(p)
+            .map_err(|e| usage(format_args!("cannot read `{}`: {e}", p.display())))?;
+        schemas.push(s);
+    }
+    let (mut errors, mut warnings) = (0, 0);
+    for s in &schemas {
+        if !s.diagnostics.is_empty() {
+            eprintln!("{}\n", s.render_diagnostics(color));
+        }
+        errors += s
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == kvmodel_build::Severity::Error)
+            .count();
+        warnings += s
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == kvmodel_build::Severity::Warning)
+            .count();
+    }
+    if errors > 0 || warnings > 0 {
+        eprintln!("kvmodel: {errors} error(s), {warnings} warning(s)");
+    }
+    if errors > 0 || (deny_warnings && warnings > 0) {
+        return Err(Exit(1));
+    }
+    Ok(schemas)
+}
+
+fn write_stdout(text: &str) -> Result<(), Exit> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| usage(format_args!("cannot write output: {e}")))
+}
+
+fn generate(schemas: &[PathBuf], output: &Path, check: bool, color: bool) -> Result<(), Exit> {
+    let loaded = load_all(schemas, color, false)?;
+    let files = kvmodel_build::generate(&loaded).map_err(|e| {
+        eprintln!("{e}");
+        Exit(1)
+    })?;
+    let to_file = output.extension().is_some_and(|e| e == "rs");
+    if to_file && files.len() != 1 {
+        return Err(usage(format_args!(
+            "`{}` is a single file, but {} schemas were given; pass a directory",
+            output.display(),
+            files.len()
+        )));
+    }
+    let mut stale = Vec::new();
+    for f in &files {
+        let path = if to_file {
+            output.to_owned()
+        } else {
+            output.join(&f.name)
+        };
+        if check {
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(f.contents.as_str()) {
+                stale.push(path);
+            }
+        } else {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| usage(format_args!("cannot create `{}`: {e}", dir.display())))?;
+            }
+            let same = std::fs::read_to_string(&path).ok().as_deref() == Some(f.contents.as_str());
+            if !same {
+                std::fs::write(&path, &f.contents)
+                    .map_err(|e| usage(format_args!("cannot write `{}`: {e}", path.display())))?;
+            }
+            eprintln!(
+                "{} {}",
+                if same { "unchanged" } else { "wrote" },
+                path.display()
+            );
+        }
+    }
+    if !stale.is_empty() {
+        for p in &stale {
+            eprintln!(
+                "`{}` is out of date; run `kvmodel generate` without `--check` to update it",
+                p.display()
+            );
+        }
+        return Err(Exit(1));
+    }
+    Ok(())
+}
+
+fn execute(cli: Cli) -> Result<(), Exit> {
+    let color = match cli.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stderr().is_terminal(),
+    };
+    match cli.command {
+        Command::Check {
+            schemas,
+            deny_warnings,
+        } => {
+            let loaded = load_all(&schemas, color, deny_warnings)?;
+            for s in &loaded {
+                eprintln!("ok {} ({} entities)", s.file, s.model.entities.len());
+            }
+            Ok(())
+        }
+        Command::Generate {
+            schemas,
+            output,
+            check,
+        } => generate(&schemas, &output, check, color),
+        Command::Expand { schemas } => {
+            for s in load_all(&schemas, color, false)? {
+                let text = kvmodel_build::expand(&s.model).map_err(|e| {
+                    usage(format_args!(
+                        "internal error while expanding {}: {e}",
+                        s.file
+                    ))
+                })?;
+                write_stdout(&text)?;
+            }
+            Ok(())
+        }
+        Command::Keys { schemas, format } => {
+            let format = match format {
+                KeysFormat::Text => Format::Text,
+                KeysFormat::Markdown => Format::Markdown,
+            };
+            for s in load_all(&schemas, color, false)? {
+                write_stdout(&kvmodel_build::keys::report(&s.model, format))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match execute(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit(code)) => ExitCode::from(code),
+    }
+}
