@@ -112,9 +112,18 @@ pub fn load(file: &str, source: &str) -> Schema {
         Err(e) => {
             let origin = e.location().map_or_else(|| loc.start(), |l| loc.loc(&l));
             let text = e.to_string();
-            let message = text
-                .rsplit_once("^ ")
-                .map_or(text.as_str(), |(_, m)| m)
+            // The text is `error: line L column C: MESSAGE` and a snippet of
+            // saphyr's own; keep the sentence and drop parser-specific advice.
+            let first = text.lines().next().unwrap_or_default();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let message = match first.split_once(": ") {
+                Some((head, rest)) if head.starts_with("line ") => rest,
+                _ => first,
+            };
+            let message = message
+                .split(", set DuplicateKeyPolicy")
+                .next()
+                .unwrap_or_default()
                 .trim()
                 .to_owned();
             diags.error(

@@ -621,11 +621,9 @@ impl Lower<'_> {
             since: Sp::new(1, Origin::Unknown),
         };
         let what = format!("index `{}`", *ix.name);
-        let mut has_fields = false;
         for (k, v) in self.entries(body, INDEX_KEYS, &what) {
             match k.value.as_str() {
                 "fields" => {
-                    has_fields = true;
                     ix.fields = self.string_list(v, "`fields`");
                 }
                 "unique" => ix.unique = self.boolean(v, "`unique`").unwrap_or(false),
@@ -646,9 +644,6 @@ impl Lower<'_> {
                 "since" => ix.since = self.since(v),
                 _ => {}
             }
-        }
-        if !has_fields {
-            self.err("E011", &ix.origin, format!("{what} needs `fields: [...]`"));
         }
         Some(ix)
     }
