@@ -1,1 +1,20 @@
-//! Example models for kvmodel.
+//! Example models for kvmodel, generated from the schemas in `schemas/` with
+//! `kvmodel generate schemas/NAME.yaml -o examples/src/generated/NAME.rs`.
+//! The files are committed; a test fails when they are out of date.
+
+#![warn(missing_docs)]
+
+/// `schemas/shop.yaml`: users, products, orders.
+#[allow(missing_docs)]
+#[path = "generated/shop.rs"]
+pub mod shop;
+
+/// `schemas/sessions.yaml`: sessions and rate-limit windows with TTLs.
+#[allow(missing_docs)]
+#[path = "generated/sessions.rs"]
+pub mod sessions;
+
+/// `schemas/activity.yaml`: time-ordered events with per-hour counters.
+#[allow(missing_docs)]
+#[path = "generated/activity.rs"]
+pub mod activity;

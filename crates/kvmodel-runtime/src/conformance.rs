@@ -73,6 +73,60 @@ impl Harness for MemoryHarness {
     }
 }
 
+/// A [`RedbStore`](crate::RedbStore) in a fresh temporary file (removed on
+/// drop) on a [`ManualClock`].
+#[cfg(feature = "redb")]
+#[derive(Debug)]
+pub struct RedbHarness {
+    store: crate::RedbStore,
+    clock: ManualClock,
+    path: std::path::PathBuf,
+}
+
+#[cfg(feature = "redb")]
+impl RedbHarness {
+    /// A fresh database file.
+    pub fn new() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kvmodel-test-{}-{}.redb",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&path);
+        let clock = ManualClock::new(1_700_000_000_000);
+        let store = crate::RedbStore::open_with_clock(&path, clock.clone())
+            .expect("open a temporary redb file");
+        RedbHarness { store, clock, path }
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Default for RedbHarness {
+    fn default() -> Self {
+        RedbHarness::new()
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Drop for RedbHarness {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Harness for RedbHarness {
+    type Store = crate::RedbStore;
+    fn store(&self) -> crate::RedbStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+}
+
 /// Generates one `#[tokio::test]` per conformance case; the argument is an
 /// async expression producing a [`Harness`].
 #[macro_export]

@@ -30,43 +30,7 @@ mod memory {
 }
 
 mod redb {
-    use std::time::Duration;
-
-    use kvmodel::RedbStore;
-    use kvmodel::clock::ManualClock;
-    use kvmodel::conformance::Harness;
-
-    pub struct RedbHarness {
-        _dir: tempfile::TempDir,
-        store: RedbStore,
-        clock: ManualClock,
-    }
-
-    impl RedbHarness {
-        pub fn new() -> Self {
-            let dir = tempfile::tempdir().unwrap();
-            let clock = ManualClock::new(1_700_000_000_000);
-            let store =
-                RedbStore::open_with_clock(dir.path().join("t.redb"), clock.clone()).unwrap();
-            RedbHarness {
-                _dir: dir,
-                store,
-                clock,
-            }
-        }
-    }
-
-    impl Harness for RedbHarness {
-        type Store = RedbStore;
-        fn store(&self) -> RedbStore {
-            self.store.clone()
-        }
-        async fn pass(&self, d: Duration) {
-            self.clock.advance(d);
-        }
-    }
-
-    suite!(async { RedbHarness::new() });
+    suite!(async { kvmodel::conformance::RedbHarness::new() });
 }
 
 mod redis {
