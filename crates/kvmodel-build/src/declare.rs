@@ -303,6 +303,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     quote! {
         #[derive(Debug, Clone, PartialEq, #extra ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize, ::kvmodel::KvEntity)]
         #[serde(crate = "::kvmodel::serde")]
+        #[allow(clippy::duplicated_attributes)]
         #(#attrs)*
         pub struct #name { #(#fields,)* }
     }

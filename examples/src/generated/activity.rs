@@ -35,6 +35,7 @@ pub enum EventKind {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "activity", key = "actor:{id}")]
 pub struct Actor {
     pub id: String,
@@ -51,6 +52,7 @@ pub struct Actor {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "activity", key = "event:{id}")]
 #[kv(index(name = "by_subject", fields(subject), order_by = at))]
 #[kv(counter(name = "per_hour", group_by(hour(at))))]

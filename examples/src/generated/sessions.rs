@@ -31,6 +31,7 @@ pub enum Role {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(
     namespace = "auth",
     key = "session:{id}",
@@ -57,6 +58,7 @@ pub struct Session {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(
     namespace = "auth",
     key = "rate:{client}:{window}",

@@ -44,6 +44,7 @@ pub struct Address {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "shop", key = "user:{id}", version = 2)]
 #[kv(index(name = "by_email", fields(email), unique, normalize = "lowercase"))]
 #[kv(counter(name = "by_status", group_by(status), since = 2))]
@@ -79,6 +80,7 @@ pub struct User {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "shop", key = "product:{sku}")]
 #[kv(index(name = "by_category", fields(category), order_by = price_cents))]
 pub struct Product {
@@ -98,6 +100,7 @@ pub struct Product {
     ::kvmodel::KvEntity,
 )]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "shop", key = "order:{id}", encoding = "msgpack")]
 #[kv(counter(name = "per_user", group_by(user_id)))]
 #[kv(counter(name = "revenue_by_day", sum = total_cents, group_by(day(created_at))))]
