@@ -6,15 +6,18 @@
 
 /// `schemas/shop.yaml`: users, products, orders.
 #[allow(missing_docs)]
+#[rustfmt::skip]
 #[path = "generated/shop.rs"]
 pub mod shop;
 
 /// `schemas/sessions.yaml`: sessions and rate-limit windows with TTLs.
 #[allow(missing_docs)]
+#[rustfmt::skip]
 #[path = "generated/sessions.rs"]
 pub mod sessions;
 
 /// `schemas/activity.yaml`: time-ordered events with per-hour counters.
 #[allow(missing_docs)]
+#[rustfmt::skip]
 #[path = "generated/activity.rs"]
 pub mod activity;

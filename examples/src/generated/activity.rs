@@ -11,7 +11,7 @@
     Ord,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEnum,
+    ::kvmodel::KvEnum
 )]
 #[serde(crate = "::kvmodel::serde")]
 pub enum EventKind {
@@ -32,7 +32,7 @@ pub enum EventKind {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
@@ -49,7 +49,7 @@ pub struct Actor {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]

@@ -11,7 +11,7 @@
     Ord,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEnum,
+    ::kvmodel::KvEnum
 )]
 #[serde(crate = "::kvmodel::serde")]
 pub enum Role {
@@ -28,16 +28,11 @@ pub enum Role {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
-#[kv(
-    namespace = "auth",
-    key = "session:{id}",
-    ttl = "30m",
-    ttl_jitter = "10%"
-)]
+#[kv(namespace = "auth", key = "session:{id}", ttl = "30m", ttl_jitter = "10%")]
 #[kv(index(name = "by_token", fields(token), unique))]
 #[kv(index(name = "by_user", fields(user_id), order_by = started_at))]
 pub struct Session {
@@ -55,16 +50,11 @@ pub struct Session {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
-#[kv(
-    namespace = "auth",
-    key = "rate:{client}:{window}",
-    ttl = "2m",
-    ttl_jitter = "5%"
-)]
+#[kv(namespace = "auth", key = "rate:{client}:{window}", ttl = "2m", ttl_jitter = "5%")]
 pub struct RateWindow {
     pub client: String,
     pub window: i64,

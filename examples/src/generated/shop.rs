@@ -11,7 +11,7 @@
     Ord,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEnum,
+    ::kvmodel::KvEnum
 )]
 #[serde(crate = "::kvmodel::serde")]
 pub enum UserStatus {
@@ -23,7 +23,13 @@ pub enum UserStatus {
     Suspended,
 }
 #[derive(
-    Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize,
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    ::kvmodel::serde::Serialize,
+    ::kvmodel::serde::Deserialize
 )]
 #[serde(crate = "::kvmodel::serde")]
 pub struct Address {
@@ -41,7 +47,7 @@ pub struct Address {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
@@ -77,7 +83,7 @@ pub struct User {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
@@ -97,7 +103,7 @@ pub struct Product {
     Hash,
     ::kvmodel::serde::Serialize,
     ::kvmodel::serde::Deserialize,
-    ::kvmodel::KvEntity,
+    ::kvmodel::KvEntity
 )]
 #[serde(crate = "::kvmodel::serde")]
 #[allow(clippy::duplicated_attributes)]
