@@ -48,21 +48,54 @@ async fn main() -> kvmodel::Result<()> {
     let users = UserRepo::new(store.clone());
     let orders = OrderRepo::new(store);
 
-    let at: Timestamp = "2026-03-01T09:00:00Z".parse().expect("valid timestamp literal");
+    let at: Timestamp = "2026-03-01T09:00:00Z"
+        .parse()
+        .expect("valid timestamp literal");
     users
-        .create(&User { id: "ada".into(), email: "Ada@Example.com".into(), name: "Ada".into(), status: UserStatus::Active, created_at: at })
+        .create(&User {
+            id: "ada".into(),
+            email: "Ada@Example.com".into(),
+            name: "Ada".into(),
+            status: UserStatus::Active,
+            created_at: at,
+        })
         .await?;
     for (i, cents) in [1200, 300, 4500].into_iter().enumerate() {
         let created_at = at.plus_millis(i as i64 * 3_600_000);
-        orders.create(&Order { id: format!("o{i}"), user_id: "ada".into(), total_cents: cents, created_at }).await?;
+        orders
+            .create(&Order {
+                id: format!("o{i}"),
+                user_id: "ada".into(),
+                total_cents: cents,
+                created_at,
+            })
+            .await?;
     }
     println!("key of ada: {}", UserKeys::record("ada"));
-    println!("find_by_email: {:?}", users.find_by_email("ada@example.com").await?.map(|u| u.name));
+    println!(
+        "find_by_email: {:?}",
+        users
+            .find_by_email("ada@example.com")
+            .await?
+            .map(|u| u.name)
+    );
     let page = orders.list_by_user("ada", PageRequest::new(2)).await?;
-    println!("first page of ada's orders: {:?}", page.items.iter().map(|o| &o.id).collect::<Vec<_>>());
+    println!(
+        "first page of ada's orders: {:?}",
+        page.items.iter().map(|o| &o.id).collect::<Vec<_>>()
+    );
     let day = Date::from_ymd(2026, 3, 1).expect("valid date");
-    println!("revenue on {day}: {}", orders.sum_revenue_by_day(day).await?);
-    users.modify("ada", |u| u.status = UserStatus::Suspended).await?;
-    println!("active: {}, suspended: {}", users.count_by_status(UserStatus::Active).await?, users.count_by_status(UserStatus::Suspended).await?);
+    println!(
+        "revenue on {day}: {}",
+        orders.sum_revenue_by_day(day).await?
+    );
+    users
+        .modify("ada", |u| u.status = UserStatus::Suspended)
+        .await?;
+    println!(
+        "active: {}, suspended: {}",
+        users.count_by_status(UserStatus::Active).await?,
+        users.count_by_status(UserStatus::Suspended).await?
+    );
     Ok(())
 }

@@ -9,7 +9,9 @@
 //! ```
 
 use kvmodel::{Batch, Date, MemoryStore, PageRequest, RedbStore, RedisStore, Store, Timestamp};
-use kvmodel_examples::shop::{Order, OrderRepo, Product, ProductRepo, User, UserKeys, UserRepo, UserStatus};
+use kvmodel_examples::shop::{
+    Order, OrderRepo, Product, ProductRepo, User, UserKeys, UserRepo, UserStatus,
+};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("valid timestamp literal")
@@ -44,28 +46,60 @@ async fn tour<S: Store>(store: S) -> kvmodel::Result<()> {
         created_at: ts("2026-03-01T09:00:00Z"),
     };
     users.create(&ada).await?;
-    let grace = User { id: "grace".into(), email: "grace@example.com".into(), name: "Grace Hopper".into(), ..ada.clone() };
+    let grace = User {
+        id: "grace".into(),
+        email: "grace@example.com".into(),
+        name: "Grace Hopper".into(),
+        ..ada.clone()
+    };
     users.create(&grace).await?;
     let found = users.find_by_email("ADA@example.COM").await?;
-    println!("find_by_email(\"ADA@example.COM\") -> {:?}", found.map(|u| u.name));
+    println!(
+        "find_by_email(\"ADA@example.COM\") -> {:?}",
+        found.map(|u| u.name)
+    );
 
     println!("\n== the same e-mail again is a unique violation, and nothing is written");
-    let imposter = User { id: "imposter".into(), email: "ada@EXAMPLE.com".into(), ..ada.clone() };
+    let imposter = User {
+        id: "imposter".into(),
+        email: "ada@EXAMPLE.com".into(),
+        ..ada.clone()
+    };
     match users.create(&imposter).await {
         Err(e) => println!("error: {e}"),
         Ok(()) => println!("unexpected: the duplicate was stored"),
     }
-    println!("get(\"imposter\") -> {:?}", users.get("imposter").await?.map(|u| u.id));
+    println!(
+        "get(\"imposter\") -> {:?}",
+        users.get("imposter").await?.map(|u| u.id)
+    );
 
     println!("\n== products by category, cheapest first, two per page");
-    for (sku, title, price) in [("b1", "Dune", 1299), ("b2", "Emma", 499), ("b3", "Ulysses", 899), ("b4", "Beloved", 1099), ("b5", "Hamlet", 399)] {
-        products.create(&Product { sku: sku.into(), category: "books".into(), title: title.into(), price_cents: price }).await?;
+    for (sku, title, price) in [
+        ("b1", "Dune", 1299),
+        ("b2", "Emma", 499),
+        ("b3", "Ulysses", 899),
+        ("b4", "Beloved", 1099),
+        ("b5", "Hamlet", 399),
+    ] {
+        products
+            .create(&Product {
+                sku: sku.into(),
+                category: "books".into(),
+                title: title.into(),
+                price_cents: price,
+            })
+            .await?;
     }
     let mut page = PageRequest::new(2);
     let mut n = 1;
     loop {
         let p = products.list_by_category("books", page).await?;
-        let titles: Vec<String> = p.items.iter().map(|p| format!("{} ({})", p.title, p.price_cents)).collect();
+        let titles: Vec<String> = p
+            .items
+            .iter()
+            .map(|p| format!("{} ({})", p.title, p.price_cents))
+            .collect();
         println!("page {n}: {}", titles.join(", "));
         match p.next {
             Some(cursor) => page = PageRequest::new(2).after(cursor),
@@ -75,18 +109,40 @@ async fn tour<S: Store>(store: S) -> kvmodel::Result<()> {
     }
 
     println!("\n== orders of a user (a relation), newest first, and counters");
-    for (id, cents, at) in [("o1", 2598, "2026-03-01T10:00:00Z"), ("o2", 399, "2026-03-01T15:30:00Z"), ("o3", 1099, "2026-03-02T08:00:00Z")] {
-        orders.create(&Order { id: id.into(), user_id: "ada".into(), total_cents: cents, created_at: ts(at) }).await?;
+    for (id, cents, at) in [
+        ("o1", 2598, "2026-03-01T10:00:00Z"),
+        ("o2", 399, "2026-03-01T15:30:00Z"),
+        ("o3", 1099, "2026-03-02T08:00:00Z"),
+    ] {
+        orders
+            .create(&Order {
+                id: id.into(),
+                user_id: "ada".into(),
+                total_cents: cents,
+                created_at: ts(at),
+            })
+            .await?;
     }
-    let mine = orders.list_by_user("ada", PageRequest::new(10).descending()).await?;
+    let mine = orders
+        .list_by_user("ada", PageRequest::new(10).descending())
+        .await?;
     for o in &mine.items {
         println!("{} at {}: {} cents", o.id, o.created_at, o.total_cents);
     }
     let day = Date::from_ymd(2026, 3, 1).expect("valid date");
     println!("orders of ada: {}", orders.count_per_user("ada").await?);
-    println!("revenue on {day}: {} cents", orders.sum_revenue_by_day(day).await?);
-    println!("active users: {}", users.count_by_status(UserStatus::Active).await?);
-    println!("signups on {day}: {}", users.count_signups_per_day(day).await?);
+    println!(
+        "revenue on {day}: {} cents",
+        orders.sum_revenue_by_day(day).await?
+    );
+    println!(
+        "active users: {}",
+        users.count_by_status(UserStatus::Active).await?
+    );
+    println!(
+        "signups on {day}: {}",
+        users.count_signups_per_day(day).await?
+    );
 
     println!("\n== a record written by version 1 of the schema, read through its migration");
     let key = UserKeys::record("old-timer");
@@ -96,10 +152,18 @@ async fn tour<S: Store>(store: S) -> kvmodel::Result<()> {
     batch.put(&key, v1.as_bytes().to_vec(), None);
     let _ = store.commit(batch).await?;
     let old = users.get("old-timer").await?.expect("just written");
-    println!("read as version 2: name = {:?}, status = {:?}, tags = {:?}", old.name, old.status, old.tags);
-    users.modify("old-timer", |u| u.tags.push("migrated".into())).await?;
+    println!(
+        "read as version 2: name = {:?}, status = {:?}, tags = {:?}",
+        old.name, old.status, old.tags
+    );
+    users
+        .modify("old-timer", |u| u.tags.push("migrated".into()))
+        .await?;
     let raw = store.get(&key).await?.unwrap_or_default();
-    println!("after modify it is stored at version 2: {}", String::from_utf8_lossy(&raw));
+    println!(
+        "after modify it is stored at version 2: {}",
+        String::from_utf8_lossy(&raw)
+    );
     Ok(())
 }
 
@@ -111,7 +175,9 @@ async fn main() -> std::process::ExitCode {
         match a.as_str() {
             "--store" => url = args.next(),
             other => {
-                eprintln!("unknown argument `{other}`; usage: shop [--store memory:|redb:PATH|redis://HOST:PORT]");
+                eprintln!(
+                    "unknown argument `{other}`; usage: shop [--store memory:|redb:PATH|redis://HOST:PORT]"
+                );
                 return std::process::ExitCode::from(2);
             }
         }

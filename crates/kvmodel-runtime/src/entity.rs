@@ -76,6 +76,10 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// Every derived entry this record image has.
     fn facts(&self, facts: &mut Facts);
 
+    /// The claim key this record has for the unique index `index`, if any
+    /// (`None` when a field it needs is `None`, or the index is unknown).
+    fn claim_key(&self, index: &str) -> Option<String>;
+
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
         crate::key::KeyBuilder::derived(Self::META.namespace, Self::META.segment, "all").finish()

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod entity;
 pub mod error;
 pub mod key;
+pub mod maintenance;
 pub mod memory;
 pub mod migrate;
 pub mod page;

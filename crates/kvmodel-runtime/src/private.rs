@@ -2,6 +2,7 @@
 
 pub use crate::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::key::{KeyBuilder, KeyPart, SortPart};
+pub use crate::maintenance::{Drift, Progress};
 pub use crate::migrate;
 pub use crate::record::Encoding;
 pub use crate::repo::Engine;

@@ -294,8 +294,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
         })
     }
 
-    /// Looks a record up through a unique claim (two reads: claim, record).
-    pub async fn find_unique(&self, claim_key: &str) -> Result<Option<E>> {
+    /// Looks a record up through the unique claim `claim_key` of index
+    /// `index` (two reads: claim, record).
+    pub async fn find_unique(&self, index: &str, claim_key: &str) -> Result<Option<E>> {
         let Some(owner) = self.store.get(claim_key).await? else {
             return Ok(None);
         };
@@ -310,12 +311,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             return Ok(None);
         };
         // A claim whose record no longer carries the value is stale: ignore it.
-        let current = Facts::of(&value);
-        Ok(current
-            .claims
-            .iter()
-            .any(|c| c.key == claim_key)
-            .then_some(value))
+        Ok((value.claim_key(index).as_deref() == Some(claim_key)).then_some(value))
     }
 
     /// A page of the sorted collection at `collection`: members are record

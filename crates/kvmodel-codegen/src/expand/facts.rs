@@ -107,6 +107,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     let (name, keys) = (&cx.name, &cx.keys);
     let e = cx.e;
     let mut facts = Vec::new();
+    let mut claim_arms = Vec::new();
 
     for ix in &e.indexes {
         let mut fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
@@ -145,6 +146,11 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                     })
                     .collect()
             };
+            claim_arms.push({
+                let found = reads
+                    .wrap(quote!(return ::core::option::Option::Some(#keys::#fname(#(#args),*));));
+                quote!(#ixname => { #found })
+            });
             quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*), #p::parts_text(&[#(#shown),*]));)
         } else {
             let sort = match order {
@@ -244,6 +250,15 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             #[allow(unused_variables)]
             fn facts(&self, __facts: &mut #p::Facts) {
                 #(#facts)*
+            }
+
+            #[allow(unreachable_code, clippy::match_single_binding)]
+            fn claim_key(&self, __index: &str) -> ::core::option::Option<::std::string::String> {
+                match __index {
+                    #(#claim_arms)*
+                    _ => {}
+                }
+                ::core::option::Option::None
             }
         }
     }

@@ -66,6 +66,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             .collect();
         let args: Vec<syn::Ident> = ix.fields.iter().map(|f| ident(f)).collect();
         let kfn = ident(&ix.name);
+        let ixname = ix.name.as_str();
         let fields = ix
             .fields
             .iter()
@@ -86,7 +87,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             methods.push(quote! {
                 #[doc = #doc]
                 #vis async fn #m(&self, #(#params),*) -> #p::Result<::core::option::Option<#name>> {
-                    self.engine.find_unique(&#keys::#kfn(#(#args),*)).await
+                    self.engine.find_unique(#ixname, &#keys::#kfn(#(#args),*)).await
                 }
             });
         } else {
@@ -183,6 +184,15 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     );
     let all_doc =
         format!(" A page of every `{ename}` record, from the discovery set (never a key scan).");
+    let migrate_doc = format!(
+        " Rewrites every `{ename}` stored at an older version, `page_size` records at a time, calling `on_progress` after each page; fills in indexes and counters introduced since."
+    );
+    let verify_doc = format!(
+        " Recomputes every claim, index entry and counter of `{ename}` from the records and reports what is out of step; writes nothing."
+    );
+    let reconcile_doc = format!(
+        " Like `verify`, and repairs what it finds (run while writers are paused, or verify again after)."
+    );
     quote! {
         #[doc = #doc]
         #vis struct #repo<S> {
@@ -249,6 +259,24 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             }
 
             #(#methods)*
+
+            #[doc = #migrate_doc]
+            #vis async fn migrate_all<F>(&self, page_size: usize, on_progress: F) -> #p::Result<#p::Progress>
+            where
+                F: ::core::ops::FnMut(&#p::Progress) + ::core::marker::Send,
+            {
+                self.engine.migrate_all(page_size, on_progress).await
+            }
+
+            #[doc = #verify_doc]
+            #vis async fn verify(&self, page_size: usize) -> #p::Result<#p::Drift> {
+                self.engine.verify(page_size).await
+            }
+
+            #[doc = #reconcile_doc]
+            #vis async fn reconcile(&self, page_size: usize) -> #p::Result<#p::Drift> {
+                self.engine.reconcile(page_size).await
+            }
 
             #[doc = #all_doc]
             #vis async fn list_all(&self, page: #p::PageRequest) -> #p::Result<#p::Page<#name>> {

@@ -669,3 +669,75 @@ pub async fn separators_never_collide<H: Harness>(h: &H) {
         1
     );
 }
+
+/// migrate rewrites old records and fills `since` entries; verify reports
+/// drift; reconcile repairs it.
+pub async fn maintenance_migrates_verifies_and_repairs<H: Harness>(h: &H) {
+    let old = v1::UserRepo::new(h.store());
+    for i in 0..7 {
+        let u = v1::User {
+            id: format!("m{i}"),
+            email: format!("m{i}@x.io"),
+            full_name: format!("M {i}"),
+            legacy_flag: false,
+            created_at: ts("2025-01-01T00:00:00Z"),
+        };
+        old.create(&u).await.unwrap();
+    }
+    let repo = users(h);
+    assert_eq!(repo.count_by_status(Status::Active).await.unwrap(), 0);
+    let mut pages = 0;
+    let done = repo.migrate_all(3, |_| pages += 1).await.unwrap();
+    assert_eq!((done.visited, done.changed, pages), (7, 7, 3));
+    assert_eq!(
+        repo.count_by_status(Status::Active).await.unwrap(),
+        7,
+        "since-2 counters backfilled"
+    );
+    assert_eq!(
+        repo.list_by_status(Status::Active, PageRequest::new(10))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        7
+    );
+    let again = repo.migrate_all(3, |_| {}).await.unwrap();
+    assert_eq!(again.changed, 0, "migrate is idempotent");
+    assert!(repo.verify(4).await.unwrap().is_clean());
+
+    // Break things behind the repository's back.
+    let s = h.store();
+    let u3 = repo.get("m3").await.unwrap().unwrap();
+    let mut b = Batch::new();
+    b.delete(UserKeys::by_email("m1@x.io"))
+        .remove(
+            UserKeys::by_status(Status::Active),
+            kvmodel::key::sort_key(&u3.created_at),
+            UserKeys::record("m3").into_bytes(),
+        )
+        .incr(UserKeys::counter_by_status(Status::Active), 5);
+    assert!(s.commit(b).await.unwrap().is_applied());
+    let drift = repo.verify(4).await.unwrap();
+    assert_eq!(drift.records, 7);
+    assert_eq!(
+        drift.missing_claims,
+        vec![(UserKeys::by_email("m1@x.io"), UserKeys::record("m1"))]
+    );
+    assert_eq!(
+        drift.missing_members,
+        vec![(UserKeys::by_status(Status::Active), UserKeys::record("m3"))]
+    );
+    assert_eq!(drift.counters.len(), 1);
+    assert_eq!(
+        (drift.counters[0].expected, drift.counters[0].actual),
+        (7, 12)
+    );
+    let fixed = repo.reconcile(4).await.unwrap();
+    assert_eq!(fixed, drift, "reconcile reports what it repaired");
+    assert!(repo.verify(4).await.unwrap().is_clean());
+    assert_eq!(
+        repo.find_by_email("m1@x.io").await.unwrap().unwrap().id,
+        "m1"
+    );
+}

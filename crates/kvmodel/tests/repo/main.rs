@@ -13,7 +13,7 @@ macro_rules! suite {
             ttl_expires_record_claims_and_members, lazy_migration_and_since,
             migration_from_chain, future_version_and_garbage_are_errors,
             unique_race_has_one_winner, contended_modify_loses_nothing,
-            separators_never_collide,
+            separators_never_collide, maintenance_migrates_verifies_and_repairs,
         );
     };
     (@each $harness:expr; $($case:ident),* $(,)?) => {$(

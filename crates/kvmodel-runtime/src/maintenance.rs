@@ -1,0 +1,242 @@
+//! Maintenance over every record of an entity: `migrate` (rewrite old
+//! versions), `verify` (recompute index entries and counters, report drift)
+//! and `reconcile` (the same, and repair it).
+//!
+//! All three walk the entity's discovery set page by page (never a key scan).
+//! `migrate` is resumable from any page's cursor. `reconcile` adjusts counters
+//! by the difference it measured, so run it while writers are paused, or run
+//! `verify` again afterwards to confirm.
+
+use std::collections::BTreeMap;
+
+use crate::batch::Batch;
+use crate::entity::{self, Entity, Facts};
+use crate::error::Result;
+use crate::page::{Cursor, PageRequest};
+use crate::record;
+use crate::repo::Engine;
+use crate::store::{Direction, RangeRequest, Store, encode_entry};
+
+/// How far a maintenance walk got.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Records visited so far.
+    pub visited: u64,
+    /// Records rewritten (migrate) or repaired entries (reconcile) so far.
+    pub changed: u64,
+    /// Where to resume; `None` when the walk is complete.
+    pub next: Option<Cursor>,
+}
+
+/// A counter whose stored value differs from what the records add up to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterDrift {
+    /// Counter key.
+    pub key: String,
+    /// What the records add up to.
+    pub expected: i64,
+    /// What the store holds.
+    pub actual: i64,
+}
+
+/// Everything `verify` found out of step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// Records examined.
+    pub records: u64,
+    /// Unique claims that are missing (claim key, record key).
+    pub missing_claims: Vec<(String, String)>,
+    /// Unique claims held by another record (claim key, record key, holder).
+    pub conflicting_claims: Vec<(String, String, String)>,
+    /// Collection members that are missing (collection key, record key).
+    pub missing_members: Vec<(String, String)>,
+    /// Counters that differ from the records.
+    pub counters: Vec<CounterDrift>,
+}
+
+impl Drift {
+    /// True when nothing is out of step.
+    pub fn is_clean(&self) -> bool {
+        self.missing_claims.is_empty()
+            && self.conflicting_claims.is_empty()
+            && self.missing_members.is_empty()
+            && self.counters.is_empty()
+    }
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// Migrates one page of records: every record older than the current
+    /// version is rewritten through `update` semantics, so indexes and
+    /// counters introduced since (`since: N`) are filled in.
+    pub async fn migrate_page(&self, page: PageRequest, progress: &mut Progress) -> Result<()> {
+        let range = self.store().range(&E::all_key(), page.to_range()).await?;
+        for m in &range.members {
+            let key = String::from_utf8_lossy(&m.member).into_owned();
+            progress.visited += 1;
+            let Some(bytes) = self.store().get(&key).await? else {
+                continue;
+            };
+            if record::header(&key, &bytes)?.version < E::VERSION {
+                self.modify(&key, |_| {}).await?;
+                progress.changed += 1;
+            }
+        }
+        progress.next = range.next.map(Cursor::from_position);
+        Ok(())
+    }
+
+    /// Migrates every record, `page_size` at a time, reporting progress
+    /// after each page. Resume an interrupted run with `migrate_from`.
+    pub async fn migrate_all(
+        &self,
+        page_size: usize,
+        on_progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Progress> {
+        self.migrate_from(None, page_size, on_progress).await
+    }
+
+    /// Migrates every record from `cursor` on (a [`Progress::next`]).
+    pub async fn migrate_from(
+        &self,
+        cursor: Option<Cursor>,
+        page_size: usize,
+        mut on_progress: impl FnMut(&Progress) + Send,
+    ) -> Result<Progress> {
+        let mut progress = Progress {
+            next: cursor,
+            ..Progress::default()
+        };
+        loop {
+            let mut page = PageRequest::new(page_size.max(1));
+            if let Some(c) = progress.next.take() {
+                page = page.after(c);
+            }
+            self.migrate_page(page, &mut progress).await?;
+            on_progress(&progress);
+            if progress.next.is_none() {
+                return Ok(progress);
+            }
+        }
+    }
+
+    /// Recomputes every claim, collection member and counter from the
+    /// records and reports what is out of step. Writes nothing.
+    pub async fn verify(&self, page_size: usize) -> Result<Drift> {
+        self.walk(page_size, false).await
+    }
+
+    /// Like [`verify`](Self::verify), then repairs: missing claims and
+    /// members are written, counters are adjusted by the measured difference.
+    /// Claims held by another record are reported, never taken.
+    pub async fn reconcile(&self, page_size: usize) -> Result<Drift> {
+        self.walk(page_size, true).await
+    }
+
+    async fn walk(&self, page_size: usize, repair: bool) -> Result<Drift> {
+        let store = self.store();
+        let mut drift = Drift::default();
+        let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+        let mut after = None;
+        loop {
+            let mut req = RangeRequest::all(page_size.max(1));
+            req.after = after.take();
+            let range = store.range(&E::all_key(), req).await?;
+            let keys: Vec<String> = range
+                .members
+                .iter()
+                .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+                .collect();
+            let values = store.get_many(&keys).await?;
+            for (key, bytes) in keys.iter().zip(values) {
+                let Some(bytes) = bytes else { continue };
+                drift.records += 1;
+                let (version, value) = entity::decode::<E>(key, &bytes)?;
+                let mut facts = Facts::of(&value);
+                facts.retain_since(version);
+                let mut fix = Batch::new();
+                for c in &facts.claims {
+                    match store.get(&c.key).await? {
+                        Some(holder) if holder == key.as_bytes() => {}
+                        Some(holder) => drift.conflicting_claims.push((
+                            c.key.clone(),
+                            key.clone(),
+                            String::from_utf8_lossy(&holder).into_owned(),
+                        )),
+                        None => {
+                            drift.missing_claims.push((c.key.clone(), key.clone()));
+                            fix.absent(&c.key)
+                                .put(&c.key, key.as_bytes().to_vec(), None);
+                        }
+                    }
+                }
+                for m in &facts.members {
+                    if !is_member(store, &m.collection, &m.sort, key.as_bytes()).await? {
+                        drift
+                            .missing_members
+                            .push((m.collection.clone(), key.clone()));
+                        fix.add(&m.collection, m.sort.clone(), key.as_bytes().to_vec());
+                    }
+                }
+                for c in &facts.counters {
+                    *expected.entry(c.key.clone()).or_default() += c.delta;
+                }
+                if repair && !fix.is_empty() {
+                    // Conditional on the record being unchanged and claims
+                    // still free; a concurrent writer wins and verify reports.
+                    let mut guarded = Batch::new();
+                    guarded.equals(key, bytes.clone());
+                    for c in fix.conditions() {
+                        guarded.condition(c.clone());
+                    }
+                    for op in fix.ops() {
+                        guarded.op(op.clone());
+                    }
+                    let _ = store.commit(guarded).await?;
+                }
+            }
+            match range.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        for (key, want) in expected {
+            let actual = store.counter(&key).await?;
+            if actual != want {
+                if repair {
+                    let mut b = Batch::new();
+                    b.incr(&key, want - actual);
+                    let _ = store.commit(b).await?;
+                }
+                drift.counters.push(CounterDrift {
+                    key,
+                    expected: want,
+                    actual,
+                });
+            }
+        }
+        Ok(drift)
+    }
+}
+
+/// Whether `member` is in the collection under `sort`: one descending step
+/// from just past its position, so the check costs one short range read
+/// however large the collection is.
+async fn is_member<S: Store>(
+    store: &S,
+    collection: &str,
+    sort: &[u8],
+    member: &[u8],
+) -> Result<bool> {
+    let mut past = encode_entry(sort, member);
+    past.push(0);
+    let req = RangeRequest {
+        direction: Direction::Descending,
+        after: Some(past),
+        ..RangeRequest::all(1)
+    };
+    let found = store.range(collection, req).await?;
+    Ok(found
+        .members
+        .first()
+        .is_some_and(|m| m.sort == sort && m.member == member))
+}
