@@ -191,7 +191,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         " Recomputes every claim, index entry and counter of `{ename}` from the records and reports what is out of step; writes nothing."
     );
     let reconcile_doc = format!(
-        " Like `verify`, and repairs what it finds (run while writers are paused, or verify again after)."
+        " Like `verify`, and repairs what it finds in the `{ename}` indexes and counters (run while writers are paused, or verify again after)."
     );
     quote! {
         #[doc = #doc]
