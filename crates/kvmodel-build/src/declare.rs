@@ -33,31 +33,7 @@ fn hashable(ty: &FieldType, model: &Model) -> bool {
 
 /// The Rust type of a field type, as users read it.
 pub fn rust_type(ty: &FieldType) -> TokenStream {
-    match ty {
-        FieldType::String => quote!(String),
-        FieldType::Bool => quote!(bool),
-        FieldType::I32 => quote!(i32),
-        FieldType::I64 => quote!(i64),
-        FieldType::U32 => quote!(u32),
-        FieldType::U64 => quote!(u64),
-        FieldType::F64 => quote!(f64),
-        FieldType::Bytes => quote!(Vec<u8>),
-        FieldType::Timestamp => quote!(::kvmodel::Timestamp),
-        FieldType::Date => quote!(::kvmodel::Date),
-        FieldType::Uuid => quote!(::kvmodel::Uuid),
-        FieldType::List(t) => {
-            let t = rust_type(t);
-            quote!(Vec<#t>)
-        }
-        FieldType::Map(t) => {
-            let t = rust_type(t);
-            quote!(::std::collections::BTreeMap<String, #t>)
-        }
-        FieldType::Named(n) => {
-            let n = ident(n);
-            quote!(#n)
-        }
-    }
+    kvmodel_codegen::expand::rust_type(ty, &quote!(::kvmodel), true)
 }
 
 /// The name of the function serde calls for a field's default.

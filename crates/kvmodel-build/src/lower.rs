@@ -5,7 +5,7 @@ use serde_saphyr::Spanned;
 
 use kvmodel_codegen::ir::{
     Counter, Encoding, Entity, Field, FieldExpr, FieldType, Index, KeyTemplate, Migration, Model,
-    Normalize, Relation, Ttl, TypeDef, TypeKind, parse_duration_ms, parse_jitter_permille,
+    Normalize, Relation, Ttl, TypeDef, TypeKind,
 };
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 
@@ -514,35 +514,13 @@ impl Lower<'_> {
                 ),
             );
         }
-        let mut e = Entity {
-            name: Sp::new(name.value.clone(), origin.clone()),
-            vis: "pub".into(),
-            namespace,
-            key: None,
-            version: Sp::new(1, Origin::Unknown),
-            encoding: Sp::new(Encoding::Json, Origin::Unknown),
-            fields: Vec::new(),
-            indexes: Vec::new(),
-            counters: Vec::new(),
-            relations: Vec::new(),
-            ttl: None,
-            colocate: None,
-            migrations: Vec::new(),
-            migrate_from: None,
-            crate_path: None,
-            origin: origin.clone(),
-        };
+        let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), "pub");
+        e.namespace = namespace;
         let what = format!("entity `{}`", name.value);
         for (k, v) in self.entries(body, ENTITY_KEYS, &what) {
             match k.value.as_str() {
                 "key" => {
-                    if let Some(t) = self.string(v, "`key`") {
-                        e.key = Some(KeyTemplate {
-                            segments: kvmodel_codegen::template::parse(&t).unwrap_or_default(),
-                            text: t.value,
-                            origin: t.origin,
-                        });
-                    }
+                    e.key = self.string(v, "`key`").map(KeyTemplate::new);
                 }
                 "version" => {
                     if let Some(n) = self.uint(v, "`version`") {
@@ -732,21 +710,7 @@ impl Lower<'_> {
             );
             return None;
         };
-        let Some(ms) = parse_duration_ms(&after) else {
-            self.err("E016", &after.origin, format!("`{}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as `30m`", *after));
-            return None;
-        };
-        let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
-            Some(p) => Some(Sp::new(p, j.origin)),
-            None => {
-                self.err("E016", &j.origin, format!("`{}` is not a jitter; expected a percentage from 0% to 100%, such as `10%`", *j));
-                None
-            }
-        });
-        Some(Ttl {
-            after_ms: Sp::new(ms, after.origin),
-            jitter_permille,
-        })
+        Ttl::parse(after, jitter, self.diags)
     }
 
     fn migrations(&mut self, n: &Node, fields: &[Field], types: &[TypeDef]) -> Vec<Migration> {

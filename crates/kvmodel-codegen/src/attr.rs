@@ -9,7 +9,7 @@ use syn::{Token, meta::ParseNestedMeta};
 
 use crate::ir::{
     Counter, Encoding, Entity, Field, FieldExpr, FieldType, Index, Migration, Normalize, Relation,
-    Ttl, parse_duration_ms, parse_jitter_permille,
+    Ttl,
 };
 use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 
@@ -214,24 +214,10 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
             "`KvEntity` does not support generic structs; declare a concrete struct",
         );
     }
-    let mut e = Entity {
-        name: sp(name.to_string(), name.span()),
-        vis: input.vis.to_token_stream().to_string(),
-        namespace: None,
-        key: None,
-        version: since_default(),
-        encoding: Sp::new(Encoding::Json, Origin::Unknown),
-        fields: Vec::new(),
-        indexes: Vec::new(),
-        counters: Vec::new(),
-        relations: Vec::new(),
-        ttl: None,
-        colocate: None,
-        migrations: Vec::new(),
-        migrate_from: None,
-        crate_path: None,
-        origin: Origin::Span(name.span()),
-    };
+    let mut e = Entity::new(
+        sp(name.to_string(), name.span()),
+        input.vis.to_token_stream().to_string(),
+    );
     let mut ttl: Option<Sp<String>> = None;
     let mut jitter: Option<Sp<String>> = None;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("kv")) {
@@ -245,29 +231,14 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
             ));
         }
     }
-    if let Some(t) = ttl {
-        match parse_duration_ms(&t) {
-            Some(ms) => {
-                let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
-                    Some(p) => Some(Sp::new(p, j.origin)),
-                    None => {
-                        diags.error("E116", &j.origin, format!("`{}` is not a jitter; expected a percentage from 0% to 100%, such as \"10%\"", *j));
-                        None
-                    }
-                });
-                e.ttl = Some(Ttl {
-                    after_ms: Sp::new(ms, t.origin),
-                    jitter_permille,
-                });
-            }
-            None => diags.error("E116", &t.origin, format!("`{}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as \"30m\"", *t)),
-        }
-    } else if let Some(j) = jitter {
-        diags.error(
+    match (ttl, jitter) {
+        (Some(t), j) => e.ttl = Ttl::parse(t, j, diags),
+        (None, Some(j)) => diags.error(
             "E116",
             &j.origin,
             "`ttl_jitter` needs a `ttl`; add `ttl = \"…\"` or remove the jitter",
-        );
+        ),
+        (None, None) => {}
     }
     for f in &named.named {
         parse_field(f, &mut e, diags);
@@ -285,12 +256,7 @@ fn entity_key(
     match meta_name(meta).as_str() {
         "namespace" => e.namespace = Some(lit_str(meta)?),
         "key" => {
-            let t = lit_str(meta)?;
-            e.key = Some(crate::ir::KeyTemplate {
-                segments: crate::template::parse(&t).unwrap_or_default(),
-                text: t.value,
-                origin: t.origin,
-            });
+            e.key = Some(crate::ir::KeyTemplate::new(lit_str(meta)?));
         }
         "version" => e.version = lit_u32(meta)?,
         "encoding" => {

@@ -74,6 +74,28 @@ pub struct Entity {
 }
 
 impl Entity {
+    /// An entity with nothing declared yet: version 1, JSON, no key.
+    pub fn new(name: Sp<String>, vis: impl Into<String>) -> Self {
+        Entity {
+            origin: name.origin.clone(),
+            name,
+            vis: vis.into(),
+            namespace: None,
+            key: None,
+            version: Sp::new(1, Origin::Unknown),
+            encoding: Sp::new(Encoding::Json, Origin::Unknown),
+            fields: Vec::new(),
+            indexes: Vec::new(),
+            counters: Vec::new(),
+            relations: Vec::new(),
+            ttl: None,
+            colocate: None,
+            migrations: Vec::new(),
+            migrate_from: None,
+            crate_path: None,
+        }
+    }
+
     /// The field called `name`.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| *f.name == name)
@@ -92,6 +114,16 @@ pub struct KeyTemplate {
 }
 
 impl KeyTemplate {
+    /// Parses a template; one that does not parse keeps no segments and
+    /// `check` reports why.
+    pub fn new(text: Sp<String>) -> Self {
+        KeyTemplate {
+            segments: crate::template::parse(&text).unwrap_or_default(),
+            text: text.value,
+            origin: text.origin,
+        }
+    }
+
     /// The placeholders, in template order.
     pub fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.segments.iter().filter_map(|s| match s {
@@ -373,6 +405,34 @@ pub enum TypeKind {
     Enum(Vec<Sp<String>>),
     /// A struct.
     Struct(Vec<Field>),
+}
+
+impl Ttl {
+    /// Parses `after` (e.g. `30m`) and an optional `jitter` (e.g. `10%`),
+    /// reporting what does not parse.
+    pub fn parse(
+        after: Sp<String>,
+        jitter: Option<Sp<String>>,
+        diags: &mut crate::origin::Diagnostics,
+    ) -> Option<Ttl> {
+        let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
+            Some(p) => Some(Sp::new(p, j.origin)),
+            None => {
+                diags.error("E116", &j.origin, format!("`{}` is not a jitter; expected a percentage from 0% to 100%, such as `10%`", *j));
+                None
+            }
+        });
+        match parse_duration_ms(&after) {
+            Some(ms) => Some(Ttl {
+                after_ms: Sp::new(ms, after.origin),
+                jitter_permille,
+            }),
+            None => {
+                diags.error("E116", &after.origin, format!("`{}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as `30m`", *after));
+                None
+            }
+        }
+    }
 }
 
 /// Parses a duration such as `30m`, `1500ms`, `2h` into milliseconds.

@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 
 use super::keys::{counter_fn, relation_fn};
 use super::{Ctx, arg_from_ref, ident};
-use crate::ir::{FieldExpr, FieldType, Segment};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
 use crate::origin::Sp;
 
 /// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
@@ -102,7 +102,7 @@ fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read) -> TokenStream {
     }
 }
 
-pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let (name, keys) = (&cx.name, &cx.keys);
     let e = cx.e;
@@ -202,7 +202,6 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#fname(#(#args),*), #delta);)));
     }
 
-    let template = e.key.as_ref().expect("entity with a key");
     let key_args = template.segments.iter().filter_map(|s| match s {
         Segment::Field(f) => {
             let member = ident(f);
@@ -212,11 +211,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
         Segment::Literal(_) => None,
     });
 
-    let ns = e
-        .namespace
-        .as_ref()
-        .map(|n| n.value.clone())
-        .unwrap_or_default();
+    let ns = cx.namespace();
     let seg = cx.segment();
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {

@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
 use super::{Ctx, group_arg_names, ident};
-use crate::ir::{FieldExpr, Segment};
+use crate::ir::{FieldExpr, KeyTemplate, Segment};
 use crate::origin::{Origin, Sp};
 
 /// `.part(x)` or, for the co-location field, `.tag(x)`; `x` is an argument.
@@ -54,20 +54,14 @@ pub(crate) fn relation_fn(name: &str) -> syn::Ident {
     format_ident!("relation_{}", name)
 }
 
-pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let (vis, keys, name) = (&cx.vis, &cx.keys, &cx.name);
     let e = cx.e;
-    let ns = e
-        .namespace
-        .as_ref()
-        .map(|n| n.value.clone())
-        .unwrap_or_default();
+    let ns = cx.namespace();
     let seg = cx.segment();
     let mut fns = Vec::new();
 
-    // The record key.
-    let template = e.key.as_ref().expect("entity with a key");
     let mut params = Vec::new();
     let mut chain = Vec::new();
     for s in &template.segments {

@@ -52,6 +52,15 @@ impl<'a> Ctx<'a> {
         quote!(#k::__private)
     }
 
+    /// The namespace (checked present on entities with a key).
+    pub fn namespace(&self) -> String {
+        self.e
+            .namespace
+            .as_ref()
+            .map(|n| n.value.clone())
+            .unwrap_or_default()
+    }
+
     /// The derived-key segment of the entity.
     pub fn segment(&self) -> String {
         self.e.name.to_snake_case()
@@ -70,31 +79,7 @@ impl<'a> Ctx<'a> {
 
     /// The owned Rust type of a field type.
     pub fn rust_type(&self, ty: &FieldType) -> TokenStream {
-        let p = self.p();
-        match ty {
-            FieldType::String => quote!(::std::string::String),
-            FieldType::Bool => quote!(bool),
-            FieldType::I32 => quote!(i32),
-            FieldType::I64 => quote!(i64),
-            FieldType::U32 => quote!(u32),
-            FieldType::U64 => quote!(u64),
-            FieldType::F64 => quote!(f64),
-            FieldType::Bytes => quote!(::std::vec::Vec<u8>),
-            FieldType::Timestamp => quote!(#p::Timestamp),
-            FieldType::Date => quote!(#p::Date),
-            FieldType::Uuid => quote!(#p::Uuid),
-            FieldType::List(t) => {
-                let t = self.rust_type(t);
-                quote!(::std::vec::Vec<#t>)
-            }
-            FieldType::Map(t) => {
-                let t = self.rust_type(t);
-                quote!(::std::collections::BTreeMap<::std::string::String, #t>)
-            }
-            FieldType::Named(n) => syn::parse_str::<syn::Type>(n)
-                .map(|t| quote!(#t))
-                .unwrap_or_else(|_| quote!(::core::primitive::str)),
-        }
+        rust_type(ty, &self.krate, false)
     }
 
     /// The argument type for a key component of this type.
@@ -114,6 +99,41 @@ impl<'a> Ctx<'a> {
             FieldExpr::Hour(_) => quote!(#p::Timestamp),
             FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::Date),
         }
+    }
+}
+
+/// The Rust type of a field type. `krate` is the path of the kvmodel facade
+/// (for `Timestamp`, `Date`, `Uuid`); `short` writes prelude names (`String`,
+/// `Vec`) for declarations people read, instead of absolute paths.
+pub fn rust_type(ty: &FieldType, krate: &TokenStream, short: bool) -> TokenStream {
+    let (string, vec) = if short {
+        (quote!(String), quote!(Vec))
+    } else {
+        (quote!(::std::string::String), quote!(::std::vec::Vec))
+    };
+    match ty {
+        FieldType::String => string,
+        FieldType::Bool => quote!(bool),
+        FieldType::I32 => quote!(i32),
+        FieldType::I64 => quote!(i64),
+        FieldType::U32 => quote!(u32),
+        FieldType::U64 => quote!(u64),
+        FieldType::F64 => quote!(f64),
+        FieldType::Bytes => quote!(#vec<u8>),
+        FieldType::Timestamp => quote!(#krate::Timestamp),
+        FieldType::Date => quote!(#krate::Date),
+        FieldType::Uuid => quote!(#krate::Uuid),
+        FieldType::List(t) => {
+            let t = rust_type(t, krate, short);
+            quote!(#vec<#t>)
+        }
+        FieldType::Map(t) => {
+            let t = rust_type(t, krate, short);
+            quote!(::std::collections::BTreeMap<#string, #t>)
+        }
+        FieldType::Named(n) => syn::parse_str::<syn::Type>(n)
+            .map(|t| quote!(#t))
+            .unwrap_or_else(|_| quote!(::core::primitive::str)),
     }
 }
 
@@ -155,12 +175,12 @@ pub(crate) fn group_arg_names(items: &[&FieldExpr]) -> Vec<syn::Ident> {
 pub fn expand_entity(e: &Entity) -> TokenStream {
     let cx = Ctx::new(e);
     let versioned = versioned::expand(&cx);
-    if e.key.is_none() {
+    let Some(template) = &e.key else {
         return quote!(const _: () = { #versioned };);
-    }
-    let entity_impl = facts::expand(&cx);
-    let keys = keys::expand(&cx);
-    let repo = repo::expand(&cx);
+    };
+    let entity_impl = facts::expand(&cx, template);
+    let keys = keys::expand(&cx, template);
+    let repo = repo::expand(&cx, template);
     quote! {
         const _: () = {
             #versioned

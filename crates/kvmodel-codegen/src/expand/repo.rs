@@ -5,16 +5,15 @@ use quote::{format_ident, quote};
 
 use super::keys::{counter_fn, relation_fn};
 use super::{Ctx, group_arg_names, ident};
-use crate::ir::{FieldExpr, FieldType, Segment};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
 
-pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let k = &cx.krate;
     let (vis, name, keys, repo) = (&cx.vis, &cx.name, &cx.keys, &cx.repo);
     let e = cx.e;
     let ename = e.name.as_str();
 
-    let template = e.key.as_ref().expect("entity with a key");
     let key_fields: Vec<&str> = template
         .segments
         .iter()
