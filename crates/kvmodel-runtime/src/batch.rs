@@ -131,6 +131,14 @@ impl Batch {
         &self.ops
     }
 
+    /// An empty batch with room for `conditions` and `ops`.
+    pub fn with_capacity(conditions: usize, ops: usize) -> Self {
+        Batch {
+            conditions: Vec::with_capacity(conditions),
+            ops: Vec::with_capacity(ops),
+        }
+    }
+
     /// Splits the batch into its conditions and operations.
     pub fn into_parts(self) -> (Vec<Condition>, Vec<Op>) {
         (self.conditions, self.ops)

@@ -93,8 +93,6 @@ pub struct ClaimFact {
     pub index: &'static str,
     /// Claim key.
     pub key: String,
-    /// The claimed value, for error messages.
-    pub value: String,
     /// The record version that introduced the index.
     pub since: u32,
 }
@@ -134,13 +132,8 @@ pub struct Facts {
 
 impl Facts {
     /// Records a unique claim.
-    pub fn claim(&mut self, index: &'static str, since: u32, key: String, value: impl ToString) {
-        self.claims.push(ClaimFact {
-            index,
-            key,
-            value: value.to_string(),
-            since,
-        });
+    pub fn claim(&mut self, index: &'static str, since: u32, key: String) {
+        self.claims.push(ClaimFact { index, key, since });
     }
 
     /// Records a collection membership.

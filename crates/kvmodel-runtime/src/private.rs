@@ -56,15 +56,3 @@ pub fn no_migration(key: &str, version: u32, current: u32) -> Error {
 pub fn from_value<T: serde::de::DeserializeOwned>(key: &str, v: serde_json::Value) -> Result<T> {
     crate::record::from_value(key, v)
 }
-
-/// The text of key components, for error messages.
-pub fn parts_text(parts: &[&dyn KeyPart]) -> String {
-    let mut out = String::new();
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        p.write_key(&mut out);
-    }
-    out
-}

@@ -57,6 +57,19 @@ fn push_counters(b: &mut Batch, acc: BTreeMap<String, i64>) {
     }
 }
 
+/// The claimed value(s) of a claim key, unescaped, for messages.
+fn claimed_value(claim_key: &str, index: &str) -> String {
+    let marker = format!("#uniq:{index}:");
+    let Some(pos) = claim_key.find(&marker) else {
+        return claim_key.to_owned();
+    };
+    claim_key[pos + marker.len()..]
+        .split(':')
+        .map(|part| crate::key::unescape(part).unwrap_or_else(|_| part.to_owned()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Waits a little before retrying an optimistic write: jittered exponential
 /// backoff, 0–1 ms after the first failure up to 0–64 ms.
 async fn backoff(attempt: u32) {
@@ -87,7 +100,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Error::UniqueViolation {
             entity: E::META.name,
             index: claim.index,
-            value: claim.value.clone(),
+            value: claimed_value(&claim.key, claim.index),
         }
     }
 
@@ -95,32 +108,48 @@ impl<E: Entity, S: Store> Engine<E, S> {
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         let bytes = entity::encode(&key, value)?;
-        let facts = Facts::of(value);
+        let Facts {
+            claims,
+            members,
+            counters,
+        } = Facts::of(value);
         let ttl = E::META.ttl.map(|t| t.sample());
-        let owner = key.as_bytes().to_vec();
-        let mut b = Batch::new();
-        b.absent(&key);
-        for c in &facts.claims {
-            b.absent_or_equals(&c.key, owner.clone());
+        let owner = key.as_bytes();
+        let mut b = Batch::with_capacity(
+            1 + claims.len(),
+            2 + claims.len() + members.len() + counters.len(),
+        );
+        b.absent(key.as_str());
+        for c in &claims {
+            b.absent_or_equals(c.key.as_str(), owner.to_vec());
         }
-        b.put(&key, bytes, ttl);
-        for c in &facts.claims {
-            b.put(&c.key, owner.clone(), ttl);
+        b.put(key.as_str(), bytes, ttl);
+        let claim_count = claims.len();
+        for c in claims {
+            b.put(c.key, owner.to_vec(), ttl);
         }
-        for m in &facts.members {
-            b.add(&m.collection, m.sort.clone(), owner.clone());
+        for m in members {
+            b.add(m.collection, m.sort, owner.to_vec());
         }
-        let mut counters = BTreeMap::new();
-        add_counters(&mut counters, &facts, 1);
-        push_counters(&mut b, counters);
-        b.add(E::all_key(), Vec::new(), owner);
+        for c in counters.into_iter().filter(|c| c.delta != 0) {
+            b.incr(c.key, c.delta);
+        }
+        b.add(E::all_key(), Vec::new(), owner.to_vec());
         match self.store.commit(b).await? {
             Outcome::Applied => Ok(()),
             Outcome::Failed { index: 0 } => Err(Error::AlreadyExists {
                 entity: E::META.name,
                 key,
             }),
-            Outcome::Failed { index } => Err(self.unique_violation(&facts.claims[index - 1])),
+            // Rare: rebuild the facts to name the claim that was taken.
+            Outcome::Failed { index } if index <= claim_count => {
+                Err(self.unique_violation(&Facts::of(value).claims[index - 1]))
+            }
+            Outcome::Failed { .. } => Err(Error::Conflict {
+                entity: E::META.name,
+                key,
+                attempts: 1,
+            }),
         }
     }
 

@@ -133,25 +133,12 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             proc_macro2::Literal::u32_unsuffixed(ix.since.value),
         );
         let body = if ix.unique {
-            let shown: Vec<TokenStream> = if ix.normalize.is_some() {
-                args.iter()
-                    .map(|a| quote!(&#p::lowercase(#a) as &dyn #p::KeyPart))
-                    .collect()
-            } else {
-                reads.refs[..n]
-                    .iter()
-                    .map(|r| {
-                        let r = r.by_ref();
-                        quote!(#r as &dyn #p::KeyPart)
-                    })
-                    .collect()
-            };
             claim_arms.push({
                 let found = reads
                     .wrap(quote!(return ::core::option::Option::Some(#keys::#fname(#(#args),*));));
                 quote!(#ixname => { #found })
             });
-            quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*), #p::parts_text(&[#(#shown),*]));)
+            quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*));)
         } else {
             let sort = match order {
                 Some(o) => sort_expr(cx, o, &reads.refs[n]),
@@ -213,6 +200,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 
     let ns = cx.namespace();
     let seg = cx.segment();
+    let all_key = format!("{ns}:{seg}#all");
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {
         crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
@@ -237,6 +225,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 encoding: #encoding,
                 ttl: #ttl,
             };
+
+            fn all_key() -> ::std::string::String {
+                ::std::string::String::from(#all_key)
+            }
 
             fn record_key(&self) -> ::std::string::String {
                 #keys::record(#(#key_args),*)
