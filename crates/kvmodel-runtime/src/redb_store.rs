@@ -67,11 +67,12 @@ fn live(expiry: u64, now: u64) -> bool {
     expiry == 0 || expiry > now
 }
 
-/// The live value in a raw `kv` cell.
-fn live_value(key: &str, raw: &[u8], now: u64) -> Result<Option<Vec<u8>>> {
+/// The live value in a raw `kv` cell. The clock is read only for values
+/// that have an expiry.
+fn live_value(key: &str, raw: &[u8], now: impl Fn() -> u64) -> Result<Option<Vec<u8>>> {
     let (exp, v) = split_value(raw)
         .ok_or_else(|| Error::decode(key, "the redb cell is shorter than its header", None))?;
-    Ok(live(exp, now).then(|| v.to_vec()))
+    Ok((exp == 0 || exp > now()).then(|| v.to_vec()))
 }
 
 /// The upper bound of every entry of collection `c`: `(c\0, [])`.
@@ -145,7 +146,7 @@ impl RedbStore {
     }
 
     fn get_now(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
-        let now = self.clock.now_ms();
+        let now = || self.clock.now_ms();
         let txn = self
             .db
             .begin_read()
@@ -235,7 +236,7 @@ type RangeItem<'a> = std::result::Result<
 
 fn read_live(kv: &Table<'_, &str, &[u8]>, key: &str, now: u64) -> Result<Option<Vec<u8>>> {
     match kv.get(key).map_err(e("read a value"))? {
-        Some(raw) => live_value(key, raw.value(), now),
+        Some(raw) => live_value(key, raw.value(), || now),
         None => Ok(None),
     }
 }
@@ -374,7 +375,7 @@ impl Store for RedbStore {
     // Reads are served from redb's page cache in microseconds; handing them
     // to the blocking pool would cost more than it saves.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let now = self.clock.now_ms();
+        let now = || self.clock.now_ms();
         let txn = self
             .db
             .begin_read()
