@@ -72,6 +72,44 @@ mod user_code {
     }
 }
 
+/// A crate that re-exports kvmodel points the generated code at its path.
+mod reexport {
+    pub use kvmodel as kvm;
+}
+
+mod renamed {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, kvmodel::KvEnum)]
+    #[kv(crate = "crate::reexport::kvm")]
+    pub enum Tier {
+        Free,
+        Paid,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, kvmodel::KvEntity)]
+    #[kv(crate = "crate::reexport::kvm", namespace = "re", key = "acct:{id}")]
+    #[kv(counter(name = "per_tier", group_by(tier)))]
+    pub struct Account {
+        pub id: u64,
+        pub tier: Tier,
+    }
+}
+
+#[tokio::test]
+async fn crate_override_points_generated_code_at_a_reexport() {
+    use renamed::*;
+    let repo = AccountRepo::new(kvmodel::MemoryStore::new());
+    repo.create(&Account {
+        id: 7,
+        tier: Tier::Paid,
+    })
+    .await
+    .unwrap();
+    assert_eq!(repo.count_per_tier(Tier::Paid).await.unwrap(), 1);
+    assert_eq!(AccountKeys::record(7), "re:acct:7");
+}
+
 #[tokio::test]
 async fn generated_code_compiles_and_runs_under_deny_warnings() {
     use user_code::*;
