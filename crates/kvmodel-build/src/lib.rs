@@ -17,6 +17,7 @@
 
 mod builder;
 pub mod declare;
+pub mod diff;
 mod expand;
 pub mod keys;
 mod lint;

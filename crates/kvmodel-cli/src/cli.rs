@@ -62,6 +62,14 @@ enum Command {
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
     },
+    /// Compare two versions of a schema: safe, needs migration or breaking,
+    /// with reasons (exit 1 when breaking).
+    Diff {
+        /// The schema as deployed.
+        old: PathBuf,
+        /// The schema as changed.
+        new: PathBuf,
+    },
     /// Print the key layout and the cost of every access pattern.
     Keys {
         /// Schema files.
@@ -206,6 +214,18 @@ fn execute(cli: Cli) -> Result<(), Exit> {
                     ))
                 })?;
                 write_stdout(&text)?;
+            }
+            Ok(())
+        }
+        Command::Diff { old, new } => {
+            let loaded = load_all(&[old, new], color, false)?;
+            let changes = kvmodel_build::diff::diff(&loaded[0].model, &loaded[1].model);
+            write_stdout(&kvmodel_build::diff::report(&changes))?;
+            if changes
+                .iter()
+                .any(|c| c.impact == kvmodel_build::diff::Impact::Breaking)
+            {
+                return Err(Exit(1));
             }
             Ok(())
         }

@@ -152,6 +152,21 @@ fn expand_and_keys_print_to_stdout() {
     let o = kvmodel(&["expand", "schemas/activity.yaml"]);
     assert_eq!(code(&o), 0);
     assert!(text(&o.stdout).contains("impl<S: ::kvmodel::Store> EventRepo<S>"));
+    let diff = kvmodel(&[
+        "diff",
+        "crates/kvmodel-build/tests/diff/old.yaml",
+        "crates/kvmodel-build/tests/diff/new.yaml",
+    ]);
+    assert_eq!(code(&diff), 1, "breaking changes exit 1");
+    assert!(text(&diff.stdout).contains("verdict: breaking"));
+    assert_eq!(
+        code(&kvmodel(&[
+            "diff",
+            "schemas/shop.yaml",
+            "schemas/shop.yaml"
+        ])),
+        0
+    );
     let o = kvmodel(&["keys", "--format", "markdown", "schemas/activity.yaml"]);
     assert_eq!(code(&o), 0);
     assert!(
