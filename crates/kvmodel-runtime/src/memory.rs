@@ -15,7 +15,11 @@ use crate::store::{
 struct Inner {
     values: HashMap<String, (Vec<u8>, Option<u64>)>,
     sets: HashMap<String, (BTreeSet<Vec<u8>>, Option<u64>)>,
+    commits: u64,
 }
+
+/// Every this many commits, expired entries are dropped from memory.
+const SWEEP_EVERY: u64 = 4096;
 
 fn live(expiry: Option<u64>, now: u64) -> bool {
     expiry.is_none_or(|at| at > now)
@@ -147,6 +151,12 @@ impl MemoryStore {
         for op in ops {
             inner.apply(op, &*self.clock);
         }
+        inner.commits += 1;
+        if inner.commits.is_multiple_of(SWEEP_EVERY) {
+            // Expired entries are invisible already; this returns their memory.
+            inner.values.retain(|_, (_, exp)| live(*exp, now));
+            inner.sets.retain(|_, (_, exp)| live(*exp, now));
+        }
         Ok(Outcome::Applied)
     }
 
@@ -217,5 +227,34 @@ pub(crate) fn entry_bounds_empty_tuple<T: PartialOrd>(
             l >= u
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use std::time::Duration;
+
+    #[test]
+    fn expired_entries_are_swept_from_memory() {
+        let clock = ManualClock::new(1_000);
+        let store = MemoryStore::with_clock(clock.clone());
+        let mut b = Batch::new();
+        b.put("gone", b"x".to_vec(), Some(Duration::from_millis(10)))
+            .put("kept", b"y".to_vec(), None)
+            .add("set", vec![], b"m".to_vec())
+            .expire("set", Duration::from_millis(10));
+        assert!(store.commit_now(b).unwrap().is_applied());
+        clock.advance(Duration::from_millis(20));
+        for i in 0..SWEEP_EVERY {
+            let mut b = Batch::new();
+            b.put("kept", i.to_string().into_bytes(), None);
+            assert!(store.commit_now(b).unwrap().is_applied());
+        }
+        let inner = store.lock();
+        assert!(!inner.values.contains_key("gone"));
+        assert!(inner.values.contains_key("kept"));
+        assert!(inner.sets.is_empty());
     }
 }

@@ -50,3 +50,8 @@ pub use kvmodel_derive::{KvEntity, KvEnum};
 /// (`#[serde(crate = "::kvmodel::serde")]`), so a crate that compiles them
 /// needs no serde dependency of its own.
 pub use kvmodel_runtime::__private::serde;
+
+/// The README's Rust example, compiled as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
