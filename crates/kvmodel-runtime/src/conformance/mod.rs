@@ -1,0 +1,268 @@
+//! The conformance suite every [`Store`] backend must pass.
+//!
+//! A backend's test file provides a [`Harness`] and expands
+//! [`conformance_tests!`](crate::conformance_tests), which generates one
+//! `#[tokio::test]` per case:
+//!
+//! ```ignore
+//! kvmodel_runtime::conformance_tests!(async { MyHarness::start().await });
+//! ```
+//!
+//! The cases (in `cases`) panic on failure, as tests do.
+
+mod cases;
+
+pub use cases::*;
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::clock::ManualClock;
+use crate::memory::MemoryStore;
+use crate::store::Store;
+
+/// What a backend gives the suite.
+pub trait Harness: Send + Sync + 'static {
+    /// The store under test.
+    type Store: Store;
+
+    /// A handle to the store (every call returns a handle to the same store).
+    fn store(&self) -> Self::Store;
+
+    /// Lets `d` of store time pass: advances a manual clock, or sleeps.
+    fn pass(&self, d: Duration) -> impl Future<Output = ()> + Send;
+
+    /// The key the suite calls `name`; harnesses that share one server
+    /// between tests prefix it.
+    fn key(&self, name: &str) -> String {
+        name.to_owned()
+    }
+}
+
+/// A [`MemoryStore`] on a [`ManualClock`].
+#[derive(Debug, Clone)]
+pub struct MemoryHarness {
+    store: MemoryStore,
+    clock: ManualClock,
+}
+
+impl MemoryHarness {
+    /// A fresh store.
+    pub fn new() -> Self {
+        let clock = ManualClock::new(1_700_000_000_000);
+        MemoryHarness {
+            store: MemoryStore::with_clock(clock.clone()),
+            clock,
+        }
+    }
+}
+
+impl Default for MemoryHarness {
+    fn default() -> Self {
+        MemoryHarness::new()
+    }
+}
+
+impl Harness for MemoryHarness {
+    type Store = MemoryStore;
+    fn store(&self) -> MemoryStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+}
+
+/// A [`RedbStore`](crate::RedbStore) in a fresh temporary file (removed on
+/// drop) on a [`ManualClock`].
+#[cfg(feature = "redb")]
+#[derive(Debug)]
+pub struct RedbHarness {
+    store: crate::RedbStore,
+    clock: ManualClock,
+    path: std::path::PathBuf,
+}
+
+#[cfg(feature = "redb")]
+impl RedbHarness {
+    /// A fresh database file.
+    pub fn new() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kvmodel-test-{}-{}.redb",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&path);
+        let clock = ManualClock::new(1_700_000_000_000);
+        let store = crate::RedbStore::open_with_clock(&path, clock.clone())
+            .expect("open a temporary redb file");
+        RedbHarness { store, clock, path }
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Default for RedbHarness {
+    fn default() -> Self {
+        RedbHarness::new()
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Drop for RedbHarness {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(feature = "redb")]
+impl Harness for RedbHarness {
+    type Store = crate::RedbStore;
+    fn store(&self) -> crate::RedbStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+}
+
+/// Generates one `#[tokio::test]` per conformance case; the argument is an
+/// async expression producing a [`Harness`].
+#[macro_export]
+macro_rules! conformance_tests {
+    ($harness:expr) => {
+        $crate::__conformance_each! { $harness;
+            absent_condition, equals_condition, absent_or_equals_condition,
+            failed_condition_applies_nothing, failed_condition_reports_first_failing,
+            invalid_increment_applies_nothing, ops_see_earlier_ops_of_the_batch,
+            put_replaces_value_and_ttl, values_expire, expire_sets_ttl_on_counters_and_collections,
+            get_many_keeps_order, counters_add_up, range_bounds, range_limit_and_direction,
+            range_cursor_resumes_across_inserts, collections_are_sets_and_delete_clears,
+            concurrent_absent_race_has_one_winner, concurrent_compare_and_swap_loses_nothing,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_each {
+    ($harness:expr; $($case:ident),* $(,)?) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            let harness = $harness.await;
+            $crate::conformance::$case(&harness).await;
+        }
+    )*};
+}
+
+/// A `redis-server` process started for tests on a free loopback port, and
+/// stopped (by its PID) when dropped. Never touches a server it did not start.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub struct RedisServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+#[cfg(feature = "redis")]
+impl RedisServer {
+    /// Starts a server; panics with an actionable message if `redis-server`
+    /// is not installed or does not come up.
+    pub fn start() -> Self {
+        use std::net::{TcpListener, TcpStream};
+        use std::process::{Command, Stdio};
+        for _ in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("find a free loopback port")
+                .port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(std::env::temp_dir())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // the port was taken meanwhile: try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return RedisServer { child, port };
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start on a free loopback port");
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // `Child::kill` signals exactly the process this value started.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A [`RedisStore`](crate::RedisStore) on its own [`RedisServer`]; time
+/// passes for real.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub struct RedisHarness {
+    store: crate::RedisStore,
+    server: RedisServer,
+}
+
+#[cfg(feature = "redis")]
+impl RedisHarness {
+    /// Starts a server and connects to it.
+    pub async fn start() -> Self {
+        let server = RedisServer::start();
+        let store = crate::RedisStore::connect(&server.url())
+            .await
+            .expect("connect to the test redis-server");
+        RedisHarness { store, server }
+    }
+
+    /// The server.
+    pub fn server(&self) -> &RedisServer {
+        &self.server
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Harness for RedisHarness {
+    type Store = crate::RedisStore;
+    fn store(&self) -> crate::RedisStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+}
