@@ -4,7 +4,7 @@
 //! [`conformance_tests!`](crate::conformance_tests), which generates one
 //! `#[tokio::test]` per case:
 //!
-//! ```ignore
+//! ```text
 //! kvmodel_runtime::conformance_tests!(async { MyHarness::start().await });
 //! ```
 //!
