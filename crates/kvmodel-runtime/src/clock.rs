@@ -44,7 +44,12 @@ impl ManualClock {
 
     /// Moves the clock forward.
     pub fn advance(&self, by: Duration) {
-        self.0.fetch_add(by.as_millis() as u64, Ordering::SeqCst);
+        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                Some(t.saturating_add(ms))
+            });
     }
 }
 
@@ -56,5 +61,6 @@ impl Clock for ManualClock {
 
 /// The absolute expiry (ms) of a TTL starting now.
 pub(crate) fn deadline(clock: &dyn Clock, ttl: Duration) -> u64 {
-    clock.now_ms().saturating_add(ttl.as_millis() as u64)
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    clock.now_ms().saturating_add(ms)
 }

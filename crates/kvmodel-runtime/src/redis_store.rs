@@ -50,8 +50,12 @@ fn backend(context: &'static str) -> impl Fn(redis::RedisError) -> Error {
     move |e| Error::backend("redis", context, e)
 }
 
+/// The longest TTL sent to Redis (100 years): past it Redis rejects `PX`
+/// mid-script, so longer ones are capped, which is "forever" in practice.
+const MAX_TTL_MS: u128 = 100 * 365 * 24 * 3_600_000;
+
 fn ms(d: std::time::Duration) -> String {
-    d.as_millis().clamp(1, u128::from(u64::MAX)).to_string()
+    d.as_millis().clamp(1, MAX_TTL_MS).to_string()
 }
 
 impl RedisStore {

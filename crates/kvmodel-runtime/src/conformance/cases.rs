@@ -190,6 +190,24 @@ pub async fn put_replaces_value_and_ttl<H: Harness>(h: &H) {
     assert_eq!(get(&s, &k).await.as_deref(), Some(&b"forever"[..]));
 }
 
+/// Extreme TTLs are accepted: a zero TTL and one of centuries.
+pub async fn extreme_ttls_are_accepted<H: Harness>(h: &H) {
+    let s = h.store();
+    let (long, short) = (h.key("ttl:long"), h.key("ttl:short"));
+    let mut b = Batch::new();
+    b.put(
+        &long,
+        b"x".to_vec(),
+        Some(Duration::from_secs(u64::MAX / 4)),
+    )
+    .put(&short, b"y".to_vec(), Some(Duration::ZERO))
+    .expire(&long, Duration::from_secs(u64::MAX / 4));
+    assert!(commit(&s, &b).await.is_applied());
+    h.pass(Duration::from_millis(50)).await;
+    assert_eq!(get(&s, &long).await.as_deref(), Some(&b"x"[..]));
+    assert_eq!(get(&s, &short).await, None, "a zero TTL expires at once");
+}
+
 /// A value with a TTL is absent to reads and to `Absent` once it expired.
 pub async fn values_expire<H: Harness>(h: &H) {
     let s = h.store();

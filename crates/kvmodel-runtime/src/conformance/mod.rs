@@ -136,7 +136,7 @@ macro_rules! conformance_tests {
             absent_condition, equals_condition, absent_or_equals_condition,
             failed_condition_applies_nothing, failed_condition_reports_first_failing,
             invalid_increment_applies_nothing, ops_see_earlier_ops_of_the_batch,
-            put_replaces_value_and_ttl, values_expire, expire_sets_ttl_on_counters_and_collections,
+            put_replaces_value_and_ttl, values_expire, extreme_ttls_are_accepted, expire_sets_ttl_on_counters_and_collections,
             get_many_keeps_order, counters_add_up, range_bounds, range_limit_and_direction,
             range_cursor_resumes_across_inserts, collections_are_sets_and_delete_clears,
             concurrent_absent_race_has_one_winner, concurrent_compare_and_swap_loses_nothing,
