@@ -76,9 +76,9 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// Every derived entry this record image has.
     fn facts(&self, facts: &mut Facts);
 
-    /// The claim key this record has for the unique index `index`, if any
-    /// (`None` when a field it needs is `None`, or the index is unknown).
-    fn claim_key(&self, index: &str) -> Option<String>;
+    /// Whether this record's claim for the unique index `index` is
+    /// `claim_key` (false when a field it needs is `None`).
+    fn claims(&self, index: &str, claim_key: &str) -> bool;
 
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {

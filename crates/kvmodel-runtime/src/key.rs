@@ -219,6 +219,90 @@ impl KeyBuilder {
     }
 }
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Checks whether a key equals `target` while it is built, segment by
+/// segment, without allocating: the same calls as [`KeyBuilder`], ending in
+/// a `bool`.
+///
+/// ```
+/// use kvmodel_runtime::key::{KeyBuilder, KeyMatch};
+/// let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
+/// assert!(KeyMatch::new(&key, "shop").lit("user").part("1:orders").finish());
+/// assert!(!KeyMatch::new(&key, "shop").lit("user").part("1").finish());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct KeyMatch<'a> {
+    target: &'a str,
+    pos: usize,
+    ok: bool,
+}
+
+impl<'a> KeyMatch<'a> {
+    /// Starts matching a key in `namespace`.
+    pub fn new(target: &'a str, namespace: &str) -> Self {
+        KeyMatch {
+            target,
+            pos: 0,
+            ok: true,
+        }
+        .eat(namespace)
+    }
+
+    /// Starts matching a derived key (see [`KeyBuilder::derived`]).
+    pub fn derived(target: &'a str, namespace: &str, entity: &str, kind: &str) -> Self {
+        KeyMatch::new(target, namespace)
+            .eat(":")
+            .eat(entity)
+            .eat("#")
+            .eat(kind)
+    }
+
+    fn eat(mut self, s: &str) -> Self {
+        if self.ok {
+            match self.target.get(self.pos..) {
+                Some(rest) if rest.starts_with(s) => self.pos += s.len(),
+                _ => self.ok = false,
+            }
+        }
+        self
+    }
+
+    fn eat_part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        if !self.ok {
+            return self;
+        }
+        SCRATCH.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            buf.clear();
+            part.write_key(&mut buf);
+            self.eat(&buf)
+        })
+    }
+
+    /// A literal segment.
+    pub fn lit(self, segment: &str) -> Self {
+        self.eat(":").eat(segment)
+    }
+
+    /// An escaped component.
+    pub fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        self.eat(":").eat_part(part)
+    }
+
+    /// A hash-tag segment.
+    pub fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        self.eat(":{").eat_part(part).eat("}")
+    }
+
+    /// True when the whole target matched.
+    pub fn finish(self) -> bool {
+        self.ok && self.pos == self.target.len()
+    }
+}
+
 /// A value with an order-preserving byte encoding.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no order-preserving encoding",

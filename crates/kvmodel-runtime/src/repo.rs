@@ -340,7 +340,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             return Ok(None);
         };
         // A claim whose record no longer carries the value is stale: ignore it.
-        Ok((value.claim_key(index).as_deref() == Some(claim_key)).then_some(value))
+        Ok(value.claims(index, claim_key).then_some(value))
     }
 
     /// A page of the sorted collection at `collection`: members are record

@@ -134,8 +134,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         );
         let body = if ix.unique {
             claim_arms.push({
-                let found = reads
-                    .wrap(quote!(return ::core::option::Option::Some(#keys::#fname(#(#args),*));));
+                // The same segment calls as the key builder, on a matcher.
+                let fields: Vec<&Sp<String>> = ix.fields.iter().collect();
+                let (_, parts) = super::keys::field_args(cx, &fields, ix.normalize.is_some());
+                let names = ix.fields.iter().map(|f| ident(f));
+                let (ns, seg) = (cx.namespace(), cx.segment());
+                let found = reads.wrap(quote! {
+                    #(let #names = #args;)*
+                    return #p::KeyMatch::derived(__claim, #ns, #seg, "uniq").lit(#ixname) #(#parts)* .finish();
+                });
                 quote!(#ixname => { #found })
             });
             quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*));)
@@ -239,13 +246,13 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 #(#facts)*
             }
 
-            #[allow(unreachable_code, clippy::match_single_binding)]
-            fn claim_key(&self, __index: &str) -> ::core::option::Option<::std::string::String> {
+            #[allow(unreachable_code, unused_variables, clippy::match_single_binding)]
+            fn claims(&self, __index: &str, __claim: &str) -> bool {
                 match __index {
                     #(#claim_arms)*
                     _ => {}
                 }
-                ::core::option::Option::None
+                false
             }
         }
     }

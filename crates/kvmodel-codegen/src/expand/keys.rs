@@ -24,8 +24,10 @@ fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident, origin: &Origin) -> To
     }
 }
 
-/// Arguments and builder calls for a list of plain fields.
-fn field_args(
+/// Arguments and builder calls for a list of plain fields; the calls name
+/// the arguments by field, so a caller can bind locals of those names and
+/// reuse them on a [`KeyMatch`](kvmodel_runtime) chain.
+pub(crate) fn field_args(
     cx: &Ctx<'_>,
     fields: &[&Sp<String>],
     normalize: bool,

@@ -1,0 +1,57 @@
+//! A unique claim that points at a record which no longer carries the value
+//! (drift written behind the repository's back) never returns that record.
+
+use kvmodel::{Batch, KvEntity, MemoryStore, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "s", key = "acct:{tenant}:{id}", colocate = tenant)]
+#[kv(index(
+    name = "by_handle",
+    fields(tenant, handle),
+    unique,
+    normalize = "lowercase"
+))]
+struct Account {
+    tenant: String,
+    id: u64,
+    handle: String,
+    #[kv(unique)]
+    email: Option<String>,
+}
+
+#[tokio::test]
+async fn stale_claims_are_ignored() {
+    let store = MemoryStore::new();
+    let repo = AccountRepo::new(store.clone());
+    let a = Account {
+        tenant: "t:1".into(),
+        id: 7,
+        handle: "Ada".into(),
+        email: None,
+    };
+    repo.create(&a).await.unwrap();
+    assert_eq!(
+        repo.find_by_handle("t:1", "ADA").await.unwrap(),
+        Some(a.clone())
+    );
+
+    // Forge claims that point at `a` for values it does not hold.
+    let owner = AccountKeys::record("t:1", 7).into_bytes();
+    let mut b = Batch::new();
+    b.put(AccountKeys::by_handle("t:1", "grace"), owner.clone(), None)
+        .put(AccountKeys::by_email("ada@x.io"), owner, None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert_eq!(repo.find_by_handle("t:1", "grace").await.unwrap(), None);
+    assert_eq!(
+        repo.find_by_email("ada@x.io").await.unwrap(),
+        None,
+        "a None field claims nothing"
+    );
+
+    // Once the record holds the value, the same claim resolves.
+    repo.modify("t:1", 7, |a| a.email = Some("ada@x.io".into()))
+        .await
+        .unwrap();
+    assert_eq!(repo.find_by_email("ada@x.io").await.unwrap().unwrap().id, 7);
+}
