@@ -125,19 +125,16 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("create_commit");
     g.sample_size(30);
-    let raw = Database::create(dir.path().join("raw.redb")).unwrap();
-    {
-        let t = raw.begin_write().unwrap();
-        t.open_table(KV).unwrap();
-        t.open_table(MEMBERS).unwrap();
-        t.commit().unwrap();
-    }
+    // Raw redb code and the store work on the very same database file:
+    // separate files of identical content were measured to read up to 20 %
+    // apart depending on which was opened first.
+    let redb = RedbStore::open(dir.path().join("kv.redb")).unwrap();
+    let raw: &Database = redb.__database();
     // Raw redb runs inside the same `block_on` as the stores, so both pay
     // the same cost of entering the async runtime.
     g.bench_function("raw_redb", |b| {
-        b.iter(|| rt.block_on(async { raw_create(&raw, next()) }))
+        b.iter(|| rt.block_on(async { raw_create(raw, next()) }))
     });
-    let redb = RedbStore::open(dir.path().join("kv.redb")).unwrap();
     g.bench_function("redb_store", |b| {
         b.iter(|| {
             let out = rt.block_on(redb.commit(create_batch(next()))).unwrap();
@@ -153,7 +150,7 @@ fn bench(c: &mut Criterion) {
     // Both databases hold the record read below (ids of the create benches
     // are shared between them, so seed one explicitly).
     let key = "shop:user:probe";
-    raw_put(&raw, key, RECORD);
+    raw_put(raw, key, RECORD);
     let mut seed = Batch::new();
     seed.put(key, RECORD.to_vec(), None);
     assert!(rt.block_on(redb.commit(seed.clone())).unwrap().is_applied());

@@ -9,8 +9,11 @@
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
+};
 
 use crate::batch::{Batch, Op, Outcome, parse_counter};
 use crate::clock::{Clock, SystemClock, deadline};
@@ -43,6 +46,9 @@ fn e<E: Into<redb::Error>>(context: &'static str) -> impl Fn(E) -> Error {
 pub struct RedbStore {
     db: Arc<Database>,
     clock: Arc<dyn Clock>,
+    /// Whether any collection ever had an expiry; until then the `set_ttl`
+    /// table is not opened at all, which saves a table open per call.
+    collection_ttls: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -100,16 +106,26 @@ impl RedbStore {
             )
         })?;
         let txn = db.begin_write().map_err(e("begin a write transaction"))?;
-        {
+        let collection_ttls = {
             txn.open_table(KV).map_err(e("create table kv"))?;
             txn.open_table(MEMBERS).map_err(e("create table members"))?;
-            txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
-        }
+            let ttl = txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
+            !ttl.is_empty().map_err(e("read table set_ttl"))?
+        };
         txn.commit().map_err(e("commit table creation"))?;
         Ok(RedbStore {
             db: Arc::new(db),
             clock: Arc::new(clock),
+            collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
         })
+    }
+
+    /// The underlying database, for benchmarks that compare raw redb code
+    /// with the store on the very same file. Writing to kvmodel's tables
+    /// through it bypasses every guarantee.
+    #[doc(hidden)]
+    pub fn __database(&self) -> &Database {
+        &self.db
     }
 
     fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
@@ -129,16 +145,26 @@ impl RedbStore {
             }
             validate_counters(&batch, |k| read_live(&kv, k, now))?;
             let mut members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
-            let mut set_ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+            let any_ttls = self.collection_ttls.load(Ordering::Acquire);
+            let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
+            let mut set_ttl = if any_ttls || expires {
+                Some(txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?)
+            } else {
+                None
+            };
             let mut w = Writer {
                 kv: &mut kv,
                 members: &mut members,
-                set_ttl: &mut set_ttl,
+                set_ttl: set_ttl.as_mut(),
                 now,
                 clock: &*self.clock,
+                set_a_ttl: false,
             };
             for op in batch.ops() {
                 w.apply(op)?;
+            }
+            if w.set_a_ttl {
+                self.collection_ttls.store(true, Ordering::Release);
             }
         }
         txn.commit().map_err(e("commit a batch"))?;
@@ -166,10 +192,12 @@ impl RedbStore {
             .db
             .begin_read()
             .map_err(e("begin a read transaction"))?;
-        let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
-        let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
-        if expiry.is_some_and(|exp| !live(exp.value(), now)) {
-            return Ok(RangeResult::default());
+        if self.collection_ttls.load(Ordering::Acquire) {
+            let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+            let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
+            if expiry.is_some_and(|exp| !live(exp.value(), now)) {
+                return Ok(RangeResult::default());
+            }
         }
         let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
         let (lo, hi) = entry_bounds(req);
@@ -244,7 +272,10 @@ fn read_live(kv: &Table<'_, &str, &[u8]>, key: &str, now: u64) -> Result<Option<
 struct Writer<'a, 't> {
     kv: &'a mut Table<'t, &'static str, &'static [u8]>,
     members: &'a mut Table<'t, (&'static str, &'static [u8]), ()>,
-    set_ttl: &'a mut Table<'t, &'static str, u64>,
+    /// Open only when some collection has (or gets) an expiry.
+    set_ttl: Option<&'a mut Table<'t, &'static str, u64>>,
+    /// Set when this batch gave a collection its first expiry.
+    set_a_ttl: bool,
     now: u64,
     clock: &'a dyn Clock,
 }
@@ -300,22 +331,32 @@ impl Writer<'_, '_> {
                         .insert(key.as_str(), join_value(at, &v).as_slice())
                         .map_err(e("set an expiry"))?;
                 } else if self.collection_live(key)? {
-                    self.set_ttl
-                        .insert(key.as_str(), at)
-                        .map_err(e("set an expiry"))?;
+                    if let Some(t) = self.set_ttl.as_deref_mut() {
+                        t.insert(key.as_str(), at).map_err(e("set an expiry"))?;
+                        self.set_a_ttl = true;
+                    }
                 }
             }
         }
         Ok(())
     }
 
+    /// The expiry of a collection, if it has one.
+    fn collection_expiry(&mut self, key: &str) -> Result<Option<u64>> {
+        match self.set_ttl.as_deref_mut() {
+            Some(t) => Ok(t
+                .get(key)
+                .map_err(e("read a collection expiry"))?
+                .map(|x| x.value())),
+            None => Ok(None),
+        }
+    }
+
     fn collection_live(&mut self, key: &str) -> Result<bool> {
-        let expiry = self
-            .set_ttl
-            .get(key)
-            .map_err(e("read a collection expiry"))?
-            .map(|exp| exp.value());
-        if expiry.is_some_and(|exp| !live(exp, self.now)) {
+        if self
+            .collection_expiry(key)?
+            .is_some_and(|exp| !live(exp, self.now))
+        {
             return Ok(false);
         }
         let end = after_collection(key);
@@ -328,14 +369,9 @@ impl Writer<'_, '_> {
 
     /// Removes an expired collection before it is written to again.
     fn sweep_collection(&mut self, key: &str) -> Result<()> {
-        let expired = match self
-            .set_ttl
-            .get(key)
-            .map_err(e("read a collection expiry"))?
-        {
-            Some(exp) => !live(exp.value(), self.now),
-            None => false,
-        };
+        let expired = self
+            .collection_expiry(key)?
+            .is_some_and(|exp| !live(exp, self.now));
         if expired {
             self.clear_collection(key)?;
         }
@@ -343,9 +379,9 @@ impl Writer<'_, '_> {
     }
 
     fn clear_collection(&mut self, key: &str) -> Result<()> {
-        self.set_ttl
-            .remove(key)
-            .map_err(e("delete a collection expiry"))?;
+        if let Some(t) = self.set_ttl.as_deref_mut() {
+            t.remove(key).map_err(e("delete a collection expiry"))?;
+        }
         let end = after_collection(key);
         let doomed: Vec<Vec<u8>> = self
             .members
