@@ -87,6 +87,19 @@ fn json_fast(bytes: &[u8]) -> Option<(u32, &[u8])> {
     Some((version, payload))
 }
 
+/// Fast path for envelopes written by [`encode`]: the version is the unsigned
+/// integer right after the array tag, so the payload need not be walked just
+/// to learn it (it is decoded once, afterwards).
+fn msgpack_version(bytes: &[u8]) -> Option<u32> {
+    match bytes.get(1..)? {
+        [b @ 0x00..=0x7f, ..] => Some(u32::from(*b)),
+        [0xcc, b, ..] => Some(u32::from(*b)),
+        [0xcd, a, b, ..] => Some(u32::from(u16::from_be_bytes([*a, *b]))),
+        [0xce, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct JsonEnvelope {
     v: u32,
@@ -115,8 +128,14 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
             })
         }
         Some(&MSGPACK_TAG) => {
-            let (version, _): (u32, serde::de::IgnoredAny) = rmp_serde::from_slice(bytes)
-                .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e))?;
+            let version = match msgpack_version(bytes) {
+                Some(v) => v,
+                None => {
+                    let (v, _): (u32, serde::de::IgnoredAny) = rmp_serde::from_slice(bytes)
+                        .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e))?;
+                    v
+                }
+            };
             Ok(Header {
                 encoding: Encoding::MsgPack,
                 version,
@@ -218,6 +237,10 @@ mod tests {
         assert_eq!(bytes[0], MSGPACK_TAG);
         let h = header("k", &bytes).unwrap();
         assert_eq!((h.encoding, h.version), (Encoding::MsgPack, 3));
+        for v in [0u32, 127, 128, 255, 256, 65_535, 65_536, u32::MAX] {
+            let b = encode("k", Encoding::MsgPack, v, &u).unwrap();
+            assert_eq!(header("k", &b).unwrap().version, v, "version {v}");
+        }
         assert_eq!(decode_current::<User>("k", &bytes).unwrap(), u);
         let (v, value) = decode_value("k", &bytes).unwrap();
         assert_eq!((v, value["age"].as_u64()), (3, Some(9)));
