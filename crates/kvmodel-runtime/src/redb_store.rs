@@ -137,13 +137,13 @@ impl RedbStore {
         {
             let mut kv = txn.open_table(KV).map_err(e("open table kv"))?;
             for (index, cond) in batch.conditions().iter().enumerate() {
-                let cur = read_live(&kv, cond.key(), now)?;
+                let cur = read_live(&kv, cond.key(), || now)?;
                 if !cond.holds(cur.as_deref()) {
                     // Dropping the transaction aborts it: nothing is written.
                     return Ok(Outcome::Failed { index });
                 }
             }
-            validate_counters(&batch, |k| read_live(&kv, k, now))?;
+            validate_counters(&batch, |k| read_live(&kv, k, || now))?;
             let mut members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
             let any_ttls = self.collection_ttls.load(Ordering::Acquire);
             let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
@@ -171,19 +171,10 @@ impl RedbStore {
         Ok(Outcome::Applied)
     }
 
-    fn get_now(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
-        let now = || self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
-        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
-        keys.iter()
-            .map(|k| match kv.get(k.as_str()).map_err(e("read a value"))? {
-                Some(raw) => live_value(k, raw.value(), now),
-                None => Ok(None),
-            })
-            .collect()
+    /// The `kv` table in a fresh read transaction.
+    fn kv_reader(&self) -> Result<redb::ReadOnlyTable<&'static str, &'static [u8]>> {
+        let txn = self.db.begin_read().map_err(e("begin a read transaction"))?;
+        txn.open_table(KV).map_err(e("open table kv"))
     }
 
     fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
@@ -262,9 +253,14 @@ type RangeItem<'a> = std::result::Result<
     redb::StorageError,
 >;
 
-fn read_live(kv: &Table<'_, &str, &[u8]>, key: &str, now: u64) -> Result<Option<Vec<u8>>> {
+/// The live value at `key` in a `kv` table (read-only or in a write
+/// transaction); the clock is read only for values that expire.
+fn read_live<T>(kv: &T, key: &str, now: impl Fn() -> u64) -> Result<Option<Vec<u8>>>
+where
+    T: ReadableTable<&'static str, &'static [u8]>,
+{
     match kv.get(key).map_err(e("read a value"))? {
-        Some(raw) => live_value(key, raw.value(), || now),
+        Some(raw) => live_value(key, raw.value(), now),
         None => Ok(None),
     }
 }
@@ -325,7 +321,8 @@ impl Writer<'_, '_> {
             }
             Op::Expire { key, ttl } => {
                 let at = deadline(self.clock, *ttl).max(1);
-                let cur = read_live(self.kv, key, self.now)?;
+                let now = self.now;
+                let cur = read_live(&*self.kv, key, || now)?;
                 if let Some(v) = cur {
                     self.kv
                         .insert(key.as_str(), join_value(at, &v).as_slice())
@@ -411,20 +408,14 @@ impl Store for RedbStore {
     // Reads are served from redb's page cache in microseconds; handing them
     // to the blocking pool would cost more than it saves.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let now = || self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
-        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
-        match kv.get(key).map_err(e("read a value"))? {
-            Some(raw) => live_value(key, raw.value(), now),
-            None => Ok(None),
-        }
+        read_live(&self.kv_reader()?, key, || self.clock.now_ms())
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.get_now(keys)
+        let kv = self.kv_reader()?;
+        keys.iter()
+            .map(|k| read_live(&kv, k, || self.clock.now_ms()))
+            .collect()
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
