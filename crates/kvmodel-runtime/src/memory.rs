@@ -7,8 +7,8 @@ use crate::batch::{Batch, Op, Outcome, parse_counter};
 use crate::clock::{Clock, SystemClock, deadline};
 use crate::error::Result;
 use crate::store::{
-    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
-    validate_counters,
+    Direction, RangeRequest, RangeResult, Store, bounds_empty, encode_entry, entry_bounds,
+    page_from_entries, validate_counters,
 };
 
 #[derive(Debug, Default)]
@@ -166,7 +166,7 @@ impl MemoryStore {
             return Ok(RangeResult::default());
         };
         let bounds = entry_bounds(req);
-        if bounds_empty(&bounds) {
+        if bounds_empty(&bounds.0, &bounds.1) {
             return Ok(RangeResult::default());
         }
         let iter = set.range::<Vec<u8>, _>(bounds);
@@ -176,17 +176,6 @@ impl MemoryStore {
             Direction::Descending => iter.rev().take(take).cloned().collect(),
         };
         page_from_entries(entries, req.limit)
-    }
-}
-
-/// `BTreeSet::range` panics on inverted bounds; an empty range is the answer.
-fn bounds_empty(b: &(std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>)) -> bool {
-    use std::ops::Bound::*;
-    match b {
-        (Included(l), Included(u)) => l > u,
-        (Included(l), Excluded(u)) | (Excluded(l), Included(u)) => l >= u,
-        (Excluded(l), Excluded(u)) => l >= u,
-        _ => false,
     }
 }
 
@@ -211,22 +200,6 @@ impl Store for MemoryStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
-    }
-}
-
-/// Like [`bounds_empty`], for the composite keys of the redb store.
-#[cfg(feature = "redb")]
-pub(crate) fn entry_bounds_empty_tuple<T: PartialOrd>(
-    lo: &std::ops::Bound<T>,
-    hi: &std::ops::Bound<T>,
-) -> bool {
-    use std::ops::Bound::*;
-    match (lo, hi) {
-        (Included(l), Included(u)) => l > u,
-        (Included(l), Excluded(u)) | (Excluded(l), Included(u)) | (Excluded(l), Excluded(u)) => {
-            l >= u
-        }
-        _ => false,
     }
 }
 

@@ -132,7 +132,9 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
                 Some(v) => v,
                 None => {
                     let (v, _): (u32, serde::de::IgnoredAny) = rmp_serde::from_slice(bytes)
-                        .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e))?;
+                        .map_err(|e| {
+                            decode_err(key, "it is not a kvmodel MessagePack record", e)
+                        })?;
                     v
                 }
             };

@@ -173,7 +173,10 @@ impl RedbStore {
 
     /// The `kv` table in a fresh read transaction.
     fn kv_reader(&self) -> Result<redb::ReadOnlyTable<&'static str, &'static [u8]>> {
-        let txn = self.db.begin_read().map_err(e("begin a read transaction"))?;
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
         txn.open_table(KV).map_err(e("open table kv"))
     }
 
@@ -203,7 +206,7 @@ impl RedbStore {
             Bound::Included(b) => Bound::Included((key, b.as_slice())),
             Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
         };
-        if crate::memory::entry_bounds_empty_tuple(&lo, &hi) {
+        if crate::store::bounds_empty(&lo, &hi) {
             return Ok(RangeResult::default());
         }
         let iter = members

@@ -182,19 +182,15 @@ fn tighter(bound: Bound<Vec<u8>>, after: &[u8], is_lower: bool) -> Bound<Vec<u8>
     }
 }
 
-/// True when `entry` lies within the bounds.
-pub fn in_bounds(entry: &[u8], bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> bool {
-    let lo = match &bounds.0 {
-        Bound::Unbounded => true,
-        Bound::Included(b) => entry >= b.as_slice(),
-        Bound::Excluded(b) => entry > b.as_slice(),
-    };
-    let hi = match &bounds.1 {
-        Bound::Unbounded => true,
-        Bound::Included(b) => entry <= b.as_slice(),
-        Bound::Excluded(b) => entry < b.as_slice(),
-    };
-    lo && hi
+/// True when no value can lie between `lo` and `hi` (inverted or empty
+/// bounds): ordered maps panic on such ranges, an empty page is the answer.
+pub fn bounds_empty<T: PartialOrd>(lo: &Bound<T>, hi: &Bound<T>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
+        _ => false,
+    }
 }
 
 /// Builds a [`RangeResult`] from up to `limit + 1` entries in scan order.
