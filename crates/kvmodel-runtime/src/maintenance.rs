@@ -70,14 +70,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// counters introduced since (`since: N`) are filled in.
     pub async fn migrate_page(&self, page: PageRequest, progress: &mut Progress) -> Result<()> {
         let range = self.store().range(&E::all_key(), page.to_range()).await?;
-        for m in &range.members {
-            let key = String::from_utf8_lossy(&m.member).into_owned();
+        let keys: Vec<String> = range
+            .members
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+            .collect();
+        // One batched read tells the versions; only old records are rewritten
+        // (`modify` reads each again, as its optimistic commit needs).
+        let values = self.store().get_many(&keys).await?;
+        for (key, bytes) in keys.iter().zip(values) {
             progress.visited += 1;
-            let Some(bytes) = self.store().get(&key).await? else {
-                continue;
-            };
-            if record::header(&key, &bytes)?.version < E::VERSION {
-                self.modify(&key, |_| {}).await?;
+            let Some(bytes) = bytes else { continue };
+            if record::header(key, &bytes)?.version < E::VERSION {
+                self.modify(key, |_| {}).await?;
                 progress.changed += 1;
             }
         }
@@ -153,9 +158,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 let (version, value) = entity::decode::<E>(key, &bytes)?;
                 let mut facts = Facts::of(&value);
                 facts.retain_since(version);
+                // Repairs are conditional on the record being unchanged and
+                // claims still free; a concurrent writer wins, verify reports.
                 let mut fix = Batch::new();
-                for c in &facts.claims {
-                    match store.get(&c.key).await? {
+                fix.equals(key, bytes.clone());
+                let claim_keys: Vec<String> = facts.claims.iter().map(|c| c.key.clone()).collect();
+                let holders = store.get_many(&claim_keys).await?;
+                for (c, holder) in facts.claims.iter().zip(holders) {
+                    match holder {
                         Some(holder) if holder == key.as_bytes() => {}
                         Some(holder) => drift.conflicting_claims.push((
                             c.key.clone(),
@@ -180,18 +190,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 for c in &facts.counters {
                     *expected.entry(c.key.clone()).or_default() += c.delta;
                 }
-                if repair && !fix.is_empty() {
-                    // Conditional on the record being unchanged and claims
-                    // still free; a concurrent writer wins and verify reports.
-                    let mut guarded = Batch::new();
-                    guarded.equals(key, bytes.clone());
-                    for c in fix.conditions() {
-                        guarded.condition(c.clone());
-                    }
-                    for op in fix.ops() {
-                        guarded.op(op.clone());
-                    }
-                    let _ = store.commit(guarded).await?;
+                if repair && !fix.ops().is_empty() {
+                    let _ = store.commit(fix).await?;
                 }
             }
             match range.next {
