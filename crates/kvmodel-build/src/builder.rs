@@ -118,8 +118,9 @@ impl Builder {
     }
 }
 
-/// Writes `contents` unless the file already holds exactly that.
-pub(crate) fn write_if_changed(path: &Path, contents: &str) -> std::io::Result<bool> {
+/// Writes `contents` (creating parent directories) unless the file already
+/// holds exactly that; `true` when it wrote.
+pub fn write_if_changed(path: &Path, contents: &str) -> std::io::Result<bool> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == contents) {
         return Ok(false);
     }

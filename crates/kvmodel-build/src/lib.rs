@@ -27,7 +27,7 @@ mod render;
 
 use std::path::Path;
 
-pub use builder::{BuildError, Builder};
+pub use builder::{BuildError, Builder, write_if_changed};
 pub use expand::expand;
 pub use kvmodel_codegen::ir::Model;
 pub use kvmodel_codegen::origin::{Diagnostic, Severity};

@@ -155,18 +155,11 @@ fn generate(schemas: &[PathBuf], output: &Path, check: bool, color: bool) -> Res
                 stale.push(path);
             }
         } else {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| usage(format_args!("cannot create `{}`: {e}", dir.display())))?;
-            }
-            let same = std::fs::read_to_string(&path).ok().as_deref() == Some(f.contents.as_str());
-            if !same {
-                std::fs::write(&path, &f.contents)
-                    .map_err(|e| usage(format_args!("cannot write `{}`: {e}", path.display())))?;
-            }
+            let wrote = kvmodel_build::write_if_changed(&path, &f.contents)
+                .map_err(|e| usage(format_args!("cannot write `{}`: {e}", path.display())))?;
             eprintln!(
                 "{} {}",
-                if same { "unchanged" } else { "wrote" },
+                if wrote { "wrote" } else { "unchanged" },
                 path.display()
             );
         }
