@@ -219,6 +219,19 @@ impl KeyBuilder {
     }
 }
 
+/// The unescaped components after `…#{kind}:{name}:` of a derived key built
+/// with [`KeyBuilder::derived`]`(…, kind).lit(name)`: the inverse of that
+/// layout, for messages.
+pub fn derived_parts(key: &str, kind: &str, name: &str) -> Option<Vec<String>> {
+    let marker = format!("#{kind}:{name}:");
+    let rest = &key[key.find(&marker)? + marker.len()..];
+    Some(
+        rest.split(':')
+            .map(|p| unescape(p).unwrap_or_else(|_| p.to_owned()))
+            .collect(),
+    )
+}
+
 thread_local! {
     static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }

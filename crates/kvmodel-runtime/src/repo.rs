@@ -57,19 +57,6 @@ fn push_counters(b: &mut Batch, acc: BTreeMap<String, i64>) {
     }
 }
 
-/// The claimed value(s) of a claim key, unescaped, for messages.
-fn claimed_value(claim_key: &str, index: &str) -> String {
-    let marker = format!("#uniq:{index}:");
-    let Some(pos) = claim_key.find(&marker) else {
-        return claim_key.to_owned();
-    };
-    claim_key[pos + marker.len()..]
-        .split(':')
-        .map(|part| crate::key::unescape(part).unwrap_or_else(|_| part.to_owned()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Waits a little before retrying an optimistic write: jittered exponential
 /// backoff, 0–1 ms after the first failure up to 0–64 ms.
 async fn backoff(attempt: u32) {
@@ -100,7 +87,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Error::UniqueViolation {
             entity: E::META.name,
             index: claim.index,
-            value: claimed_value(&claim.key, claim.index),
+            value: crate::key::derived_parts(&claim.key, "uniq", claim.index)
+                .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
         }
     }
 

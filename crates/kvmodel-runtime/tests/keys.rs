@@ -141,3 +141,13 @@ fn the_documented_collision_does_not_happen() {
     assert_ne!(user, orders);
     assert_eq!(user, "shop:user:1%3Aorders");
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn derived_parts_inverts_the_builder(a in tricky(), b in tricky()) {
+        let key = KeyBuilder::derived("shop", "user", "uniq").lit("by_pair").part(a.as_str()).part(b.as_str()).finish();
+        prop_assert_eq!(key::derived_parts(&key, "uniq", "by_pair"), Some(vec![a, b]));
+    }
+}

@@ -207,7 +207,6 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 
     let ns = cx.namespace();
     let seg = cx.segment();
-    let all_key = format!("{ns}:{seg}#all");
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {
         crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
@@ -232,10 +231,6 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 encoding: #encoding,
                 ttl: #ttl,
             };
-
-            fn all_key() -> ::std::string::String {
-                ::std::string::String::from(#all_key)
-            }
 
             fn record_key(&self) -> ::std::string::String {
                 #keys::record(#(#key_args),*)
