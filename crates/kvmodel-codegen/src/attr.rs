@@ -308,13 +308,10 @@ fn parse_index(meta: &ParseNestedMeta<'_>, diags: &mut Diagnostics) -> syn::Resu
         since: since_default(),
         origin: Origin::Span(span),
     };
-    let mut named = false;
+    let mut name = None;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
-            "name" => {
-                ix.name = lit_str(&m)?;
-                named = true;
-            }
+            "name" => name = Some(lit_str(&m)?),
             "fields" => ix.fields = ident_list(&m)?,
             "unique" => ix.unique = true,
             "normalize" => ix.normalize = Some(normalize_value(&m)?),
@@ -324,9 +321,7 @@ fn parse_index(meta: &ParseNestedMeta<'_>, diags: &mut Diagnostics) -> syn::Resu
         }
         Ok(())
     })?;
-    if !named {
-        return Err(missing_name(span, "index"));
-    }
+    ix.name = name.ok_or_else(|| missing_name(span, "index"))?;
     Ok(ix)
 }
 
@@ -339,13 +334,10 @@ fn parse_counter(meta: &ParseNestedMeta<'_>, diags: &mut Diagnostics) -> syn::Re
         since: since_default(),
         origin: Origin::Span(span),
     };
-    let mut named = false;
+    let mut name = None;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
-            "name" => {
-                c.name = lit_str(&m)?;
-                named = true;
-            }
+            "name" => name = Some(lit_str(&m)?),
             "group_by" => c.group_by = field_expr_list(&m)?,
             "sum" => c.sum = Some(ident_value(&m)?),
             "since" => c.since = lit_u32(&m)?,
@@ -353,9 +345,7 @@ fn parse_counter(meta: &ParseNestedMeta<'_>, diags: &mut Diagnostics) -> syn::Re
         }
         Ok(())
     })?;
-    if !named {
-        return Err(missing_name(span, "counter"));
-    }
+    c.name = name.ok_or_else(|| missing_name(span, "counter"))?;
     Ok(c)
 }
 

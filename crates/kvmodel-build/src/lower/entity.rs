@@ -1,7 +1,6 @@
 //! Lowering of one entity: key, version, encoding, TTL, fields, indexes,
 //! counters, relations and migration steps.
 
-use heck::ToUpperCamelCase;
 use serde_saphyr::Spanned;
 
 use kvmodel_codegen::ir::{
@@ -12,7 +11,6 @@ use kvmodel_codegen::origin::{Diagnostic, Origin, Sp, suggestion};
 
 use super::{
     COUNTER_KEYS, ENTITY_KEYS, INDEX_KEYS, Lower, MIGRATION_KEYS, Node, RELATION_KEYS, TTL_KEYS,
-    is_camel,
 };
 use crate::node::Value;
 
@@ -25,17 +23,7 @@ impl Lower<'_> {
         types: &[TypeDef],
     ) -> Option<Entity> {
         let origin = self.loc.at(name);
-        if !is_camel(&name.value) {
-            self.err(
-                "E012",
-                &origin,
-                format!(
-                    "the entity name `{}` must be UpperCamelCase, like `{}`",
-                    name.value,
-                    name.value.to_upper_camel_case()
-                ),
-            );
-        }
+        self.require_camel("entity", &name.value, &origin);
         let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), "pub");
         e.namespace = namespace;
         let what = format!("entity `{}`", name.value);

@@ -54,6 +54,18 @@ fn is_camel(s: &str) -> bool {
 }
 
 impl Lower<'_> {
+    /// E012 unless `name` is UpperCamelCase (a Rust type name).
+    pub(super) fn require_camel(&mut self, what: &str, name: &str, at: &Origin) {
+        if !is_camel(name) {
+            let camel = name.to_upper_camel_case();
+            self.err(
+                "E012",
+                at,
+                format!("the {what} name `{name}` must be UpperCamelCase, like `{camel}`"),
+            );
+        }
+    }
+
     pub(super) fn err(&mut self, code: &'static str, at: &Origin, msg: impl Into<String>) {
         self.diags.error(code, at, msg);
     }
@@ -219,17 +231,7 @@ impl Lower<'_> {
         let mut out: Vec<(TypeDef, Option<&Node>)> = Vec::new();
         for (name, body) in list {
             let origin = self.loc.at(name);
-            if !is_camel(&name.value) {
-                self.err(
-                    "E012",
-                    &origin,
-                    format!(
-                        "the type name `{}` must be UpperCamelCase, like `{}`",
-                        name.value,
-                        name.value.to_upper_camel_case()
-                    ),
-                );
-            }
+            self.require_camel("type", &name.value, &origin);
             let mut kind = None;
             let mut fields = None;
             for (k, v) in self.entries(body, TYPE_KEYS, &format!("type `{}`", name.value)) {
