@@ -22,7 +22,7 @@ edition = "2024"
 publish = false
 [workspace]
 [dependencies]
-kvmodel = { path = "$root/crates/kvmodel" }
+kvmodel = { path = "$root/kvmodel" }
 serde = { version = "1", features = ["derive"] }
 TOML
     {

@@ -1,0 +1,186 @@
+//! The `kvmodel` binary: help texts, outputs and exit codes
+//! (0 ok, 1 problems found, 2 usage or I/O error).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn kvmodel(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kvmodel"))
+        .args(args)
+        .current_dir(repo())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn help_texts() {
+    for args in [
+        &["--help"][..],
+        &["check", "--help"],
+        &["generate", "--help"],
+        &["expand", "--help"],
+        &["keys", "--help"],
+    ] {
+        let o = kvmodel(args);
+        assert_eq!(code(&o), 0);
+        insta::assert_snapshot!(args.join("_").replace("--", ""), text(&o.stdout));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(code(&kvmodel(&[])), 2);
+    assert_eq!(code(&kvmodel(&["frobnicate"])), 2);
+    assert_eq!(code(&kvmodel(&["check"])), 2);
+    let o = kvmodel(&["check", "no/such/file.yaml"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        text(&o.stderr).contains("cannot read `no/such/file.yaml`"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn check_reports_and_exits_1_on_errors() {
+    assert_eq!(
+        code(&kvmodel(&[
+            "check",
+            "schemas/shop.yaml",
+            "schemas/sessions.yaml"
+        ])),
+        0
+    );
+    let o = kvmodel(&[
+        "check",
+        "kvmodel-build/tests/errors/index_errors/schema.yaml",
+    ]);
+    assert_eq!(code(&o), 1);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(
+            "kvmodel-build/tests/errors/index_errors/schema.yaml:12:27: error[E103]"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("^^^^"),
+        "a caret under the offending text: {err}"
+    );
+    let lint = "kvmodel-build/tests/errors/lint_warnings/schema.yaml";
+    assert_eq!(code(&kvmodel(&["check", lint])), 0, "warnings alone pass");
+    assert_eq!(code(&kvmodel(&["check", "--deny-warnings", lint])), 1);
+}
+
+#[test]
+fn generate_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = kvmodel(&[
+        "generate",
+        "schemas/shop.yaml",
+        "schemas/sessions.yaml",
+        "-o",
+        out,
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let shop = std::fs::read_to_string(dir.path().join("shop.rs")).unwrap();
+    assert!(shop.starts_with("// @generated"));
+    assert_eq!(
+        code(&kvmodel(&[
+            "generate",
+            "schemas/shop.yaml",
+            "schemas/sessions.yaml",
+            "-o",
+            out,
+            "--check"
+        ])),
+        0
+    );
+    std::fs::write(
+        dir.path().join("shop.rs"),
+        shop.replace("pub struct User", "pub struct Usr"),
+    )
+    .unwrap();
+    let o = kvmodel(&["generate", "schemas/shop.yaml", "-o", out, "--check"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains("out of date"),
+        "{}",
+        text(&o.stderr)
+    );
+    let file = dir.path().join("one.rs");
+    assert_eq!(
+        code(&kvmodel(&[
+            "generate",
+            "schemas/shop.yaml",
+            "-o",
+            file.to_str().unwrap()
+        ])),
+        0
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), shop);
+    assert_eq!(
+        code(&kvmodel(&[
+            "generate",
+            "schemas/shop.yaml",
+            "schemas/sessions.yaml",
+            "-o",
+            file.to_str().unwrap()
+        ])),
+        2
+    );
+    let bad = "kvmodel-build/tests/errors/ttl_errors/schema.yaml";
+    assert_eq!(code(&kvmodel(&["generate", bad, "-o", out])), 1);
+}
+
+#[test]
+fn expand_and_keys_print_to_stdout() {
+    let o = kvmodel(&["expand", "schemas/activity.yaml"]);
+    assert_eq!(code(&o), 0);
+    assert!(text(&o.stdout).contains("impl<S: ::kvmodel::Store> EventRepo<S>"));
+    let diff = kvmodel(&[
+        "diff",
+        "kvmodel-build/tests/diff/old.yaml",
+        "kvmodel-build/tests/diff/new.yaml",
+    ]);
+    assert_eq!(code(&diff), 1, "breaking changes exit 1");
+    assert!(text(&diff.stdout).contains("verdict: breaking"));
+    assert_eq!(
+        code(&kvmodel(&[
+            "diff",
+            "schemas/shop.yaml",
+            "schemas/shop.yaml"
+        ])),
+        0
+    );
+    let o = kvmodel(&["keys", "--format", "markdown", "schemas/activity.yaml"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        text(&o.stdout).contains("| `list_by_actor` |"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert_eq!(
+        code(&kvmodel(&[
+            "keys",
+            "--format",
+            "html",
+            "schemas/activity.yaml"
+        ])),
+        2
+    );
+}

@@ -1,0 +1,57 @@
+//! kvmodel: typed repositories for key-value stores, generated from a
+//! declared data model.
+//!
+//! Declare an entity with `#[derive(KvEntity)]`, get `XRepo<S>` (create, get,
+//! update, modify, delete, index lookups, ordered listings, counters) and
+//! `XKeys` (every key it writes). Every write is one atomic commit that
+//! keeps indexes and counters in step, on any [`Store`].
+//!
+//! ```
+//! use kvmodel::{KvEntity, KvEnum, MemoryStore, PageRequest};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, KvEnum)]
+//! #[serde(rename_all = "snake_case")]
+//! pub enum Status { Active, Suspended }
+//!
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+//! #[kv(namespace = "shop", key = "user:{id}")]
+//! #[kv(index(name = "by_status", fields(status)))]
+//! #[kv(counter(name = "by_status", group_by(status)))]
+//! pub struct User {
+//!     pub id: String,
+//!     #[kv(unique, normalize = "lowercase")]
+//!     pub email: String,
+//!     pub status: Status,
+//! }
+//!
+//! # tokio_test_block(async {
+//! let users = UserRepo::new(MemoryStore::new());
+//! users.create(&User { id: "1".into(), email: "Ada@Example.com".into(), status: Status::Active }).await?;
+//! assert!(users.find_by_email("ada@example.com").await?.is_some());
+//! assert_eq!(users.count_by_status(Status::Active).await?, 1);
+//! let page = users.list_by_status(Status::Active, PageRequest::new(10)).await?;
+//! assert_eq!(page.items.len(), 1);
+//! # Ok::<(), kvmodel::Error>(())
+//! # });
+//! # fn tokio_test_block<F: std::future::Future<Output = kvmodel::Result<()>>>(f: F) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f).unwrap();
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub use kvmodel_runtime::*;
+
+#[cfg(feature = "derive")]
+pub use kvmodel_derive::{KvEntity, KvEnum};
+
+/// The serde kvmodel uses. Generated declarations derive through this path
+/// (`#[serde(crate = "::kvmodel::serde")]`), so a crate that compiles them
+/// needs no serde dependency of its own.
+pub use kvmodel_runtime::__private::serde;
+
+/// The README's Rust example, compiled as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
