@@ -2,6 +2,7 @@
 //! costs, as text or Markdown.
 
 use heck::ToSnakeCase;
+use kvmodel_runtime::key::{Derived, KeyBuilder};
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, Segment, TypeKind};
 
@@ -68,7 +69,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         .as_ref()
         .map(|n| n.value.clone())
         .unwrap_or_default();
-    let seg = e.name.to_snake_case();
+    let space = e.key.as_ref().map(|k| k.key_space()).unwrap_or_default();
     let mut out = Vec::new();
     let (mut pat, mut ex) = (ns.clone(), ns.clone());
     for s in e.key.iter().flat_map(|k| &k.segments) {
@@ -96,14 +97,19 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         example: ex,
         note: format!("{enc} record, version {}{ttl}", e.version.value),
     });
-    let derived = |kind: &str, name: &str, parts: &[(String, String)]| {
-        let mut p = format!("{ns}:{seg}#{kind}:{name}");
+    // The runtime's own builder spells every derived key; placeholders and
+    // samples are appended as they are, for reading.
+    let derived = |kind: Derived, name: Option<&str>, parts: &[(String, String)]| {
+        let mut p = KeyBuilder::derived(&ns, &space, kind);
+        if let Some(name) = name {
+            p = p.lit(name);
+        }
         let mut x = p.clone();
         for (a, b) in parts {
-            p = format!("{p}:{a}");
-            x = format!("{x}:{b}");
+            p = p.lit(a);
+            x = x.lit(b);
         }
-        (p, x)
+        (p.finish(), x.finish())
     };
     for ix in &e.indexes {
         let parts: Vec<(String, String)> = ix
@@ -112,7 +118,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             .map(|f| part(e, &FieldExpr::Field(f.value.clone()), model))
             .collect();
         if ix.unique {
-            let (p, x) = derived("uniq", &ix.name, &parts);
+            let (p, x) = derived(Derived::Claim, Some(&ix.name), &parts);
             let norm = if ix.normalize.is_some() {
                 ", value lowercased"
             } else {
@@ -125,7 +131,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
                 note: format!("holds the record key{norm}{ttl}"),
             });
         } else {
-            let (p, x) = derived("idx", &ix.name, &parts);
+            let (p, x) = derived(Derived::Index, Some(&ix.name), &parts);
             let order = ix
                 .order_by
                 .as_ref()
@@ -141,7 +147,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
     }
     for r in &e.relations {
         let parts = vec![part(e, &FieldExpr::Field(r.by.value.clone()), model)];
-        let (p, x) = derived("rel", &r.name, &parts);
+        let (p, x) = derived(Derived::Relation, Some(&r.name), &parts);
         let order = r
             .order_by
             .as_ref()
@@ -159,7 +165,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
     }
     for c in &e.counters {
         let parts: Vec<(String, String)> = c.group_by.iter().map(|g| part(e, g, model)).collect();
-        let (p, x) = derived("count", &c.name, &parts);
+        let (p, x) = derived(Derived::Counter, Some(&c.name), &parts);
         let what = c
             .sum
             .as_ref()
@@ -172,9 +178,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             note: format!("{what}, decimal integer"),
         });
     }
-    let (p, x) = derived("all", "", &[]);
-    let p = p.trim_end_matches(':').to_owned();
-    let x = x.trim_end_matches(':').to_owned();
+    let (p, x) = derived(Derived::Discovery, None, &[]);
     out.push(Row {
         kind: "discovery",
         pattern: p,

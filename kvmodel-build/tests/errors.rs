@@ -26,11 +26,9 @@ fn diagnostics() {
 #[test]
 fn bad_input_never_panics() {
     // Truncations of a valid schema at every byte: every prefix is handled.
-    let source = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../schemas/shop.yaml"
-    ))
-    .unwrap();
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/shop.yaml"))
+            .unwrap();
     for end in (0..source.len()).filter(|i| source.is_char_boundary(*i)) {
         let s = kvmodel_build::load("shop.yaml", &source[..end]);
         let _ = s.render_diagnostics(false);

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use heck::ToSnakeCase;
 
-use crate::ir::{Entity, FieldExpr, FieldType, Model, Segment};
+use crate::ir::{Entity, FieldExpr, FieldType, KeyTemplate, Model, Segment};
 use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use crate::template;
 
@@ -483,8 +483,6 @@ fn check_migrations(e: &Entity, diags: &mut Diagnostics) {
 
 fn check_cross_entity(model: &Model, diags: &mut Diagnostics) {
     let mut names = BTreeMap::new();
-    let mut segments = BTreeMap::new();
-    let mut prefixes: BTreeMap<(String, String), String> = BTreeMap::new();
     for e in &model.entities {
         if names.insert(e.name.value.clone(), ()).is_some() {
             diags.error(
@@ -493,31 +491,43 @@ fn check_cross_entity(model: &Model, diags: &mut Diagnostics) {
                 format!("the entity `{}` is declared twice", *e.name),
             );
         }
-        if e.key.is_some() {
-            let seg = e.name.to_snake_case();
-            if let Some(other) = segments.insert(seg.clone(), e.name.value.clone()) {
-                if other != *e.name {
-                    diags.error(
-                        "E125",
-                        &e.name.origin,
-                        format!(
-                            "`{}` and `{other}` both map to `{seg}` in derived keys; rename one",
-                            *e.name
-                        ),
-                    );
-                }
-            }
-        }
-        // Two templates with the same leading literal could produce the same
-        // key; distinct leading literals keep key spaces apart.
-        if let (Some(ns), Some(k)) = (&e.namespace, &e.key) {
-            if let Some(Segment::Literal(first)) = k.segments.first() {
-                if let Some(other) =
-                    prefixes.insert((ns.value.clone(), first.clone()), e.name.value.clone())
-                {
-                    diags.error("E126", &k.origin, format!("the key template `{}` starts with `{first}`, like the key of `{other}`; give each entity its own leading literal so their keys cannot collide", k.text));
-                }
-            }
+    }
+    // Two entities of one namespace must not meet in the key space: neither
+    // in record keys (templates that could spell the same key) nor in
+    // derived keys (the same literal segments).
+    let keyed: Vec<(&Entity, &str, &KeyTemplate)> = model
+        .entities
+        .iter()
+        .filter_map(|e| Some((e, e.namespace.as_ref()?.as_str(), e.key.as_ref()?)))
+        .filter(|(_, _, k)| !k.segments.is_empty())
+        .collect();
+    for (i, (e, ns, k)) in keyed.iter().enumerate() {
+        let tag = e.colocate.as_ref().map(|c| c.as_str());
+        let earlier = keyed[..i].iter().find(|(o, ons, ok)| {
+            ons == ns
+                && (ok.key_space() == k.key_space()
+                    || k.may_collide(tag, ok, o.colocate.as_ref().map(|c| c.as_str())))
+        });
+        if let Some((other, _, ok)) = earlier {
+            let why = if ok.key_space() == k.key_space() {
+                format!(
+                    "both have the literal segments `{}`, which name the key space of their indexes and counters",
+                    k.key_space()
+                )
+            } else {
+                "a record of one could have the key of a record of the other".to_owned()
+            };
+            diags.push(
+                Diagnostic::error(
+                    "E126",
+                    &k.origin,
+                    format!(
+                        "the key template `{}` of `{}` shares a key space with `{}` (`{}`): {why}",
+                        k.text, *e.name, *other.name, ok.text
+                    ),
+                )
+                .help("give each entity its own literal segments, such as `user:{id}` and `order:{id}`"),
+            );
         }
     }
 }

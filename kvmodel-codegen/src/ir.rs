@@ -124,6 +124,50 @@ impl KeyTemplate {
         }
     }
 
+    /// The key space of the entity's derived keys: the literal segments,
+    /// joined by `:` (`user` for `user:{id}`, `tenant:doc` for
+    /// `tenant:{t}:doc:{id}`). Derived keys never depend on a Rust type name,
+    /// so renaming a struct changes none of them.
+    pub fn key_space(&self) -> String {
+        let literals: Vec<&str> = self
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Literal(l) => Some(l.as_str()),
+                Segment::Field(_) => None,
+            })
+            .collect();
+        literals.join(":")
+    }
+
+    /// Whether a key built from this template could equal one built from
+    /// `other`. Components are escaped, so every key of a template has
+    /// exactly its number of segments; a placeholder can spell any literal
+    /// but never a hash-tag segment (`{…}`, see `tag`), which a literal
+    /// never is.
+    pub fn may_collide(
+        &self,
+        tag: Option<&str>,
+        other: &KeyTemplate,
+        other_tag: Option<&str>,
+    ) -> bool {
+        let tagged =
+            |s: &Segment, t: Option<&str>| matches!(s, Segment::Field(f) if Some(f.as_str()) == t);
+        self.segments.len() == other.segments.len()
+            && self
+                .segments
+                .iter()
+                .zip(&other.segments)
+                .all(|(a, b)| match (a, b) {
+                    (Segment::Literal(x), Segment::Literal(y)) => x == y,
+                    (Segment::Field(_), Segment::Field(_)) => {
+                        tagged(a, tag) == tagged(b, other_tag)
+                    }
+                    (Segment::Field(_), Segment::Literal(_)) => !tagged(a, tag),
+                    (Segment::Literal(_), Segment::Field(_)) => !tagged(b, other_tag),
+                })
+    }
+
     /// The placeholders, in template order.
     pub fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.segments.iter().filter_map(|s| match s {

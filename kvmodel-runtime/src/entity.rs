@@ -53,8 +53,9 @@ pub struct EntityMeta {
     pub name: &'static str,
     /// First segment of every key.
     pub namespace: &'static str,
-    /// The entity's segment in derived keys (snake case).
-    pub segment: &'static str,
+    /// The entity's key space in derived keys: the literal segments of its
+    /// key template (`user` for `user:{id}`), never its Rust type name.
+    pub key_space: &'static str,
     /// Payload encoding.
     pub encoding: Encoding,
     /// Record time to live.
@@ -82,7 +83,12 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
 
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
-        crate::key::KeyBuilder::derived(Self::META.namespace, Self::META.segment, "all").finish()
+        crate::key::KeyBuilder::derived(
+            Self::META.namespace,
+            Self::META.key_space,
+            crate::key::Derived::Discovery,
+        )
+        .finish()
     }
 }
 

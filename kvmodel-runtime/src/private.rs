@@ -1,7 +1,7 @@
 //! What generated code uses. Not a public API: it may change in any release.
 
 pub use crate::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
-pub use crate::key::{KeyBuilder, KeyMatch, KeyPart, SortPart};
+pub use crate::key::{Derived, KeyBuilder, KeyMatch, KeyPart, SortPart};
 pub use crate::maintenance::{Drift, Progress};
 pub use crate::migrate;
 pub use crate::record::Encoding;

@@ -87,7 +87,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Error::UniqueViolation {
             entity: E::META.name,
             index: claim.index,
-            value: crate::key::derived_parts(&claim.key, "uniq", claim.index)
+            value: crate::key::derived_parts(&claim.key, crate::key::Derived::Claim, claim.index)
                 .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
         }
     }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use kvmodel::key::{KeyBuilder, sort_key};
+use kvmodel::key::{Derived, KeyBuilder, sort_key};
 use kvmodel::record::{self, Encoding};
 use kvmodel::{
     Batch, Error, KvEntity, KvEnum, MemoryStore, Outcome, PageRequest, RangeRequest, RedbStore,
@@ -56,25 +56,25 @@ mod hand {
         KeyBuilder::new("bench").lit("user").part(id).finish()
     }
     fn email_key(email: &str) -> String {
-        KeyBuilder::derived("bench", "user", "uniq")
+        KeyBuilder::derived("bench", "user", Derived::Claim)
             .lit("by_email")
             .part(email)
             .finish()
     }
     pub fn status_key(s: Status) -> String {
-        KeyBuilder::derived("bench", "user", "idx")
+        KeyBuilder::derived("bench", "user", Derived::Index)
             .lit("by_status")
             .part(&s)
             .finish()
     }
     fn count_key(s: Status) -> String {
-        KeyBuilder::derived("bench", "user", "count")
+        KeyBuilder::derived("bench", "user", Derived::Counter)
             .lit("by_status")
             .part(&s)
             .finish()
     }
     fn all_key() -> String {
-        KeyBuilder::derived("bench", "user", "all").finish()
+        KeyBuilder::derived("bench", "user", Derived::Discovery).finish()
     }
 
     fn decode(key: &str, bytes: &[u8]) -> kvmodel::Result<User> {

@@ -138,10 +138,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 let fields: Vec<&Sp<String>> = ix.fields.iter().collect();
                 let (_, parts) = super::keys::field_args(cx, &fields, ix.normalize.is_some());
                 let names = ix.fields.iter().map(|f| ident(f));
-                let (ns, seg) = (cx.namespace(), cx.segment());
+                let (ns, space, kind) = (cx.namespace(), cx.key_space(), cx.derived(super::Derived::Claim));
                 let found = reads.wrap(quote! {
                     #(let #names = #args;)*
-                    return #p::KeyMatch::derived(__claim, #ns, #seg, "uniq").lit(#ixname) #(#parts)* .finish();
+                    return #p::KeyMatch::derived(__claim, #ns, #space, #kind).lit(#ixname) #(#parts)* .finish();
                 });
                 quote!(#ixname => { #found })
             });
@@ -206,7 +206,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     });
 
     let ns = cx.namespace();
-    let seg = cx.segment();
+    let space = cx.key_space();
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {
         crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
@@ -227,7 +227,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             const META: #p::EntityMeta = #p::EntityMeta {
                 name: #ename,
                 namespace: #ns,
-                segment: #seg,
+                key_space: #space,
                 encoding: #encoding,
                 ttl: #ttl,
             };

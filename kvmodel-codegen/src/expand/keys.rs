@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::{Ctx, group_arg_names, ident};
+use super::{Ctx, Derived, group_arg_names, ident};
 use crate::ir::{FieldExpr, KeyTemplate, Segment};
 use crate::origin::{Origin, Sp};
 
@@ -61,7 +61,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let (vis, keys, name) = (&cx.vis, &cx.keys, &cx.name);
     let e = cx.e;
     let ns = cx.namespace();
-    let seg = cx.segment();
+    let space = cx.key_space();
     let mut fns = Vec::new();
 
     let mut params = Vec::new();
@@ -95,14 +95,14 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let ixname = ix.name.as_str();
         let (kind, doc) = if ix.unique {
             (
-                "uniq",
+                cx.derived(Derived::Claim),
                 format!(
                     " The unique claim of index `{ixname}`: holds the key of the record with this value."
                 ),
             )
         } else {
             (
-                "idx",
+                cx.derived(Derived::Index),
                 format!(
                     " The sorted collection of index `{ixname}`: keys of the records with this value."
                 ),
@@ -111,7 +111,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         fns.push(quote! {
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #seg, #kind).lit(#ixname) #(#parts)* .finish()
+                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#ixname) #(#parts)* .finish()
             }
         });
     }
@@ -120,6 +120,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let (params, parts) = field_args(cx, &[&r.by], false);
         let fname = relation_fn(&r.name);
         let rname = r.name.as_str();
+        let kind = cx.derived(Derived::Relation);
         let doc = format!(
             " The sorted collection of relation `{rname}`: keys of the `{}` records of one `{}`.",
             *e.name, *r.belongs_to
@@ -127,7 +128,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         fns.push(quote! {
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #seg, "rel").lit(#rname) #(#parts)* .finish()
+                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#rname) #(#parts)* .finish()
             }
         });
     }
@@ -149,11 +150,12 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
         let fname = counter_fn(&c.name);
         let cname = c.name.as_str();
+        let kind = cx.derived(Derived::Counter);
         let doc = format!(" The key of counter `{cname}`.");
         fns.push(quote! {
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #seg, "count").lit(#cname) #(#parts)* .finish()
+                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()
             }
         });
     }

@@ -15,6 +15,16 @@ use quote::{format_ident, quote};
 
 use crate::ir::{Entity, FieldExpr, FieldType};
 
+/// The kinds of derived key an entity's builders write; their spelling lives
+/// in the runtime (`kvmodel_runtime::key::Derived`), never here.
+#[derive(Clone, Copy)]
+pub(crate) enum Derived {
+    Claim,
+    Index,
+    Relation,
+    Counter,
+}
+
 /// What every emitter needs about one entity.
 pub(crate) struct Ctx<'a> {
     pub e: &'a Entity,
@@ -61,9 +71,25 @@ impl<'a> Ctx<'a> {
             .unwrap_or_default()
     }
 
-    /// The derived-key segment of the entity.
-    pub fn segment(&self) -> String {
-        self.e.name.to_snake_case()
+    /// The key space of the entity's derived keys (from its key template).
+    pub fn key_space(&self) -> String {
+        self.e
+            .key
+            .as_ref()
+            .map(|k| k.key_space())
+            .unwrap_or_default()
+    }
+
+    /// A derived-key kind, as a path in generated code.
+    pub fn derived(&self, kind: Derived) -> TokenStream {
+        let p = self.p();
+        let variant = match kind {
+            Derived::Claim => quote!(Claim),
+            Derived::Index => quote!(Index),
+            Derived::Relation => quote!(Relation),
+            Derived::Counter => quote!(Counter),
+        };
+        quote!(#p::Derived::#variant)
     }
 
     pub fn field_type(&self, name: &str) -> FieldType {

@@ -1,0 +1,191 @@
+//! The key layout: record keys `{namespace}:{template}` and derived keys
+//! `{namespace}:{key space}#{kind}:{name}:{component…}`.
+//!
+//! The key space is the key template's literal segments (`user` for
+//! `user:{id}`), never a Rust type name, so renaming a struct changes no key.
+//! The `#` is escaped in every user component and never appears in a
+//! literal, so no record key can reach a derived key and no component can
+//! end one early.
+
+use super::{KeyPart, unescape};
+
+/// The kinds of derived key, each with its spelling after the `#`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Derived {
+    /// A unique claim: holds the key of the record that owns a value.
+    Claim,
+    /// A sorted collection of an ordered index.
+    Index,
+    /// A sorted collection of a relation (the children of one parent).
+    Relation,
+    /// A counter.
+    Counter,
+    /// The discovery set of every record of an entity.
+    Discovery,
+}
+
+impl Derived {
+    /// The spelling in keys. It never changes between releases: stored data
+    /// depends on it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Derived::Claim => "uniq",
+            Derived::Index => "idx",
+            Derived::Relation => "rel",
+            Derived::Counter => "count",
+            Derived::Discovery => "all",
+        }
+    }
+}
+
+/// Builds a key segment by segment.
+///
+/// Literal segments come from the schema (validated there); parts come from
+/// user data and are escaped.
+#[derive(Debug, Clone)]
+pub struct KeyBuilder {
+    buf: String,
+}
+
+impl KeyBuilder {
+    /// Starts a key in `namespace`.
+    pub fn new(namespace: &str) -> Self {
+        let mut buf = String::with_capacity(48);
+        buf.push_str(namespace);
+        KeyBuilder { buf }
+    }
+
+    /// Starts a derived key (`{ns}:{key space}#{kind}`).
+    pub fn derived(namespace: &str, key_space: &str, kind: Derived) -> Self {
+        let mut b = KeyBuilder::new(namespace);
+        b.buf.push(':');
+        b.buf.push_str(key_space);
+        b.buf.push('#');
+        b.buf.push_str(kind.as_str());
+        b
+    }
+
+    /// Appends a literal segment from the schema.
+    pub fn lit(mut self, segment: &str) -> Self {
+        self.buf.push(':');
+        self.buf.push_str(segment);
+        self
+    }
+
+    /// Appends an escaped component.
+    pub fn part<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        self.buf.push(':');
+        part.write_key(&mut self.buf);
+        self
+    }
+
+    /// Appends a Redis Cluster hash tag segment `{…}` holding the escaped part.
+    pub fn tag<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        self.buf.push_str(":{");
+        part.write_key(&mut self.buf);
+        self.buf.push('}');
+        self
+    }
+
+    /// The finished key.
+    pub fn finish(self) -> String {
+        self.buf
+    }
+}
+
+/// The unescaped components after `…#{kind}:{name}:` of a derived key built
+/// with [`KeyBuilder::derived`]`(…, kind).lit(name)`: the inverse of that
+/// layout, for messages.
+pub fn derived_parts(key: &str, kind: Derived, name: &str) -> Option<Vec<String>> {
+    let marker = format!("#{}:{name}:", kind.as_str());
+    let rest = &key[key.find(&marker)? + marker.len()..];
+    Some(
+        rest.split(':')
+            .map(|p| unescape(p).unwrap_or_else(|_| p.to_owned()))
+            .collect(),
+    )
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Checks whether a key equals `target` while it is built, segment by
+/// segment, without allocating: the same calls as [`KeyBuilder`], ending in
+/// a `bool`.
+///
+/// ```
+/// use kvmodel_runtime::key::{KeyBuilder, KeyMatch};
+/// let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
+/// assert!(KeyMatch::new(&key, "shop").lit("user").part("1:orders").finish());
+/// assert!(!KeyMatch::new(&key, "shop").lit("user").part("1").finish());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct KeyMatch<'a> {
+    target: &'a str,
+    pos: usize,
+    ok: bool,
+}
+
+impl<'a> KeyMatch<'a> {
+    /// Starts matching a key in `namespace`.
+    pub fn new(target: &'a str, namespace: &str) -> Self {
+        KeyMatch {
+            target,
+            pos: 0,
+            ok: true,
+        }
+        .eat(namespace)
+    }
+
+    /// Starts matching a derived key (see [`KeyBuilder::derived`]).
+    pub fn derived(target: &'a str, namespace: &str, key_space: &str, kind: Derived) -> Self {
+        KeyMatch::new(target, namespace)
+            .eat(":")
+            .eat(key_space)
+            .eat("#")
+            .eat(kind.as_str())
+    }
+
+    fn eat(mut self, s: &str) -> Self {
+        if self.ok {
+            match self.target.get(self.pos..) {
+                Some(rest) if rest.starts_with(s) => self.pos += s.len(),
+                _ => self.ok = false,
+            }
+        }
+        self
+    }
+
+    fn eat_part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        if !self.ok {
+            return self;
+        }
+        SCRATCH.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            buf.clear();
+            part.write_key(&mut buf);
+            self.eat(&buf)
+        })
+    }
+
+    /// A literal segment.
+    pub fn lit(self, segment: &str) -> Self {
+        self.eat(":").eat(segment)
+    }
+
+    /// An escaped component.
+    pub fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        self.eat(":").eat_part(part)
+    }
+
+    /// A hash-tag segment.
+    pub fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        self.eat(":{").eat_part(part).eat("}")
+    }
+
+    /// True when the whole target matched.
+    pub fn finish(self) -> bool {
+        self.ok && self.pos == self.target.len()
+    }
+}
