@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use kvmodel::key::{Derived, KeyBuilder, sort_key};
-use kvmodel::record::{self, Encoding};
 use kvmodel::{
     Batch, Error, KvEntity, KvEnum, MemoryStore, Outcome, PageRequest, RangeRequest, RedbStore,
     Store, Timestamp,
 };
+use kvmodel_runtime::key::{Derived, KeyBuilder, sort_key};
+use kvmodel_runtime::record::{self, Encoding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, KvEnum)]

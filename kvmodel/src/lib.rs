@@ -41,7 +41,50 @@
 
 #![warn(missing_docs)]
 
-pub use kvmodel_runtime::*;
+pub use kvmodel_runtime::{Error, Result};
+
+pub use kvmodel_runtime::{Cursor, Page, PageRequest};
+pub use kvmodel_runtime::{Date, Timestamp, Uuid};
+
+pub use kvmodel_runtime::MemoryStore;
+#[cfg(feature = "redb")]
+pub use kvmodel_runtime::RedbStore;
+#[cfg(feature = "redis")]
+pub use kvmodel_runtime::RedisStore;
+
+/// The store contract every backend implements (DESIGN §6): one atomic
+/// [`commit`](Store::commit) of a [`Batch`], point reads and ordered ranges.
+/// Generated repositories need only `S: Store`; use these types to read or
+/// write a store directly, or to implement a backend of your own.
+pub use kvmodel_runtime::{
+    Batch, Condition, Direction, Member, Op, Outcome, RangeRequest, RangeResult, Store,
+};
+
+/// Reports of the maintenance methods every repository has (`migrate_all`,
+/// `verify`, `reconcile`).
+pub use kvmodel_runtime::maintenance::{CounterDrift, Drift, Progress};
+
+/// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
+/// makes TTLs testable without sleeping.
+pub mod clock {
+    pub use kvmodel_runtime::clock::{Clock, ManualClock, SystemClock};
+}
+
+/// Key and sort encodings: implement [`KeyPart`](key::KeyPart) (and
+/// [`SortPart`](key::SortPart) for `order_by`) on a type of your own to use it
+/// in keys, indexes and groups; fieldless enums get both from
+/// `#[derive(KvEnum)]`.
+pub mod key {
+    pub use kvmodel_runtime::key::{KeyPart, SortPart};
+}
+
+/// The conformance suite every backend passes, for implementors of
+/// [`Store`] (feature `conformance`).
+#[cfg(feature = "conformance")]
+pub use kvmodel_runtime::conformance;
+
+#[doc(hidden)]
+pub use kvmodel_runtime::__private;
 
 #[cfg(feature = "derive")]
 pub use kvmodel_derive::{KvEntity, KvEnum};

@@ -119,11 +119,11 @@ impl<'a> Ctx<'a> {
 
     /// The argument type for a `group_by` item.
     pub fn group_arg_type(&self, x: &FieldExpr) -> TokenStream {
-        let p = self.p();
+        let k = &self.krate;
         match x {
             FieldExpr::Field(f) => self.arg_type(&self.field_type(f)),
-            FieldExpr::Hour(_) => quote!(#p::Timestamp),
-            FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#p::Date),
+            FieldExpr::Hour(_) => quote!(#k::Timestamp),
+            FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#k::Date),
         }
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             );
             methods.push(quote! {
                 #[doc = #doc]
-                #vis async fn #m(&self, #(#params),*) -> #p::Result<::core::option::Option<#name>> {
+                #vis async fn #m(&self, #(#params),*) -> #k::Result<::core::option::Option<#name>> {
                     self.engine.find_unique(#ixname, &#keys::#kfn(#(#args),*)).await
                 }
             });
@@ -102,7 +102,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             );
             methods.push(quote! {
                 #[doc = #doc]
-                #vis async fn #m(&self, #(#params,)* page: #p::PageRequest) -> #p::Result<#p::Page<#name>> {
+                #vis async fn #m(&self, #(#params,)* page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
                     self.engine.list(&#keys::#kfn(#(#args),*), page).await
                 }
             });
@@ -124,7 +124,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         );
         methods.push(quote! {
             #[doc = #doc]
-            #vis async fn #m(&self, #id: #t, page: #p::PageRequest) -> #p::Result<#p::Page<#name>> {
+            #vis async fn #m(&self, #id: #t, page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
                 self.engine.list(&#keys::#kfn(#id), page).await
             }
         });
@@ -154,7 +154,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let doc = format!(" {what}{group}: counter `{}`.", *c.name);
         methods.push(quote! {
             #[doc = #doc]
-            #vis async fn #m(&self, #(#names: #types),*) -> #p::Result<i64> {
+            #vis async fn #m(&self, #(#names: #types),*) -> #k::Result<i64> {
                 self.engine.count(&#keys::#kfn(#(#names),*)).await
             }
         });
@@ -225,27 +225,27 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
 
             #[doc = #create_doc]
-            #vis async fn create(&self, value: &#name) -> #p::Result<()> {
+            #vis async fn create(&self, value: &#name) -> #k::Result<()> {
                 self.engine.create(value).await
             }
 
             #[doc = #get_doc]
-            #vis async fn get(&self, #key_params) -> #p::Result<::core::option::Option<#name>> {
+            #vis async fn get(&self, #key_params) -> #k::Result<::core::option::Option<#name>> {
                 self.engine.get(&#key_call).await
             }
 
             #[doc = #many_doc]
-            #vis async fn get_many(&self, #many_param) -> #p::Result<::std::vec::Vec<::core::option::Option<#name>>> {
+            #vis async fn get_many(&self, #many_param) -> #k::Result<::std::vec::Vec<::core::option::Option<#name>>> {
                 self.engine.get_many(#many_map).await
             }
 
             #[doc = #update_doc]
-            #vis async fn update(&self, value: &#name) -> #p::Result<()> {
+            #vis async fn update(&self, value: &#name) -> #k::Result<()> {
                 self.engine.update(value).await
             }
 
             #[doc = #modify_doc]
-            #vis async fn modify<F>(&self, #key_params, f: F) -> #p::Result<#name>
+            #vis async fn modify<F>(&self, #key_params, f: F) -> #k::Result<#name>
             where
                 F: ::core::ops::FnMut(&mut #name) + ::core::marker::Send,
             {
@@ -253,32 +253,32 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
 
             #[doc = #delete_doc]
-            #vis async fn delete(&self, #key_params) -> #p::Result<bool> {
+            #vis async fn delete(&self, #key_params) -> #k::Result<bool> {
                 self.engine.delete(&#key_call).await
             }
 
             #(#methods)*
 
             #[doc = #migrate_doc]
-            #vis async fn migrate_all<F>(&self, page_size: usize, on_progress: F) -> #p::Result<#p::Progress>
+            #vis async fn migrate_all<F>(&self, page_size: usize, on_progress: F) -> #k::Result<#k::Progress>
             where
-                F: ::core::ops::FnMut(&#p::Progress) + ::core::marker::Send,
+                F: ::core::ops::FnMut(&#k::Progress) + ::core::marker::Send,
             {
                 self.engine.migrate_all(page_size, on_progress).await
             }
 
             #[doc = #verify_doc]
-            #vis async fn verify(&self, page_size: usize) -> #p::Result<#p::Drift> {
+            #vis async fn verify(&self, page_size: usize) -> #k::Result<#k::Drift> {
                 self.engine.verify(page_size).await
             }
 
             #[doc = #reconcile_doc]
-            #vis async fn reconcile(&self, page_size: usize) -> #p::Result<#p::Drift> {
+            #vis async fn reconcile(&self, page_size: usize) -> #k::Result<#k::Drift> {
                 self.engine.reconcile(page_size).await
             }
 
             #[doc = #all_doc]
-            #vis async fn list_all(&self, page: #p::PageRequest) -> #p::Result<#p::Page<#name>> {
+            #vis async fn list_all(&self, page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
                 self.engine.list_all(page).await
             }
         }
