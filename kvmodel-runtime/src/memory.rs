@@ -2,13 +2,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use crate::batch::{Batch, Op, Outcome, parse_counter};
+use crate::batch::{Batch, Op, Outcome, add_to_counter, parse_counter};
 use crate::clock::{Clock, SystemClock, deadline};
 use crate::error::Result;
 use crate::store::{
-    Direction, RangeRequest, RangeResult, Store, bounds_empty, encode_entry, entry_bounds,
-    page_from_entries, validate_counters,
+    Direction, Held, RangeRequest, RangeResult, Store, bounds_empty, check, encode_entry,
+    entry_bounds, page_from_entries,
 };
 
 #[derive(Debug, Default)]
@@ -40,6 +41,16 @@ impl Inner {
             .map(|(s, _)| s)
     }
 
+    fn held(&self, key: &str, now: u64) -> Held {
+        if let Some(v) = self.value(key, now) {
+            Held::Value(v.clone())
+        } else if self.set(key, now).is_some_and(|s| !s.is_empty()) {
+            Held::Collection
+        } else {
+            Held::Nothing
+        }
+    }
+
     fn set_mut(&mut self, key: &str, now: u64) -> &mut (BTreeSet<Vec<u8>>, Option<u64>) {
         let slot = self.sets.entry(key.to_owned()).or_default();
         if !live(slot.1, now) {
@@ -61,12 +72,14 @@ impl Inner {
             }
             Op::Incr { key, delta } => {
                 let (cur, exp) = match self.values.get(&key) {
-                    Some((v, exp)) if live(*exp, now) => {
-                        (parse_counter(&key, v).unwrap_or(0), *exp)
-                    }
-                    _ => (0, None),
+                    Some((v, exp)) if live(*exp, now) => (parse_counter(&key, v), *exp),
+                    _ => (Ok(0), None),
                 };
-                let next = cur.saturating_add(delta).to_string().into_bytes();
+                let next = cur
+                    .and_then(|cur| add_to_counter(&key, cur, delta))
+                    .expect("`check` passed this increment before the first write")
+                    .to_string()
+                    .into_bytes();
                 self.values.insert(key, (next, exp));
             }
             Op::Add { key, sort, member } => {
@@ -141,12 +154,10 @@ impl MemoryStore {
     fn commit_now(&self, batch: Batch) -> Result<Outcome> {
         let mut inner = self.lock();
         let now = self.clock.now_ms();
-        for (index, cond) in batch.conditions().iter().enumerate() {
-            if !cond.holds(inner.value(cond.key(), now).map(Vec::as_slice)) {
-                return Ok(Outcome::Failed { index });
-            }
+        let outcome = check(&batch, |k| Ok(inner.held(k, now)))?;
+        if !outcome.is_applied() {
+            return Ok(outcome);
         }
-        validate_counters(&batch, |k| Ok(inner.value(k, now).cloned()))?;
         let (_, ops) = batch.into_parts();
         for op in ops {
             inner.apply(op, &*self.clock);
@@ -201,13 +212,21 @@ impl Store for MemoryStore {
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
     }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        Ok(match inner.values.get(key) {
+            Some((_, Some(at))) if *at > now => Some(Duration::from_millis(at - now)),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
-    use std::time::Duration;
 
     #[test]
     fn expired_entries_are_swept_from_memory() {

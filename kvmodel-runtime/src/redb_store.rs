@@ -15,12 +15,12 @@ use redb::{
     Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
 };
 
-use crate::batch::{Batch, Op, Outcome, parse_counter};
+use crate::batch::{Batch, Op, Outcome, add_to_counter, parse_counter};
 use crate::clock::{Clock, SystemClock, deadline};
 use crate::error::{Error, Result};
 use crate::store::{
-    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
-    validate_counters,
+    Direction, Held, RangeRequest, RangeResult, Store, check, encode_entry, entry_bounds,
+    page_from_entries,
 };
 
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
@@ -136,14 +136,6 @@ impl RedbStore {
             .map_err(e("begin a write transaction"))?;
         {
             let mut kv = txn.open_table(KV).map_err(e("open table kv"))?;
-            for (index, cond) in batch.conditions().iter().enumerate() {
-                let cur = read_live(&kv, cond.key(), || now)?;
-                if !cond.holds(cur.as_deref()) {
-                    // Dropping the transaction aborts it: nothing is written.
-                    return Ok(Outcome::Failed { index });
-                }
-            }
-            validate_counters(&batch, |k| read_live(&kv, k, || now))?;
             let mut members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
             let any_ttls = self.collection_ttls.load(Ordering::Acquire);
             let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
@@ -160,6 +152,11 @@ impl RedbStore {
                 clock: &*self.clock,
                 set_a_ttl: false,
             };
+            let outcome = check(&batch, |k| w.held(k))?;
+            if !outcome.is_applied() {
+                // Dropping the transaction aborts it: nothing is written.
+                return Ok(outcome);
+            }
             for op in batch.ops() {
                 w.apply(op)?;
             }
@@ -304,7 +301,7 @@ impl Writer<'_, '_> {
                     }
                     None => (0, 0),
                 };
-                let next = cur.saturating_add(*delta).to_string();
+                let next = add_to_counter(key, cur, *delta)?.to_string();
                 self.kv
                     .insert(key.as_str(), join_value(exp, next.as_bytes()).as_slice())
                     .map_err(e("write a counter"))?;
@@ -339,6 +336,18 @@ impl Writer<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// What `key` holds now.
+    fn held(&mut self, key: &str) -> Result<Held> {
+        let now = self.now;
+        if let Some(v) = read_live(&*self.kv, key, || now)? {
+            Ok(Held::Value(v))
+        } else if self.collection_live(key)? {
+            Ok(Held::Collection)
+        } else {
+            Ok(Held::Nothing)
+        }
     }
 
     /// The expiry of a collection, if it has one.
@@ -423,5 +432,19 @@ impl Store for RedbStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
+    }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
+        let kv = self.kv_reader()?;
+        let Some(raw) = kv.get(key).map_err(e("read a value"))? else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        Ok(match split_value(raw.value()) {
+            Some((exp, _)) if exp != 0 && exp > now => {
+                Some(std::time::Duration::from_millis(exp - now))
+            }
+            _ => None,
+        })
     }
 }

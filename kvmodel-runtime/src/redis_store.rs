@@ -2,7 +2,9 @@
 //!
 //! `commit` is one `EVALSHA` of a generic Lua script (loaded on `NOSCRIPT`)
 //! that checks every condition and validates every operation before the first
-//! write, so a failed condition or a malformed batch writes nothing. Sorted
+//! write, with the rules of [`check`](crate::store::check) (which include
+//! every check of the commands it then runs), so a failed condition or a
+//! malformed batch writes nothing. Sorted
 //! collections are sorted sets whose members are the order-preserving entries
 //! (all scores 0, read with `ZRANGEBYLEX`); TTLs are native (`PX`); counters
 //! are `INCRBY`; `get_many` is one `MGET`.
@@ -254,5 +256,13 @@ impl Store for RedisStore {
         cmd.arg("LIMIT").arg(0).arg(req.limit.saturating_add(1));
         let entries: Vec<Vec<u8>> = self.query(&cmd, "read a sorted collection").await?;
         page_from_entries(entries, req.limit)
+    }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
+        let mut cmd = redis::cmd("PTTL");
+        cmd.arg(key);
+        let ms: i64 = self.query(&cmd, "read a time to live").await?;
+        // -2: absent, -1: no expiry.
+        Ok(u64::try_from(ms).ok().map(std::time::Duration::from_millis))
     }
 }

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Bound;
 
-use crate::batch::{Batch, Op, Outcome, parse_counter};
+use crate::batch::{
+    Batch, NOT_A_COUNTER, Op, Outcome, add_to_counter, counter_value, parse_counter,
+};
 use crate::error::{Error, Result};
 use crate::key::{read_terminated, write_terminated};
 
@@ -78,7 +80,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn backend(&self) -> &'static str;
 
     /// Checks every condition; if all hold, applies every operation, atomically.
-    /// If one fails, nothing is written and its index is reported.
+    /// If one fails, nothing is written and its index is reported. A batch
+    /// whose operations do not fit the keys they meet ([`check`]) is an error,
+    /// and nothing is written either.
     fn commit(&self, batch: Batch) -> impl Future<Output = Result<Outcome>> + Send;
 
     /// The value at `key`, if any (expired values are absent).
@@ -96,6 +100,17 @@ pub trait Store: Clone + Send + Sync + 'static {
         key: &str,
         req: RangeRequest,
     ) -> impl Future<Output = Result<RangeResult>> + Send;
+
+    /// How long the value at `key` has left to live: `None` when it is
+    /// absent, never expires, or the store cannot tell (the default). Used to
+    /// give repaired entries of an expiring record the record's lifetime.
+    fn time_to_live(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<std::time::Duration>>> + Send {
+        let _ = key;
+        async { Ok(None) }
+    }
 
     /// The counter at `key` (absent counts as 0).
     fn counter(&self, key: &str) -> impl Future<Output = Result<i64>> + Send {
@@ -205,55 +220,119 @@ pub fn page_from_entries(mut entries: Vec<Vec<u8>>, limit: usize) -> Result<Rang
     Ok(RangeResult { members, next })
 }
 
-/// The state of one counter key while a batch is being validated.
-#[derive(Clone, Copy)]
-enum Slot {
-    Int(i64),
-    NotInt,
+/// What a key holds now, as a backend reports it to [`check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// Nothing, or only expired data.
+    Nothing,
+    /// A value (counters are values too).
+    Value(Vec<u8>),
+    /// A sorted collection with at least one member.
+    Collection,
 }
 
-/// Checks, before anything is written, that every `Incr` of a batch applies to
-/// an integer and does not overflow, following earlier puts and deletes of the
-/// same batch. `current` reads the live value of a key.
-pub fn validate_counters(
-    batch: &Batch,
-    mut current: impl FnMut(&str) -> Result<Option<Vec<u8>>>,
-) -> Result<()> {
-    if !batch.ops().iter().any(|op| matches!(op, Op::Incr { .. })) {
-        return Ok(());
+/// What a key will hold at one point of a batch being checked.
+#[derive(Clone, Copy)]
+enum Slot {
+    Nothing,
+    Counter(i64),
+    Text,
+    Collection,
+}
+
+impl Slot {
+    fn value(bytes: &[u8]) -> Slot {
+        counter_value(bytes).map_or(Slot::Text, Slot::Counter)
     }
-    let mut slots: HashMap<&str, Slot> = HashMap::new();
-    let parse = |key: &str, v: Option<&[u8]>| match v {
-        None => Slot::Int(0),
-        Some(b) => parse_counter(key, b).map_or(Slot::NotInt, Slot::Int),
-    };
-    for op in batch.ops() {
-        match op {
-            Op::Put { key, value, .. } => {
-                slots.insert(key, parse(key, Some(value)));
-            }
-            Op::Delete { key } => {
-                slots.insert(key, Slot::Int(0));
-            }
-            Op::Incr { key, delta } => {
-                let slot = match slots.get(key.as_str()) {
-                    Some(s) => *s,
-                    None => parse(key, current(key)?.as_deref()),
-                };
-                let Slot::Int(v) = slot else {
-                    return Err(Error::InvalidBatch {
-                        key: key.clone(),
-                        reason: "it holds a value that is not an integer counter".to_owned(),
-                    });
-                };
-                let v = v.checked_add(*delta).ok_or_else(|| Error::InvalidBatch {
-                    key: key.clone(),
-                    reason: format!("adding {delta} would overflow the 64-bit counter"),
-                })?;
-                slots.insert(key, Slot::Int(v));
-            }
-            Op::Add { .. } | Op::Remove { .. } | Op::Expire { .. } => {}
+
+    fn of(held: &Held) -> Slot {
+        match held {
+            Held::Nothing => Slot::Nothing,
+            Held::Value(v) => Slot::value(v),
+            Held::Collection => Slot::Collection,
         }
     }
-    Ok(())
+}
+
+fn refuse(key: &str, reason: &str) -> Error {
+    Error::InvalidBatch {
+        key: key.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Decides, before anything is written, what committing `batch` does:
+/// [`Outcome::Failed`] for the first condition (in order) that does not hold,
+/// an error for the first operation (in order) that could not be applied,
+/// otherwise [`Outcome::Applied`], and then applying every operation cannot
+/// fail. `current` tells what a key holds now.
+///
+/// The rules, which the Redis commit script applies in the same order:
+/// a key holds nothing, a value or a sorted collection; a condition on a
+/// collection, a put over a collection, an increment of a collection, and an
+/// add to or remove from a value fail the batch (a delete first makes room
+/// for the other kind); an increment needs a counter as [`parse_counter`]
+/// reads it and a sum within 64 bits ([`add_to_counter`]). Each operation sees
+/// what the earlier ones of the batch left.
+pub fn check(batch: &Batch, mut current: impl FnMut(&str) -> Result<Held>) -> Result<Outcome> {
+    let mut slots: HashMap<&str, Slot> = HashMap::new();
+    for (index, cond) in batch.conditions().iter().enumerate() {
+        let key = cond.key();
+        let held = current(key)?;
+        let value = match &held {
+            Held::Nothing => None,
+            Held::Value(v) => Some(v.as_slice()),
+            Held::Collection => {
+                return Err(refuse(
+                    key,
+                    "a condition inspects a key that holds a sorted collection",
+                ));
+            }
+        };
+        if !cond.holds(value) {
+            return Ok(Outcome::Failed { index });
+        }
+        slots.insert(key, Slot::of(&held));
+    }
+    for op in batch.ops() {
+        let key = op.key();
+        if matches!(op, Op::Expire { .. }) {
+            continue; // any kind expires; nothing changes
+        }
+        let slot = match (op, slots.get(key)) {
+            (Op::Delete { .. }, _) => Slot::Nothing,
+            (_, Some(slot)) => *slot,
+            (_, None) => Slot::of(&current(key)?),
+        };
+        let next = match (op, slot) {
+            (Op::Delete { .. }, _) => Slot::Nothing,
+            (Op::Put { .. }, Slot::Collection) => {
+                return Err(refuse(
+                    key,
+                    "a put meets a sorted collection; delete it first",
+                ));
+            }
+            (Op::Put { value, .. }, _) => Slot::value(value),
+            (Op::Incr { delta, .. }, Slot::Nothing) => {
+                Slot::Counter(add_to_counter(key, 0, *delta)?)
+            }
+            (Op::Incr { delta, .. }, Slot::Counter(v)) => {
+                Slot::Counter(add_to_counter(key, v, *delta)?)
+            }
+            (Op::Incr { .. }, Slot::Text) => return Err(refuse(key, NOT_A_COUNTER)),
+            (Op::Incr { .. }, Slot::Collection) => {
+                return Err(refuse(
+                    key,
+                    "an increment meets a sorted collection, not a counter",
+                ));
+            }
+            (Op::Add { .. } | Op::Remove { .. }, Slot::Counter(_) | Slot::Text) => {
+                return Err(refuse(key, "a sorted-collection operation meets a value"));
+            }
+            (Op::Add { .. }, _) => Slot::Collection,
+            (Op::Remove { .. } | Op::Expire { .. }, slot) => slot,
+        };
+        slots.insert(key, next);
+    }
+    Ok(Outcome::Applied)
 }

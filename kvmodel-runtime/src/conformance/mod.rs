@@ -11,8 +11,10 @@
 //! The cases (in `cases`) panic on failure, as tests do.
 
 mod cases;
+mod counters;
 
 pub use cases::*;
+pub use counters::*;
 
 use std::future::Future;
 use std::time::Duration;
@@ -140,6 +142,8 @@ macro_rules! conformance_tests {
             get_many_keeps_order, counters_add_up, range_bounds, range_limit_and_direction,
             range_cursor_resumes_across_inserts, collections_are_sets_and_delete_clears,
             concurrent_absent_race_has_one_winner, concurrent_compare_and_swap_loses_nothing,
+            counter_syntax_is_one_rule, counter_overflow_is_exact, kinds_do_not_mix,
+            sub_millisecond_ttls_are_accepted,
         }
     };
 }

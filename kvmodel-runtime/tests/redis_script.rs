@@ -1,0 +1,169 @@
+//! The Redis commit script against Redis itself: its counter rule is the one
+//! `INCRBY` applies, and arguments it could not pass on to a command
+//! unchanged are refused before the first write.
+
+use kvmodel_runtime::conformance::{COUNTER_TEXTS, RedisServer};
+use kvmodel_runtime::{Batch, RedisStore, Store};
+use redis::Value;
+use redis::aio::MultiplexedConnection;
+
+async fn connect(server: &RedisServer) -> MultiplexedConnection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The table the conformance suite checks every backend against is what
+/// `INCRBY` itself accepts.
+#[tokio::test]
+async fn counter_table_is_what_incrby_accepts() {
+    let server = RedisServer::start();
+    let mut conn = connect(&server).await;
+    for (text, want) in COUNTER_TEXTS {
+        for delta in [0i64, 1, -1] {
+            let () = redis::cmd("SET")
+                .arg("k")
+                .arg(text.as_bytes())
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let got: redis::RedisResult<i64> = redis::cmd("INCRBY")
+                .arg("k")
+                .arg(delta)
+                .query_async(&mut conn)
+                .await;
+            assert_eq!(
+                got.ok(),
+                want.and_then(|v| v.checked_add(delta)),
+                "INCRBY {delta} on {text:?}"
+            );
+        }
+    }
+}
+
+/// Runs the commit script with `argv` patched by `forge`; returns the reply.
+async fn run_forged(
+    conn: &mut MultiplexedConnection,
+    batch: &Batch,
+    forge: impl FnOnce(&mut Vec<Vec<u8>>),
+) -> Value {
+    let (sha, keys, mut argv) = RedisStore::script_invocation(batch);
+    forge(&mut argv);
+    redis::cmd("EVALSHA")
+        .arg(sha)
+        .arg(keys.len())
+        .arg(keys)
+        .arg(argv)
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
+/// Time-to-live and increment arguments the following command would reject
+/// (`SET … PX 0`, `PEXPIRE` out of range, `INCRBY 007`) and unknown
+/// operations are refused by the script before it writes anything.
+#[tokio::test]
+async fn forged_arguments_are_refused_before_any_write() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut warm = Batch::new();
+    warm.put("warm", b"1".to_vec(), None);
+    assert!(
+        store.commit(warm).await.unwrap().is_applied(),
+        "loads the script"
+    );
+    let mut conn = connect(&server).await;
+    // ARGV: condition count 0, op count 2, then (kind, key, a, b) per op;
+    // the second op's fields start at index 6.
+    let mut put = Batch::new();
+    put.put("marker", b"m".to_vec(), None).put(
+        "target",
+        b"v".to_vec(),
+        Some(std::time::Duration::from_secs(1)),
+    );
+    let mut expire = Batch::new();
+    expire
+        .put("marker", b"m".to_vec(), None)
+        .expire("warm", std::time::Duration::from_secs(1));
+    let mut incr = Batch::new();
+    incr.put("marker", b"m".to_vec(), None).incr("count", 1);
+    let forged: Vec<(&str, &Batch, usize, &[u8])> = vec![
+        ("PX 0", &put, 9, b"0"),
+        ("PX -5", &put, 9, b"-5"),
+        ("PX 1.5", &put, 9, b"1.5"),
+        ("PX 007", &put, 9, b"007"),
+        ("PX of 10^14 ms", &put, 9, b"100000000000000"),
+        ("PEXPIRE 0", &expire, 8, b"0"),
+        ("PEXPIRE abc", &expire, 8, b"abc"),
+        ("INCRBY 007", &incr, 8, b"007"),
+        ("INCRBY 2^63", &incr, 8, b"9223372036854775808"),
+        ("INCRBY +1", &incr, 8, b"+1"),
+        ("unknown operation", &incr, 6, b"q"),
+    ];
+    for (what, batch, at, text) in forged {
+        let reply = run_forged(&mut conn, batch, |argv| argv[at] = text.to_vec()).await;
+        match &reply {
+            Value::Array(items) => assert_eq!(items.first(), Some(&Value::Int(-1)), "{what}"),
+            other => panic!("{what}: unexpected reply {other:?}"),
+        }
+        assert_eq!(store.get("marker").await.unwrap(), None, "{what}");
+        assert_eq!(store.get("target").await.unwrap(), None, "{what}");
+        assert_eq!(store.get("count").await.unwrap(), None, "{what}");
+    }
+    // The same batches unforged apply.
+    for batch in [put, expire, incr] {
+        assert!(store.commit(batch).await.unwrap().is_applied());
+    }
+}
+
+/// A value near an edge of the 64-bit range, or an ordinary one.
+fn edgy() -> i64 {
+    let near = |base: i64| base.saturating_add(fastrand::i64(-2000..=2000));
+    match fastrand::u8(0..6) {
+        0 => near(i64::MAX),
+        1 => near(i64::MIN),
+        2 => near(1 << 53),
+        3 => near(0),
+        4 => fastrand::i64(i64::MIN / 2..=i64::MAX / 2),
+        _ => fastrand::i64(..),
+    }
+}
+
+/// The script's exact two-part arithmetic refuses exactly the sums that
+/// overflow, over random increments near the edges (where doubles cannot
+/// tell neighbouring values apart).
+#[tokio::test]
+async fn script_overflow_matches_checked_add() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    fastrand::seed(7);
+    for round in 0..1500 {
+        let start = edgy();
+        let deltas: Vec<i64> = (0..fastrand::usize(1..=3)).map(|_| edgy()).collect();
+        let mut seed = Batch::new();
+        seed.put("k", start.to_string().into_bytes(), None);
+        assert!(store.commit(seed).await.unwrap().is_applied());
+        let mut b = Batch::new();
+        for d in &deltas {
+            b.incr("k", *d);
+        }
+        let want = deltas.iter().try_fold(start, |acc, d| acc.checked_add(*d));
+        let got = store.commit(b).await;
+        let now = store.counter("k").await.unwrap();
+        match want {
+            Some(end) => {
+                assert!(got.is_ok(), "round {round}: {start} + {deltas:?}: {got:?}");
+                assert_eq!(now, end, "round {round}: {start} + {deltas:?}");
+            }
+            None => {
+                assert!(
+                    got.is_err(),
+                    "round {round}: {start} + {deltas:?} overflows"
+                );
+                assert_eq!(now, start, "round {round}: nothing written");
+            }
+        }
+    }
+}
