@@ -10,6 +10,7 @@ use heck::ToSnakeCase;
 use crate::ir::{Entity, FieldExpr, FieldType, KeyTemplate, Model, Segment};
 use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use crate::template;
+use crate::vocab;
 
 /// Key builder names generated for every entity; indexes may not take them.
 const RESERVED: &[&str] = &["record", "all"];
@@ -20,12 +21,6 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
         check_entity(e, Some(model), diags);
     }
     check_cross_entity(model, diags);
-}
-
-fn is_snake_ident(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// Checks one entity. `model` gives the other entities and named types when
@@ -103,8 +98,9 @@ struct NameSet {
 
 impl NameSet {
     fn add(&mut self, diags: &mut Diagnostics, name: &Sp<String>, prefix: &str, what: &str) {
-        if !is_snake_ident(name) {
-            diags.error("E122", &name.origin, format!("the {what} name `{}` must be snake_case (lowercase letters, digits, `_`), because it becomes a method and key name", **name));
+        // The name becomes a method and key builder name.
+        if let Err(m) = vocab::snake_case("E122", what, name) {
+            diags.push(m.at(&name.origin));
             return;
         }
         if what == "index" && RESERVED.contains(&name.as_str()) {

@@ -115,7 +115,7 @@ fn fields_of(file: &syn::File, s: &syn::ItemStruct) -> Vec<Field> {
         .filter_map(|f| {
             let name = f.ident.as_ref()?.to_string();
             let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
-            let (ty, optional) = crate::attr::classify(&f.ty);
+            let (ty, optional) = crate::ir::FieldType::from_rust(&f.ty);
             let default = serde_default(&f.attrs)
                 .and_then(|fname| default_of(file, &fname))
                 .map(|v| Sp::new(v, Origin::Unknown));

@@ -5,6 +5,11 @@
 //! [`Origin`], which never takes part in equality.
 
 use crate::origin::{Origin, Sp};
+use crate::vocab;
+
+pub use crate::vocab::{
+    format_duration_ms, format_jitter, parse_duration_ms, parse_jitter_permille,
+};
 
 /// A whole model: entities and the named types they use.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -23,16 +28,6 @@ pub enum Encoding {
     Json,
     /// MessagePack (named maps).
     MsgPack,
-}
-
-impl Encoding {
-    /// The schema spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::Json => "json",
-            Encoding::MsgPack => "msgpack",
-        }
-    }
 }
 
 /// One entity (or, without a key, a versioned record type used in a
@@ -253,26 +248,6 @@ impl FieldType {
             FieldType::String | FieldType::Bytes | FieldType::List(_) | FieldType::Map(_)
         )
     }
-
-    /// The schema spelling (`string`, `list<u32>`, `UserStatus`).
-    pub fn schema_name(&self) -> String {
-        match self {
-            FieldType::String => "string".into(),
-            FieldType::Bool => "bool".into(),
-            FieldType::I32 => "i32".into(),
-            FieldType::I64 => "i64".into(),
-            FieldType::U32 => "u32".into(),
-            FieldType::U64 => "u64".into(),
-            FieldType::F64 => "f64".into(),
-            FieldType::Bytes => "bytes".into(),
-            FieldType::Timestamp => "timestamp".into(),
-            FieldType::Date => "date".into(),
-            FieldType::Uuid => "uuid".into(),
-            FieldType::List(t) => format!("list<{}>", t.schema_name()),
-            FieldType::Map(t) => format!("map<string, {}>", t.schema_name()),
-            FieldType::Named(n) => n.clone(),
-        }
-    }
 }
 
 /// A field of an entity.
@@ -310,42 +285,6 @@ impl FieldExpr {
             FieldExpr::Field(f) | FieldExpr::Hour(f) | FieldExpr::Day(f) | FieldExpr::Month(f) => f,
         }
     }
-
-    /// Parses `status`, `day(created_at)`, …
-    pub fn parse(s: &str) -> Option<FieldExpr> {
-        let s = s.trim();
-        let is_ident = |x: &str| {
-            !x.is_empty()
-                && x.chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && x.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        };
-        if let Some((func, rest)) = s.split_once('(') {
-            let arg = rest.strip_suffix(')')?.trim();
-            if !is_ident(arg) {
-                return None;
-            }
-            return match func.trim() {
-                "hour" => Some(FieldExpr::Hour(arg.into())),
-                "day" => Some(FieldExpr::Day(arg.into())),
-                "month" => Some(FieldExpr::Month(arg.into())),
-                _ => None,
-            };
-        }
-        is_ident(s).then(|| FieldExpr::Field(s.into()))
-    }
-}
-
-impl std::fmt::Display for FieldExpr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FieldExpr::Field(x) => f.write_str(x),
-            FieldExpr::Hour(x) => write!(f, "hour({x})"),
-            FieldExpr::Day(x) => write!(f, "day({x})"),
-            FieldExpr::Month(x) => write!(f, "month({x})"),
-        }
-    }
 }
 
 /// String normalization of a unique index.
@@ -375,6 +314,22 @@ pub struct Index {
     pub origin: Origin,
 }
 
+impl Index {
+    /// A non-unique index with nothing declared yet, introduced in version
+    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    pub fn new(name: Sp<String>) -> Self {
+        Index {
+            origin: name.origin.clone(),
+            name,
+            fields: Vec::new(),
+            unique: false,
+            normalize: None,
+            order_by: None,
+            since: default_since(),
+        }
+    }
+}
+
 /// A counter: a count or a sum, optionally per group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counter {
@@ -388,6 +343,20 @@ pub struct Counter {
     pub since: Sp<u32>,
     /// Where it was declared.
     pub origin: Origin,
+}
+
+impl Counter {
+    /// A plain count with nothing declared yet, introduced in version
+    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    pub fn new(name: Sp<String>) -> Self {
+        Counter {
+            origin: name.origin.clone(),
+            name,
+            group_by: Vec::new(),
+            sum: None,
+            since: default_since(),
+        }
+    }
 }
 
 /// A one-to-many relation: this entity belongs to a parent.
@@ -405,6 +374,21 @@ pub struct Relation {
     pub since: Sp<u32>,
     /// Where it was declared.
     pub origin: Origin,
+}
+
+impl Relation {
+    /// An unordered relation, introduced in version
+    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    pub fn new(name: Sp<String>, belongs_to: Sp<String>, by: Sp<String>) -> Self {
+        Relation {
+            origin: name.origin.clone(),
+            name,
+            belongs_to,
+            by,
+            order_by: None,
+            since: default_since(),
+        }
+    }
 }
 
 /// Record time to live.
@@ -431,6 +415,19 @@ pub struct Migration {
     pub origin: Origin,
 }
 
+impl Migration {
+    /// A step from `from` that changes nothing yet.
+    pub fn new(from: Sp<u32>, origin: Origin) -> Self {
+        Migration {
+            from,
+            rename: Vec::new(),
+            add: Vec::new(),
+            remove: Vec::new(),
+            origin,
+        }
+    }
+}
+
 /// A named type of a YAML schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeDef {
@@ -451,6 +448,12 @@ pub enum TypeKind {
     Struct(Vec<Field>),
 }
 
+/// `since` when none is declared: [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE),
+/// written nowhere.
+pub fn default_since() -> Sp<u32> {
+    Sp::new(vocab::DEFAULT_SINCE, Origin::Unknown)
+}
+
 impl Ttl {
     /// Parses `after` (e.g. `30m`) and an optional `jitter` (e.g. `10%`),
     /// reporting what does not parse.
@@ -459,77 +462,22 @@ impl Ttl {
         jitter: Option<Sp<String>>,
         diags: &mut crate::origin::Diagnostics,
     ) -> Option<Ttl> {
-        let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
-            Some(p) => Some(Sp::new(p, j.origin)),
-            None => {
-                diags.error("E116", &j.origin, format!("`{}` is not a jitter; expected a percentage from 0% to 100%, such as `10%`", *j));
+        let jitter_permille = jitter.and_then(|j| match vocab::parse_jitter_permille(&j) {
+            Ok(p) => Some(Sp::new(p, j.origin)),
+            Err(m) => {
+                diags.push(m.at(&j.origin));
                 None
             }
         });
-        match parse_duration_ms(&after) {
-            Some(ms) => Some(Ttl {
+        match vocab::parse_duration_ms(&after) {
+            Ok(ms) => Some(Ttl {
                 after_ms: Sp::new(ms, after.origin),
                 jitter_permille,
             }),
-            None => {
-                diags.error("E116", &after.origin, format!("`{}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as `30m`", *after));
+            Err(m) => {
+                diags.push(m.at(&after.origin));
                 None
             }
         }
-    }
-}
-
-/// Parses a duration such as `30m`, `1500ms`, `2h` into milliseconds.
-pub fn parse_duration_ms(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult = match unit.trim() {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return None,
-    };
-    n.checked_mul(mult).filter(|&ms| ms > 0)
-}
-
-/// Parses a jitter such as `10%` or `2.5%` into thousandths (0–1000).
-pub fn parse_jitter_permille(s: &str) -> Option<u32> {
-    let pct = s.trim().strip_suffix('%')?.trim();
-    let (int, frac) = pct.split_once('.').unwrap_or((pct, ""));
-    if int.is_empty()
-        || frac.len() > 1
-        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let permille = int.parse::<u32>().ok()?.checked_mul(10)? + frac.parse::<u32>().unwrap_or(0);
-    (permille <= 1000).then_some(permille)
-}
-
-/// Formats milliseconds back as the largest exact unit (`30m`).
-pub fn format_duration_ms(ms: u64) -> String {
-    for (unit, n) in [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1_000),
-    ] {
-        if ms.is_multiple_of(n) {
-            return format!("{}{unit}", ms / n);
-        }
-    }
-    format!("{ms}ms")
-}
-
-/// Formats thousandths as a percentage (`10%`, `2.5%`).
-pub fn format_jitter(permille: u32) -> String {
-    if permille.is_multiple_of(10) {
-        format!("{}%", permille / 10)
-    } else {
-        format!("{}.{}%", permille / 10, permille % 10)
     }
 }

@@ -1,8 +1,10 @@
 //! The model IR, checks and code generation of kvmodel.
 //!
 //! Two front-ends build one [`ir::Model`]: the derive ([`attr`]) and the YAML
-//! schema reader (in `kvmodel-build`). [`check`] holds every cross-field rule;
-//! [`expand`] emits the impls, repositories and key builders.
+//! schema reader (in `kvmodel-build`). Both read the words of a model
+//! (encodings, field types, time buckets, durations, names) through
+//! [`vocab`]; [`check`] holds every cross-field rule; [`expand`] emits the
+//! impls, repositories and key builders.
 
 #![warn(missing_docs)]
 
@@ -13,6 +15,7 @@ pub mod expand;
 pub mod ir;
 pub mod origin;
 pub mod template;
+pub mod vocab;
 
 pub use origin::{Diagnostic, Diagnostics, Origin, Severity, Sp};
 

@@ -119,8 +119,10 @@ pub struct MemberFact {
 pub struct CounterFact {
     /// Counter key.
     pub key: String,
-    /// Amount this record contributes.
-    pub delta: i64,
+    /// Amount this record contributes, exactly as the record holds it (a
+    /// `u64` field may exceed `i64`); writes refuse a contribution that a
+    /// 64-bit counter cannot hold.
+    pub delta: i128,
     /// The record version that introduced the counter.
     pub since: u32,
 }
@@ -152,7 +154,7 @@ impl Facts {
     }
 
     /// Records a counter contribution.
-    pub fn count(&mut self, since: u32, key: String, delta: i64) {
+    pub fn count(&mut self, since: u32, key: String, delta: i128) {
         self.counters.push(CounterFact { key, delta, since });
     }
 

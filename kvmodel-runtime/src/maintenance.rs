@@ -14,7 +14,7 @@ use crate::entity::{self, Entity, Facts};
 use crate::error::Result;
 use crate::page::{Cursor, PageRequest};
 use crate::record;
-use crate::repo::Engine;
+use crate::repo::{Engine, transition};
 use crate::store::{Direction, RangeRequest, Store, encode_entry};
 
 /// How far a maintenance walk got.
@@ -33,8 +33,9 @@ pub struct Progress {
 pub struct CounterDrift {
     /// Counter key.
     pub key: String,
-    /// What the records add up to.
-    pub expected: i64,
+    /// What the records add up to (exactly; it may lie beyond what a 64-bit
+    /// counter holds, and is then reported but not repaired).
+    pub expected: i128,
     /// What the store holds.
     pub actual: i64,
 }
@@ -131,8 +132,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Like [`verify`](Self::verify), then repairs: missing claims and
-    /// members are written, counters are adjusted by the measured difference.
-    /// Claims held by another record are reported, never taken.
+    /// members are written (through the same transition as every write,
+    /// with the record's remaining lifetime when it expires), counters are
+    /// adjusted by the measured difference. Claims held by another record
+    /// are reported, never taken.
     pub async fn reconcile(&self, page_size: usize) -> Result<Drift> {
         self.walk(page_size, true).await
     }
@@ -140,7 +143,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     async fn walk(&self, page_size: usize, repair: bool) -> Result<Drift> {
         let store = self.store();
         let mut drift = Drift::default();
-        let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+        let mut expected: BTreeMap<String, i128> = BTreeMap::new();
         let mut after = None;
         loop {
             let mut req = RangeRequest::all(page_size.max(1));
@@ -158,40 +161,47 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 let (version, value) = entity::decode::<E>(key, &bytes)?;
                 let mut facts = Facts::of(&value);
                 facts.retain_since(version);
-                // Repairs are conditional on the record being unchanged and
-                // claims still free; a concurrent writer wins, verify reports.
-                let mut fix = Batch::new();
-                fix.equals(key, bytes.clone());
-                let claim_keys: Vec<String> = facts.claims.iter().map(|c| c.key.clone()).collect();
+                for c in facts.counters.drain(..) {
+                    *expected.entry(c.key).or_default() += c.delta;
+                }
+                // `want`: the entries the record implies, less claims another
+                // record holds (reported, never taken); `have`: those found.
+                let mut want = facts;
+                let claim_keys: Vec<String> = want.claims.iter().map(|c| c.key.clone()).collect();
                 let holders = store.get_many(&claim_keys).await?;
-                for (c, holder) in facts.claims.iter().zip(holders) {
+                let mut have = Facts::default();
+                let mut kept = Vec::with_capacity(want.claims.len());
+                for (c, holder) in want.claims.drain(..).zip(holders) {
                     match holder {
-                        Some(holder) if holder == key.as_bytes() => {}
+                        Some(holder) if holder == key.as_bytes() => {
+                            have.claims.push(c.clone());
+                            kept.push(c);
+                        }
                         Some(holder) => drift.conflicting_claims.push((
-                            c.key.clone(),
+                            c.key,
                             key.clone(),
                             String::from_utf8_lossy(&holder).into_owned(),
                         )),
                         None => {
                             drift.missing_claims.push((c.key.clone(), key.clone()));
-                            fix.absent(&c.key)
-                                .put(&c.key, key.as_bytes().to_vec(), None);
+                            kept.push(c);
                         }
                     }
                 }
-                for m in &facts.members {
-                    if !is_member(store, &m.collection, &m.sort, key.as_bytes()).await? {
+                want.claims = kept;
+                for m in &want.members {
+                    if is_member(store, &m.collection, &m.sort, key.as_bytes()).await? {
+                        have.members.push(m.clone());
+                    } else {
                         drift
                             .missing_members
                             .push((m.collection.clone(), key.clone()));
-                        fix.add(&m.collection, m.sort.clone(), key.as_bytes().to_vec());
                     }
                 }
-                for c in &facts.counters {
-                    *expected.entry(c.key.clone()).or_default() += c.delta;
-                }
-                if repair && !fix.ops().is_empty() {
-                    let _ = store.commit(fix).await?;
+                let missing = have.claims.len() < want.claims.len()
+                    || have.members.len() < want.members.len();
+                if repair && missing {
+                    self.repair(key, bytes, &have, &want).await?;
                 }
             }
             match range.next {
@@ -201,10 +211,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         for (key, want) in expected {
             let actual = store.counter(&key).await?;
-            if actual != want {
-                if repair {
+            if want != i128::from(actual) {
+                // A sum no counter can hold is reported, not repaired.
+                if repair && i64::try_from(want).is_ok() {
                     let mut b = Batch::new();
-                    b.incr(&key, want - actual);
+                    b.incr_wide(&key, want - i128::from(actual));
                     let _ = store.commit(b).await?;
                 }
                 drift.counters.push(CounterDrift {
@@ -215,6 +226,33 @@ impl<E: Entity, S: Store> Engine<E, S> {
             }
         }
         Ok(drift)
+    }
+
+    /// Writes the entries of the record at `key` (stored as `bytes`) that
+    /// `want` has and `have` lacks, conditional on the record being
+    /// unchanged and the claims still free: a concurrent writer wins, and
+    /// `verify` reports what is left.
+    ///
+    /// The entries of an expiring record get its remaining lifetime, so they
+    /// expire with it. When the store cannot tell that lifetime, they get a
+    /// fresh sample of the entity's TTL: never no expiry, but possibly up to
+    /// one TTL more than the record, during which a repaired claim keeps its
+    /// value taken.
+    async fn repair(&self, key: &str, bytes: Vec<u8>, have: &Facts, want: &Facts) -> Result<()> {
+        let ttl = match E::META.ttl {
+            Some(t) => Some(
+                self.store()
+                    .time_to_live(key)
+                    .await?
+                    .unwrap_or_else(|| t.sample()),
+            ),
+            None => None,
+        };
+        let mut fix = Batch::new();
+        fix.equals(key, bytes);
+        transition(&mut fix, key, Some(have), Some(want), ttl, &E::all_key())?;
+        let _ = self.store().commit(fix).await?;
+        Ok(())
     }
 }
 

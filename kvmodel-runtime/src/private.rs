@@ -38,9 +38,11 @@ pub fn month(d: Date) -> String {
     format!("{:04}-{:02}", d.year(), d.month())
 }
 
-/// A sum contribution of an integer field.
-pub fn sum_i64<T: TryInto<i64>>(v: T) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
+/// The sum contribution of an integer field, exactly: every integer type a
+/// sum accepts fits in an `i128`. Writes refuse a contribution outside the
+/// range of a 64-bit counter rather than saturate it.
+pub fn sum_i64<T: Into<i128>>(v: T) -> i128 {
+    v.into()
 }
 
 /// The error of a record written at a version with no migration path.

@@ -6,9 +6,10 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use crate::batch::{Batch, Outcome};
-use crate::entity::{self, ClaimFact, Entity, Facts};
+use crate::entity::{self, ClaimFact, Entity, Facts, MemberFact};
 use crate::error::{Error, Result};
 use crate::page::{Cursor, Page, PageRequest};
 use crate::store::Store;
@@ -41,20 +42,98 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for Engine<E, S> {
     }
 }
 
-/// Sums counter contributions per key (`sign` = +1 or -1), dropping zeros.
-fn add_counters(acc: &mut BTreeMap<String, i64>, facts: &Facts, sign: i64) {
-    for c in &facts.counters {
-        let slot = acc.entry(c.key.clone()).or_default();
-        *slot = slot.saturating_add(c.delta.saturating_mul(sign));
-    }
-}
-
-fn push_counters(b: &mut Batch, acc: BTreeMap<String, i64>) {
-    for (key, delta) in acc {
-        if delta != 0 {
-            b.incr(key, delta);
+/// The one transition behind every write: appends to `b` what moves the
+/// derived entries of the record at `owner` from the image whose facts are
+/// `old` to the one whose facts are `new` (`None`: no record), with the
+/// record's `ttl`. The caller adds the record's own condition and write.
+///
+/// - claims `new` adds get a condition "absent or held by `owner`"; they are
+///   returned in condition order, so a failed condition maps back to its claim;
+/// - every claim of `new` is put with `ttl` (a claim both images have is
+///   rewritten only to renew a TTL); claims only `old` has are deleted;
+/// - collection members only `old` has are removed, those only `new` has added;
+/// - counters move by the exact net difference (`new` minus `old`), as
+///   [`Batch::incr_wide`] expresses it; a contribution a 64-bit counter cannot
+///   hold is refused;
+/// - the discovery member at `discovery` is added while a record exists (again
+///   on every write, which repairs drift) and removed with it.
+///
+/// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
+/// passes the entries it found as `old` and those the record implies as `new`.
+pub(crate) fn transition(
+    b: &mut Batch,
+    owner: &str,
+    old: Option<&Facts>,
+    new: Option<&Facts>,
+    ttl: Option<Duration>,
+    discovery: &str,
+) -> Result<Vec<ClaimFact>> {
+    let none = Facts::default();
+    let (from, to) = (old.unwrap_or(&none), new.unwrap_or(&none));
+    let owner_bytes = owner.as_bytes();
+    let old_claims: HashSet<&str> = from.claims.iter().map(|c| c.key.as_str()).collect();
+    let new_claims: HashSet<&str> = to.claims.iter().map(|c| c.key.as_str()).collect();
+    let mut checked = Vec::new();
+    for c in &to.claims {
+        if !old_claims.contains(c.key.as_str()) {
+            b.absent_or_equals(&c.key, owner_bytes.to_vec());
+            checked.push(c.clone());
         }
     }
+    for c in &to.claims {
+        if ttl.is_some() || !old_claims.contains(c.key.as_str()) {
+            b.put(&c.key, owner_bytes.to_vec(), ttl);
+        }
+    }
+    for c in &from.claims {
+        if !new_claims.contains(c.key.as_str()) {
+            b.delete(&c.key);
+        }
+    }
+    let old_members: HashSet<(&str, &[u8])> = from.members.iter().map(entry).collect();
+    let new_members: HashSet<(&str, &[u8])> = to.members.iter().map(entry).collect();
+    for m in &from.members {
+        if !new_members.contains(&entry(m)) {
+            b.remove(&m.collection, m.sort.clone(), owner_bytes.to_vec());
+        }
+    }
+    for m in &to.members {
+        if !old_members.contains(&entry(m)) {
+            b.add(&m.collection, m.sort.clone(), owner_bytes.to_vec());
+        }
+    }
+    let mut net: BTreeMap<&str, i128> = BTreeMap::new();
+    for (facts, sign) in [(from, -1), (to, 1)] {
+        for c in &facts.counters {
+            if i64::try_from(c.delta).is_err() {
+                return Err(Error::InvalidBatch {
+                    key: c.key.clone(),
+                    reason: format!(
+                        "the record adds {} to this counter, beyond what a 64-bit counter holds \
+                         ({} to {}); keep the summed field within that range",
+                        c.delta,
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                });
+            }
+            *net.entry(&c.key).or_default() += sign * c.delta;
+        }
+    }
+    for (key, delta) in net {
+        b.incr_wide(key, delta);
+    }
+    if new.is_some() {
+        b.add(discovery, Vec::new(), owner_bytes.to_vec());
+    } else if old.is_some() {
+        b.remove(discovery, Vec::new(), owner_bytes.to_vec());
+    }
+    Ok(checked)
+}
+
+/// A collection membership as (collection, sort key).
+fn entry(m: &MemberFact) -> (&str, &[u8]) {
+    (m.collection.as_str(), m.sort.as_slice())
 }
 
 /// Waits a little before retrying an optimistic write: jittered exponential
@@ -96,48 +175,25 @@ impl<E: Entity, S: Store> Engine<E, S> {
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         let bytes = entity::encode(&key, value)?;
-        let Facts {
-            claims,
-            members,
-            counters,
-        } = Facts::of(value);
         let ttl = E::META.ttl.map(|t| t.sample());
-        let owner = key.as_bytes();
-        let mut b = Batch::with_capacity(
-            1 + claims.len(),
-            2 + claims.len() + members.len() + counters.len(),
-        );
-        b.absent(key.as_str());
-        for c in &claims {
-            b.absent_or_equals(c.key.as_str(), owner.to_vec());
-        }
-        b.put(key.as_str(), bytes, ttl);
-        let claim_count = claims.len();
-        for c in claims {
-            b.put(c.key, owner.to_vec(), ttl);
-        }
-        for m in members {
-            b.add(m.collection, m.sort, owner.to_vec());
-        }
-        for c in counters.into_iter().filter(|c| c.delta != 0) {
-            b.incr(c.key, c.delta);
-        }
-        b.add(E::all_key(), Vec::new(), owner.to_vec());
+        let mut b = Batch::new();
+        b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
+        let facts = Facts::of(value);
+        let checked = transition(&mut b, &key, None, Some(&facts), ttl, &E::all_key())?;
         match self.store.commit(b).await? {
             Outcome::Applied => Ok(()),
             Outcome::Failed { index: 0 } => Err(Error::AlreadyExists {
                 entity: E::META.name,
                 key,
             }),
-            // Rare: rebuild the facts to name the claim that was taken.
-            Outcome::Failed { index } if index <= claim_count => {
-                Err(self.unique_violation(&Facts::of(value).claims[index - 1]))
-            }
-            Outcome::Failed { .. } => Err(Error::Conflict {
-                entity: E::META.name,
-                key,
-                attempts: 1,
-            }),
+            Outcome::Failed { index } => match checked.get(index - 1) {
+                Some(claim) => Err(self.unique_violation(claim)),
+                None => Err(Error::Conflict {
+                    entity: E::META.name,
+                    key,
+                    attempts: 1,
+                }),
+            },
         }
     }
 
@@ -169,56 +225,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
     ) -> Result<(Batch, Vec<ClaimFact>)> {
         let bytes = entity::encode(key, new_value)?;
         let ttl = E::META.ttl.map(|t| t.sample());
-        let owner = key.as_bytes().to_vec();
         let mut b = Batch::new();
-        b.equals(key, old_bytes);
-        let old_claims: HashSet<&str> = old.claims.iter().map(|c| c.key.as_str()).collect();
-        let new_claims: HashSet<&str> = new.claims.iter().map(|c| c.key.as_str()).collect();
-        let mut checked = Vec::new();
-        for c in &new.claims {
-            if !old_claims.contains(c.key.as_str()) {
-                b.absent_or_equals(&c.key, owner.clone());
-                checked.push(c.clone());
-            }
-        }
-        b.put(key, bytes, ttl);
-        for c in &new.claims {
-            // Kept claims are rewritten only to renew their TTL with the record's.
-            if ttl.is_some() || !old_claims.contains(c.key.as_str()) {
-                b.put(&c.key, owner.clone(), ttl);
-            }
-        }
-        for c in &old.claims {
-            if !new_claims.contains(c.key.as_str()) {
-                b.delete(&c.key);
-            }
-        }
-        let old_members: HashSet<(&str, &[u8])> = old
-            .members
-            .iter()
-            .map(|m| (m.collection.as_str(), m.sort.as_slice()))
-            .collect();
-        let new_members: HashSet<(&str, &[u8])> = new
-            .members
-            .iter()
-            .map(|m| (m.collection.as_str(), m.sort.as_slice()))
-            .collect();
-        for m in &old.members {
-            if !new_members.contains(&(m.collection.as_str(), m.sort.as_slice())) {
-                b.remove(&m.collection, m.sort.clone(), owner.clone());
-            }
-        }
-        for m in &new.members {
-            if !old_members.contains(&(m.collection.as_str(), m.sort.as_slice())) {
-                b.add(&m.collection, m.sort.clone(), owner.clone());
-            }
-        }
-        let mut counters = BTreeMap::new();
-        add_counters(&mut counters, new, 1);
-        add_counters(&mut counters, old, -1);
-        push_counters(&mut b, counters);
-        // Re-adding the discovery member is idempotent and repairs drift.
-        b.add(E::all_key(), Vec::new(), owner);
+        b.equals(key, old_bytes).put(key, bytes, ttl);
+        let checked = transition(&mut b, key, Some(old), Some(new), ttl, &E::all_key())?;
         Ok((b, checked))
     }
 
@@ -286,19 +295,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let (stored_version, old_value) = entity::decode::<E>(key, &old_bytes)?;
             let mut old = Facts::of(&old_value);
             old.retain_since(stored_version);
-            let owner = key.as_bytes().to_vec();
             let mut b = Batch::new();
             b.equals(key, old_bytes).delete(key);
-            for c in &old.claims {
-                b.delete(&c.key);
-            }
-            for m in &old.members {
-                b.remove(&m.collection, m.sort.clone(), owner.clone());
-            }
-            let mut counters = BTreeMap::new();
-            add_counters(&mut counters, &old, -1);
-            push_counters(&mut b, counters);
-            b.remove(E::all_key(), Vec::new(), owner);
+            transition(&mut b, key, Some(&old), None, None, &E::all_key())?;
             match self.store.commit(b).await? {
                 Outcome::Applied => return Ok(true),
                 Outcome::Failed { .. } => backoff(attempt).await,

@@ -59,8 +59,7 @@ pub struct Address {
     migration(
         from = 1,
         rename(full_name = name),
-        add(status = "active"),
-        add_json(tags = "[]"),
+        add(status = "active", tags = []),
         remove(legacy_flag)
     )
 )]

@@ -4,14 +4,12 @@
 use serde_saphyr::Spanned;
 
 use kvmodel_codegen::ir::{
-    Counter, Encoding, Entity, Field, Index, KeyTemplate, Migration, Normalize, Relation, Ttl,
-    TypeDef,
+    Counter, Entity, Field, Index, KeyTemplate, Migration, Relation, Ttl, TypeDef, default_since,
 };
-use kvmodel_codegen::origin::{Diagnostic, Origin, Sp, suggestion};
+use kvmodel_codegen::origin::{Diagnostic, Sp};
+use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};
 
-use super::{
-    COUNTER_KEYS, ENTITY_KEYS, INDEX_KEYS, Lower, MIGRATION_KEYS, Node, RELATION_KEYS, TTL_KEYS,
-};
+use super::{ENTITY_KEYS, Lower, Node, TTL_KEYS};
 use crate::node::Value;
 
 impl Lower<'_> {
@@ -23,7 +21,7 @@ impl Lower<'_> {
         types: &[TypeDef],
     ) -> Option<Entity> {
         let origin = self.loc.at(name);
-        self.require_camel("entity", &name.value, &origin);
+        self.rule(vocab::upper_camel_case("entity", &name.value), &origin);
         let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), "pub");
         e.namespace = namespace;
         let what = format!("entity `{}`", name.value);
@@ -33,24 +31,17 @@ impl Lower<'_> {
                     e.key = self.string(v, "`key`").map(KeyTemplate::new);
                 }
                 "version" => {
-                    if let Some(n) = self.uint(v, "`version`") {
+                    if let Some(n) = self.version(v, "`version`") {
                         e.version = n;
                     }
                 }
                 "encoding" => {
-                    if let Some(s) = self.string(v, "`encoding`") {
-                        match s.as_str() {
-                            "json" => e.encoding = Sp::new(Encoding::Json, s.origin),
-                            "msgpack" => e.encoding = Sp::new(Encoding::MsgPack, s.origin),
-                            other => {
-                                let hint = suggestion(other, ["json", "msgpack"]);
-                                self.err("E010", &s.origin, format!("unknown encoding `{other}`{hint}; expected `json` or `msgpack`"));
-                            }
-                        }
+                    if let Some(enc) = self.word(v, "`encoding`") {
+                        e.encoding = enc;
                     }
                 }
                 "ttl" => e.ttl = self.ttl(v),
-                "colocate" => e.colocate = self.string(v, "`colocate`"),
+                "colocate" => e.colocate = self.name(v, "`colocate`"),
                 "fields" => e.fields = self.fields(v, types),
                 "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
@@ -94,20 +85,11 @@ impl Lower<'_> {
     }
 
     fn since(&mut self, v: &Node) -> Sp<u32> {
-        self.uint(v, "`since`")
-            .unwrap_or_else(|| Sp::new(1, Origin::Unknown))
+        self.version(v, "`since`").unwrap_or_else(default_since)
     }
 
     fn index(&mut self, name: Sp<String>, body: &Node) -> Option<Index> {
-        let mut ix = Index {
-            origin: name.origin.clone(),
-            name,
-            fields: Vec::new(),
-            unique: false,
-            normalize: None,
-            order_by: None,
-            since: Sp::new(1, Origin::Unknown),
-        };
+        let mut ix = Index::new(name);
         let what = format!("index `{}`", *ix.name);
         for (k, v) in self.entries(body, INDEX_KEYS, &what) {
             match k.value.as_str() {
@@ -115,19 +97,7 @@ impl Lower<'_> {
                     ix.fields = self.string_list(v, "`fields`");
                 }
                 "unique" => ix.unique = self.boolean(v, "`unique`").unwrap_or(false),
-                "normalize" => {
-                    if let Some(s) = self.string(v, "`normalize`") {
-                        if s.as_str() == "lowercase" {
-                            ix.normalize = Some(Sp::new(Normalize::Lowercase, s.origin));
-                        } else {
-                            self.err(
-                                "E010",
-                                &s.origin,
-                                format!("unknown normalization `{}`; expected `lowercase`", *s),
-                            );
-                        }
-                    }
-                }
+                "normalize" => ix.normalize = self.word(v, "`normalize`"),
                 "order_by" => ix.order_by = self.field_expr(v, "`order_by`"),
                 "since" => ix.since = self.since(v),
                 _ => {}
@@ -137,13 +107,7 @@ impl Lower<'_> {
     }
 
     fn counter(&mut self, name: Sp<String>, body: &Node) -> Option<Counter> {
-        let mut c = Counter {
-            origin: name.origin.clone(),
-            name,
-            group_by: Vec::new(),
-            sum: None,
-            since: Sp::new(1, Origin::Unknown),
-        };
+        let mut c = Counter::new(name);
         let what = format!("counter `{}`", *c.name);
         for (k, v) in self.entries(body, COUNTER_KEYS, &what) {
             match k.value.as_str() {
@@ -157,7 +121,7 @@ impl Lower<'_> {
                         .filter_map(|i| self.field_expr(i, "`group_by`"))
                         .collect();
                 }
-                "sum" => c.sum = self.string(v, "`sum`"),
+                "sum" => c.sum = self.name(v, "`sum`"),
                 "since" => c.since = self.since(v),
                 _ => {}
             }
@@ -167,33 +131,24 @@ impl Lower<'_> {
 
     fn relation(&mut self, name: Sp<String>, body: &Node) -> Option<Relation> {
         let what = format!("relation `{}`", *name);
-        let (mut belongs_to, mut by, mut order_by, mut since) =
-            (None, None, None, Sp::new(1, Origin::Unknown));
+        let (mut belongs_to, mut by, mut order_by, mut since) = (None, None, None, default_since());
         for (k, v) in self.entries(body, RELATION_KEYS, &what) {
             match k.value.as_str() {
-                "belongs_to" => belongs_to = self.string(v, "`belongs_to`"),
-                "by" => by = self.string(v, "`by`"),
+                "belongs_to" => belongs_to = self.name(v, "`belongs_to`"),
+                "by" => by = self.name(v, "`by`"),
                 "order_by" => order_by = self.field_expr(v, "`order_by`"),
                 "since" => since = self.since(v),
                 _ => {}
             }
         }
         let (Some(belongs_to), Some(by)) = (belongs_to, by) else {
-            self.err(
-                "E011",
-                &name.origin,
-                format!("{what} needs `belongs_to: Entity` and `by: field`"),
-            );
+            self.report(vocab::relation_without_parent(&name), &name.origin);
             return None;
         };
-        Some(Relation {
-            origin: name.origin.clone(),
-            name,
-            belongs_to,
-            by,
-            order_by,
-            since,
-        })
+        let mut r = Relation::new(name, belongs_to, by);
+        r.order_by = order_by;
+        r.since = since;
+        Some(r)
     }
 
     fn ttl(&mut self, n: &Node) -> Option<Ttl> {
@@ -213,11 +168,11 @@ impl Lower<'_> {
         };
         let Some(after) = after else {
             let at = self.loc.at(n);
-            self.err(
-                "E011",
-                &at,
-                "`ttl` needs `after`, e.g. `ttl: { after: 30m, jitter: 10% }`",
+            let m = vocab::missing(
+                "`ttl`",
+                "`after`, the duration, such as `ttl: { after: 30m, jitter: 10% }`",
             );
+            self.report(m, &at);
             return None;
         };
         Ttl::parse(after, jitter, self.diags)
@@ -231,26 +186,18 @@ impl Lower<'_> {
         let mut out = Vec::new();
         for item in items {
             let origin = self.loc.at(item);
-            let mut m = Migration {
-                from: Sp::new(0, origin.clone()),
-                rename: Vec::new(),
-                add: Vec::new(),
-                remove: Vec::new(),
-                origin: origin.clone(),
-            };
-            let mut has_from = false;
+            let mut m = Migration::new(default_since(), origin.clone());
+            let (mut from, mut has_from) = (None, false);
             for (k, v) in self.entries(item, MIGRATION_KEYS, "a migration step") {
                 match k.value.as_str() {
                     "from" => {
-                        if let Some(f) = self.uint(v, "`from`") {
-                            m.from = f;
-                            has_from = true;
-                        }
+                        has_from = true;
+                        from = self.version(v, "`from`");
                     }
                     "rename" => {
                         if let Value::Map(pairs) = &v.value {
                             for (old, new) in pairs {
-                                if let Some(new) = self.string(new, "the new field name") {
+                                if let Some(new) = self.name(new, "the new field name") {
                                     m.rename
                                         .push((Sp::new(old.value.clone(), self.loc.at(old)), new));
                                 }
@@ -286,14 +233,13 @@ impl Lower<'_> {
                     _ => {}
                 }
             }
-            if !has_from {
-                self.err(
-                    "E011",
-                    &origin,
-                    "a migration step needs `from: N`, the version it upgrades",
-                );
+            let Some(from) = from else {
+                if !has_from {
+                    self.report(vocab::migration_without_from(), &origin);
+                }
                 continue;
-            }
+            };
+            m.from = from;
             out.push(m);
         }
         out

@@ -5,11 +5,11 @@
 
 mod entity;
 
-use heck::ToUpperCamelCase;
 use serde_saphyr::Spanned;
 
 use kvmodel_codegen::ir::{Field, FieldExpr, FieldType, Model, TypeDef, TypeKind};
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
+use kvmodel_codegen::vocab::{self, Mistake};
 
 use crate::node::{Locator, Value};
 
@@ -29,11 +29,7 @@ const ENTITY_KEYS: &[&str] = &[
     "migrations",
 ];
 const FIELD_KEYS: &[&str] = &["type", "optional", "default"];
-const INDEX_KEYS: &[&str] = &["fields", "unique", "normalize", "order_by", "since"];
-const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since"];
-const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
 const TTL_KEYS: &[&str] = &["after", "jitter"];
-const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
 const TYPE_KEYS: &[&str] = &["enum", "fields"];
 
 pub(crate) struct Lower<'d> {
@@ -41,28 +37,16 @@ pub(crate) struct Lower<'d> {
     pub diags: &'d mut Diagnostics,
 }
 
-fn is_snake(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
-fn is_camel(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && s.chars().all(|c| c.is_ascii_alphanumeric())
-        && s.to_upper_camel_case() == s
-}
-
 impl Lower<'_> {
-    /// E012 unless `name` is UpperCamelCase (a Rust type name).
-    pub(super) fn require_camel(&mut self, what: &str, name: &str, at: &Origin) {
-        if !is_camel(name) {
-            let camel = name.to_upper_camel_case();
-            self.err(
-                "E012",
-                at,
-                format!("the {what} name `{name}` must be UpperCamelCase, like `{camel}`"),
-            );
+    /// Reports a mistake at `at`.
+    pub(super) fn report(&mut self, m: Mistake, at: &Origin) {
+        self.diags.push(m.at(at));
+    }
+
+    /// Reports a rule's mistake, if any.
+    pub(super) fn rule(&mut self, r: Result<(), Mistake>, at: &Origin) {
+        if let Err(m) = r {
+            self.report(m, at);
         }
     }
 
@@ -72,8 +56,7 @@ impl Lower<'_> {
 
     pub(super) fn wrong(&mut self, n: &Node, expected: &str) {
         let at = self.loc.at(n);
-        let found = n.value.kind();
-        self.err("E010", &at, format!("expected {expected}, found {found}"));
+        self.report(vocab::wrong_kind(expected, n.value.kind()), &at);
     }
 
     /// The entries of a mapping whose keys are in `known`; others are reported.
@@ -90,16 +73,8 @@ impl Lower<'_> {
                     if known.contains(&k.value.as_str()) {
                         out.push((k, v));
                     } else {
-                        let hint = suggestion(&k.value, known.iter().copied());
                         let at = self.loc.at(k);
-                        self.diags.push(
-                            Diagnostic::error(
-                                "E001",
-                                &at,
-                                format!("unknown key `{}` in {what}{hint}", k.value),
-                            )
-                            .help(format!("expected one of: {}", known.join(", "))),
-                        );
+                        self.report(vocab::unknown_key(&k.value, what, known), &at);
                     }
                 }
                 out
@@ -113,22 +88,53 @@ impl Lower<'_> {
     }
 
     pub(super) fn string(&mut self, n: &Node, what: &str) -> Option<Sp<String>> {
+        self.text(n, "a string", what)
+    }
+
+    /// A name of something in the model (a field, an entity).
+    pub(super) fn name(&mut self, n: &Node, what: &str) -> Option<Sp<String>> {
+        self.text(n, "a name", what)
+    }
+
+    fn text(&mut self, n: &Node, expected: &str, what: &str) -> Option<Sp<String>> {
         match &n.value {
             Value::Str(s) => Some(Sp::new(s.clone(), self.loc.at(n))),
             _ => {
-                self.wrong(n, &format!("a string for {what}"));
+                self.wrong(n, &format!("{expected} for {what}"));
                 None
             }
         }
     }
 
-    pub(super) fn uint(&mut self, n: &Node, what: &str) -> Option<Sp<u32>> {
+    /// A record version (`version`, `since`, `from`).
+    pub(super) fn version(&mut self, n: &Node, what: &str) -> Option<Sp<u32>> {
+        let at = self.loc.at(n);
         match &n.value {
-            Value::Int(i) if *i >= 1 && *i <= i64::from(u32::MAX) => {
-                Some(Sp::new(*i as u32, self.loc.at(n)))
-            }
+            Value::Int(i) => match vocab::version_number(*i, what) {
+                Ok(v) => Some(Sp::new(v, at)),
+                Err(m) => {
+                    self.report(m, &at);
+                    None
+                }
+            },
             _ => {
-                self.wrong(n, &format!("a positive integer for {what}"));
+                self.wrong(n, &format!("a version number for {what}"));
+                None
+            }
+        }
+    }
+
+    /// A string parsed by the vocabulary (`encoding`, `normalize`).
+    pub(super) fn word<T: std::str::FromStr<Err = Mistake>>(
+        &mut self,
+        n: &Node,
+        what: &str,
+    ) -> Option<Sp<T>> {
+        let s = self.string(n, what)?;
+        match s.parse::<T>() {
+            Ok(t) => Some(Sp::new(t, s.origin)),
+            Err(m) => {
+                self.report(m, &s.origin);
                 None
             }
         }
@@ -146,8 +152,8 @@ impl Lower<'_> {
 
     pub(super) fn string_list(&mut self, n: &Node, what: &str) -> Vec<Sp<String>> {
         match &n.value {
-            Value::Seq(items) => items.iter().filter_map(|i| self.string(i, what)).collect(),
-            Value::Str(_) => self.string(n, what).into_iter().collect(),
+            Value::Seq(items) => items.iter().filter_map(|i| self.name(i, what)).collect(),
+            Value::Str(_) => self.name(n, what).into_iter().collect(),
             _ => {
                 self.wrong(n, &format!("a list of names for {what}"));
                 Vec::new()
@@ -156,14 +162,7 @@ impl Lower<'_> {
     }
 
     pub(super) fn field_expr(&mut self, n: &Node, what: &str) -> Option<Sp<FieldExpr>> {
-        let s = self.string(n, what)?;
-        match FieldExpr::parse(&s) {
-            Some(x) => Some(Sp::new(x, s.origin)),
-            None => {
-                self.err("E010", &s.origin, format!("`{}` is not a field or a time bucket; expected `field`, `hour(field)`, `day(field)` or `month(field)`", *s));
-                None
-            }
-        }
+        self.word(n, what)
     }
 
     /// Lowers a whole document.
@@ -231,7 +230,7 @@ impl Lower<'_> {
         let mut out: Vec<(TypeDef, Option<&Node>)> = Vec::new();
         for (name, body) in list {
             let origin = self.loc.at(name);
-            self.require_camel("type", &name.value, &origin);
+            self.rule(vocab::upper_camel_case("type", &name.value), &origin);
             let mut kind = None;
             let mut fields = None;
             for (k, v) in self.entries(body, TYPE_KEYS, &format!("type `{}`", name.value)) {
@@ -239,13 +238,7 @@ impl Lower<'_> {
                     "enum" => {
                         let variants = self.string_list(v, "the enum variants");
                         for var in &variants {
-                            if !is_snake(var)
-                                || heck::ToSnakeCase::to_snake_case(
-                                    var.to_upper_camel_case().as_str(),
-                                ) != **var
-                            {
-                                self.err("E012", &var.origin, format!("the enum variant `{}` must be snake_case words (like `on_hold`), because it is stored as written", **var));
-                            }
+                            self.rule(vocab::variant(var), &var.origin);
                         }
                         if variants.is_empty() {
                             let at = self.loc.at(v);
@@ -297,79 +290,14 @@ impl Lower<'_> {
         at: &Origin,
         types: &[TypeDef],
     ) -> Option<FieldType> {
-        let t = text.trim();
-        let prim = match t {
-            "string" => Some(FieldType::String),
-            "bool" => Some(FieldType::Bool),
-            "i32" => Some(FieldType::I32),
-            "i64" => Some(FieldType::I64),
-            "u32" => Some(FieldType::U32),
-            "u64" => Some(FieldType::U64),
-            "f64" => Some(FieldType::F64),
-            "bytes" => Some(FieldType::Bytes),
-            "timestamp" => Some(FieldType::Timestamp),
-            "date" => Some(FieldType::Date),
-            "uuid" => Some(FieldType::Uuid),
-            _ => None,
-        };
-        if prim.is_some() {
-            return prim;
-        }
-        if let Some(inner) = t.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
-            return Some(FieldType::List(Box::new(
-                self.parse_type(inner, at, types)?,
-            )));
-        }
-        if let Some(inner) = t.strip_prefix("map<").and_then(|r| r.strip_suffix('>')) {
-            let Some((key, value)) = inner.split_once(',') else {
-                self.err(
-                    "E013",
-                    at,
-                    format!("`{t}` is not a map type; expected `map<string, T>`"),
-                );
-                return None;
-            };
-            if key.trim() != "string" {
-                self.err(
-                    "E013",
-                    at,
-                    format!(
-                        "map keys must be strings; write `map<string, {}>`",
-                        value.trim()
-                    ),
-                );
-                return None;
+        let named: Vec<&str> = types.iter().map(|d| d.name.as_str()).collect();
+        match FieldType::parse_schema(text, &named) {
+            Ok(t) => Some(t),
+            Err(m) => {
+                self.report(m, at);
+                None
             }
-            return Some(FieldType::Map(Box::new(self.parse_type(value, at, types)?)));
         }
-        if types.iter().any(|d| *d.name == t) {
-            return Some(FieldType::Named(t.to_owned()));
-        }
-        const BUILTIN: &[&str] = &[
-            "string",
-            "bool",
-            "i32",
-            "i64",
-            "u32",
-            "u64",
-            "f64",
-            "bytes",
-            "timestamp",
-            "date",
-            "uuid",
-        ];
-        let hint = suggestion(
-            t,
-            BUILTIN
-                .iter()
-                .copied()
-                .chain(types.iter().map(|d| d.name.as_str())),
-        );
-        self.diags.push(
-            Diagnostic::error("E013", at, format!("unknown type `{t}`{hint}"))
-                .help("use string, bool, i32, i64, u32, u64, f64, bytes, timestamp, date, uuid, list<T>, map<string, T>, or a name declared under `types:`"),
-        );
-        None
     }
 
     pub(super) fn fields(&mut self, n: &Node, types: &[TypeDef]) -> Vec<Field> {
@@ -380,13 +308,7 @@ impl Lower<'_> {
         let mut out = Vec::new();
         for (name, body) in list {
             let origin = self.loc.at(name);
-            if !is_snake(&name.value) {
-                self.err(
-                    "E012",
-                    &origin,
-                    format!("the field name `{}` must be snake_case", name.value),
-                );
-            }
+            self.rule(vocab::snake_case("E012", "field", &name.value), &origin);
             let (ty_text, optional, default) = match &body.value {
                 Value::Str(s) => (Some(Sp::new(s.clone(), self.loc.at(body))), false, None),
                 Value::Map(_) => {

@@ -10,7 +10,7 @@ mod repo;
 mod versioned;
 
 use heck::ToSnakeCase;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::ir::{Entity, FieldExpr, FieldType};
@@ -128,45 +128,14 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The Rust type of a field type. `krate` is the path of the kvmodel facade
-/// (for `Timestamp`, `Date`, `Uuid`); `short` writes prelude names (`String`,
-/// `Vec`) for declarations people read, instead of absolute paths.
+/// The Rust type of a field type: see [`FieldType::to_rust`].
 pub fn rust_type(ty: &FieldType, krate: &TokenStream, short: bool) -> TokenStream {
-    let (string, vec) = if short {
-        (quote!(String), quote!(Vec))
-    } else {
-        (quote!(::std::string::String), quote!(::std::vec::Vec))
-    };
-    match ty {
-        FieldType::String => string,
-        FieldType::Bool => quote!(bool),
-        FieldType::I32 => quote!(i32),
-        FieldType::I64 => quote!(i64),
-        FieldType::U32 => quote!(u32),
-        FieldType::U64 => quote!(u64),
-        FieldType::F64 => quote!(f64),
-        FieldType::Bytes => quote!(#vec<u8>),
-        FieldType::Timestamp => quote!(#krate::Timestamp),
-        FieldType::Date => quote!(#krate::Date),
-        FieldType::Uuid => quote!(#krate::Uuid),
-        FieldType::List(t) => {
-            let t = rust_type(t, krate, short);
-            quote!(#vec<#t>)
-        }
-        FieldType::Map(t) => {
-            let t = rust_type(t, krate, short);
-            quote!(::std::collections::BTreeMap<#string, #t>)
-        }
-        FieldType::Named(n) => syn::parse_str::<syn::Type>(n)
-            .map(|t| quote!(#t))
-            .unwrap_or_else(|_| quote!(::core::primitive::str)),
-    }
+    ty.to_rust(krate, short)
 }
 
-/// An identifier, raw if it is a keyword.
+/// An identifier, raw if it is a keyword: see [`vocab::ident`](crate::vocab::ident).
 pub(crate) fn ident(name: &str) -> syn::Ident {
-    syn::parse_str::<syn::Ident>(name)
-        .unwrap_or_else(|_| syn::Ident::new_raw(name, Span::call_site()))
+    crate::vocab::ident(name)
 }
 
 /// Converts a reference to a key component (`&T`) into the argument form

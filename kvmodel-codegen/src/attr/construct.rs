@@ -1,0 +1,196 @@
+//! `index(…)`, `counter(…)`, `relation(…)` and `migration(…)` inside
+//! `#[kv(…)]`.
+
+use proc_macro2::Span;
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+
+use super::value::{self, Reader};
+use super::{Keys, meta_name};
+use crate::ir::{Counter, Index, Migration, Relation};
+use crate::origin::{Origin, Sp};
+use crate::vocab;
+
+/// A construct's name, where it is known (`index `by_email``), or its kind.
+fn what(kind: &str, name: Option<&Sp<String>>) -> String {
+    match name {
+        Some(n) => format!("{kind} `{}`", **n),
+        None => format!("this {kind}"),
+    }
+}
+
+/// Reports a construct without `name`; `None` when it has one.
+fn named(
+    r: &mut Reader<'_>,
+    name: Option<Sp<String>>,
+    kind: &str,
+    span: Span,
+) -> Option<Sp<String>> {
+    if name.is_none() {
+        r.report(
+            vocab::missing(&format!("this {kind}"), "a `name`"),
+            &Origin::Span(span),
+        );
+    }
+    name
+}
+
+pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Option<Index>> {
+    let span = meta.path.span();
+    let mut ix = Index::new(Sp::new(String::new(), Origin::Span(span)));
+    let mut name = None;
+    let mut keys = Keys::new(&["name"], vocab::INDEX_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
+            "fields" => {
+                let items = value::list(&m)?;
+                ix.fields = items
+                    .into_iter()
+                    .filter_map(|v| r.name(v, "`fields`"))
+                    .collect();
+            }
+            "unique" => ix.unique = true,
+            "normalize" => ix.normalize = r.word(value::parse(m.value()?)?, "`normalize`"),
+            "order_by" => ix.order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
+            "since" => {
+                ix.since = r
+                    .version(value::parse(m.value()?)?, "`since`")
+                    .unwrap_or(ix.since.clone())
+            }
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report(&what("index", name.as_ref()), r);
+    let Some(name) = named(r, name, "index", span) else {
+        return Ok(None);
+    };
+    ix.name = name;
+    Ok(Some(ix))
+}
+
+pub(super) fn counter(
+    meta: &ParseNestedMeta<'_>,
+    r: &mut Reader<'_>,
+) -> syn::Result<Option<Counter>> {
+    let span = meta.path.span();
+    let mut c = Counter::new(Sp::new(String::new(), Origin::Span(span)));
+    let mut name = None;
+    let mut keys = Keys::new(&["name"], vocab::COUNTER_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
+            "group_by" => {
+                let items = value::list(&m)?;
+                c.group_by = items
+                    .into_iter()
+                    .filter_map(|v| r.field_expr(v, "`group_by`"))
+                    .collect();
+            }
+            "sum" => c.sum = r.name(value::parse(m.value()?)?, "`sum`"),
+            "since" => {
+                c.since = r
+                    .version(value::parse(m.value()?)?, "`since`")
+                    .unwrap_or(c.since.clone())
+            }
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report(&what("counter", name.as_ref()), r);
+    let Some(name) = named(r, name, "counter", span) else {
+        return Ok(None);
+    };
+    c.name = name;
+    Ok(Some(c))
+}
+
+pub(super) fn relation(
+    meta: &ParseNestedMeta<'_>,
+    r: &mut Reader<'_>,
+) -> syn::Result<Option<Relation>> {
+    let span = meta.path.span();
+    let (mut name, mut belongs_to, mut by, mut order_by) = (None, None, None, None);
+    let mut since = crate::ir::default_since();
+    let mut keys = Keys::new(&["name"], vocab::RELATION_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
+            "belongs_to" => belongs_to = r.path(value::parse(m.value()?)?, "`belongs_to`"),
+            "by" => by = r.name(value::parse(m.value()?)?, "`by`"),
+            "order_by" => order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
+            "since" => {
+                since = r
+                    .version(value::parse(m.value()?)?, "`since`")
+                    .unwrap_or(since.clone())
+            }
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report(&what("relation", name.as_ref()), r);
+    let Some(name) = named(r, name, "relation", span) else {
+        return Ok(None);
+    };
+    let (Some(belongs_to), Some(by)) = (belongs_to, by) else {
+        r.report(vocab::relation_without_parent(&name), &name.origin);
+        return Ok(None);
+    };
+    let mut rel = Relation::new(name, belongs_to, by);
+    rel.origin = Origin::Span(span);
+    rel.order_by = order_by;
+    rel.since = since;
+    Ok(Some(rel))
+}
+
+pub(super) fn migration(
+    meta: &ParseNestedMeta<'_>,
+    r: &mut Reader<'_>,
+) -> syn::Result<Option<Migration>> {
+    let span = meta.path.span();
+    let (mut from, mut from_given) = (None, false);
+    let mut mig = Migration::new(crate::ir::default_since(), Origin::Span(span));
+    let mut keys = Keys::new(&[], vocab::MIGRATION_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "from" => {
+                from_given = true;
+                from = r.version(value::parse(m.value()?)?, "`from`");
+            }
+            "rename" => m.parse_nested_meta(|pair| {
+                let old = Sp::new(meta_name(&pair), Origin::Span(pair.path.span()));
+                if let Some(new) = r.name(value::parse(pair.value()?)?, "the new field name") {
+                    mig.rename.push((old, new));
+                }
+                Ok(())
+            })?,
+            "add" => m.parse_nested_meta(|pair| {
+                let field = Sp::new(meta_name(&pair), Origin::Span(pair.path.span()));
+                let what = format!("the value added for `{}`", *field);
+                if let Some(v) = r.json(value::parse(pair.value()?)?, &what) {
+                    mig.add.push((field, v));
+                }
+                Ok(())
+            })?,
+            "remove" => {
+                let items = value::list(&m)?;
+                mig.remove = items
+                    .into_iter()
+                    .filter_map(|v| r.name(v, "`remove`"))
+                    .collect();
+            }
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report("a migration step", r);
+    let Some(from) = from else {
+        if !from_given {
+            r.report(vocab::migration_without_from(), &Origin::Span(span));
+        }
+        return Ok(None);
+    };
+    mig.from = from;
+    Ok(Some(mig))
+}

@@ -1,0 +1,246 @@
+//! The derive front-end: `#[kv(…)]` attributes and field types to IR.
+//!
+//! Values are read in [`value`] with the words YAML uses, and every word of
+//! the model (encodings, time buckets, durations, names) is parsed by
+//! [`vocab`](crate::vocab), so a mistake reads the same from either
+//! front-end. Broken syntax stops one attribute; every other mistake is
+//! reported and parsing goes on.
+
+mod construct;
+mod value;
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+
+use crate::ir::{Entity, Field, FieldType, Index, KeyTemplate, Ttl};
+use crate::origin::{Diagnostic, Diagnostics, Origin, Sp};
+use crate::vocab::{self, Mistake};
+use value::Reader;
+
+const ENTITY_KEYS: &[&str] = &[
+    "namespace",
+    "key",
+    "version",
+    "encoding",
+    "ttl",
+    "ttl_jitter",
+    "colocate",
+    "crate",
+    "migrate_from",
+    "index",
+    "counter",
+    "relation",
+    "migration",
+];
+const FIELD_KEYS: &[&str] = &["unique", "index", "normalize", "order_by", "name", "since"];
+
+fn meta_name(meta: &ParseNestedMeta<'_>) -> String {
+    match meta.path.get_ident() {
+        Some(id) => vocab::unraw(id),
+        None => meta.path.to_token_stream().to_string().replace(' ', ""),
+    }
+}
+
+/// The keys a construct knows; unknown ones are collected and reported once
+/// the construct's name is known.
+struct Keys {
+    known: Vec<&'static str>,
+    unknown: Vec<(String, Span)>,
+}
+
+impl Keys {
+    fn new(extra: &[&'static str], known: &[&'static str]) -> Self {
+        Keys {
+            known: extra.iter().chain(known).copied().collect(),
+            unknown: Vec::new(),
+        }
+    }
+
+    /// Records an unknown key and skips its value.
+    fn unknown(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        self.unknown.push((meta_name(meta), meta.path.span()));
+        value::skip(meta)
+    }
+
+    fn report(self, what: &str, r: &mut Reader<'_>) {
+        for (key, span) in self.unknown {
+            r.report(
+                vocab::unknown_key(&key, what, &self.known),
+                &Origin::Span(span),
+            );
+        }
+    }
+}
+
+/// Reports broken attribute syntax.
+fn syntax(diags: &mut Diagnostics, err: syn::Error) {
+    diags.push(Diagnostic::error(
+        "E001",
+        &Origin::Span(err.span()),
+        err.to_string(),
+    ));
+}
+
+/// Parses a derive input into an entity. Errors go to `diags`; the result is
+/// `None` only when the input is not a struct with named fields.
+pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option<Entity> {
+    let name = &input.ident;
+    let named = match &input.data {
+        syn::Data::Struct(syn::DataStruct {
+            fields: syn::Fields::Named(n),
+            ..
+        }) => n,
+        _ => {
+            diags.error(
+                "E002",
+                &Origin::Span(name.span()),
+                format!("`KvEntity` needs a struct with named fields, and `{name}` is not one"),
+            );
+            return None;
+        }
+    };
+    if !input.generics.params.is_empty() {
+        diags.error(
+            "E003",
+            &Origin::Span(input.generics.span()),
+            "`KvEntity` does not support generic structs; declare a concrete struct",
+        );
+    }
+    let mut e = Entity::new(
+        Sp::new(name.to_string(), Origin::Span(name.span())),
+        input.vis.to_token_stream().to_string(),
+    );
+    let mut head = Head::default();
+    let what = format!("entity `{name}`");
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("kv")) {
+        let mut keys = Keys::new(&[], ENTITY_KEYS);
+        let mut r = Reader { diags };
+        let parsed =
+            attr.parse_nested_meta(|meta| entity_key(&meta, &mut e, &mut head, &mut keys, &mut r));
+        keys.report(&what, &mut r);
+        if let Err(err) = parsed {
+            syntax(diags, err);
+        }
+    }
+    match (head.ttl, head.jitter) {
+        (Some(t), j) => e.ttl = Ttl::parse(t, j, diags),
+        (None, Some(j)) => diags.push(
+            vocab::missing("`ttl_jitter`", "a `ttl` to spread, such as `ttl = \"30m\"`")
+                .at(&j.origin),
+        ),
+        (None, None) => {}
+    }
+    for f in &named.named {
+        parse_field(f, &mut e, diags);
+    }
+    Some(e)
+}
+
+/// Entity keys read before they can be put together.
+#[derive(Default)]
+struct Head {
+    ttl: Option<Sp<String>>,
+    jitter: Option<Sp<String>>,
+}
+
+fn entity_key(
+    meta: &ParseNestedMeta<'_>,
+    e: &mut Entity,
+    head: &mut Head,
+    keys: &mut Keys,
+    r: &mut Reader<'_>,
+) -> syn::Result<()> {
+    let key = meta_name(meta);
+    let what = format!("`{key}`");
+    match key.as_str() {
+        "namespace" => e.namespace = r.string(value::parse(meta.value()?)?, &what),
+        "key" => {
+            e.key = r
+                .string(value::parse(meta.value()?)?, &what)
+                .map(KeyTemplate::new)
+        }
+        "version" => {
+            if let Some(v) = r.version(value::parse(meta.value()?)?, &what) {
+                e.version = v;
+            }
+        }
+        "encoding" => {
+            if let Some(enc) = r.word(value::parse(meta.value()?)?, &what) {
+                e.encoding = enc;
+            }
+        }
+        "ttl" => head.ttl = r.string(value::parse(meta.value()?)?, &what),
+        "ttl_jitter" => head.jitter = r.string(value::parse(meta.value()?)?, &what),
+        "colocate" => e.colocate = r.name(value::parse(meta.value()?)?, &what),
+        "crate" => e.crate_path = r.string(value::parse(meta.value()?)?, &what),
+        "migrate_from" => e.migrate_from = r.path(value::parse(meta.value()?)?, &what),
+        "index" => e.indexes.extend(construct::index(meta, r)?),
+        "counter" => e.counters.extend(construct::counter(meta, r)?),
+        "relation" => e.relations.extend(construct::relation(meta, r)?),
+        "migration" => e.migrations.extend(construct::migration(meta, r)?),
+        _ => keys.unknown(meta)?,
+    }
+    Ok(())
+}
+
+/// A field and the indexes its `#[kv(…)]` attributes declare.
+fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
+    let Some(ident) = &f.ident else { return };
+    let name = vocab::unraw(ident);
+    let (ty, optional) = FieldType::from_rust(&f.ty);
+    let origin = Origin::Span(ident.span());
+    e.fields.push(Field {
+        name: Sp::new(name.clone(), origin.clone()),
+        ty: Sp::new(ty, Origin::Span(f.ty.span())),
+        optional,
+        default: None,
+        origin: origin.clone(),
+    });
+    let what = format!("field `{name}`");
+    for attr in f.attrs.iter().filter(|a| a.path().is_ident("kv")) {
+        let mut kind: Option<(bool, Span)> = None;
+        let mut ix = Index::new(Sp::new(String::new(), origin.clone()));
+        let mut ix_name = None;
+        let mut keys = Keys::new(&[], FIELD_KEYS);
+        let mut r = Reader { diags };
+        let parsed = attr.parse_nested_meta(|m| {
+            match meta_name(&m).as_str() {
+                "unique" => kind = Some((true, m.path.span())),
+                "index" => kind = Some((false, m.path.span())),
+                "normalize" => ix.normalize = r.word(value::parse(m.value()?)?, "`normalize`"),
+                "order_by" => ix.order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
+                "name" => ix_name = r.name(value::parse(m.value()?)?, "`name`"),
+                "since" => {
+                    if let Some(s) = r.version(value::parse(m.value()?)?, "`since`") {
+                        ix.since = s;
+                    }
+                }
+                _ => keys.unknown(&m)?,
+            }
+            Ok(())
+        });
+        keys.report(&what, &mut r);
+        if let Err(err) = parsed {
+            syntax(diags, err);
+            continue;
+        }
+        let Some((unique, span)) = kind else {
+            diags.push(
+                Mistake::new(
+                    "E004",
+                    format!("this attribute on field `{name}` needs `unique` or `index` to say which index it declares"),
+                )
+                .at(&Origin::Span(attr.span())),
+            );
+            continue;
+        };
+        let default_name = || Sp::new(format!("by_{name}"), Origin::Span(span));
+        ix.name = ix_name.unwrap_or_else(default_name);
+        ix.fields = vec![Sp::new(name.clone(), origin.clone())];
+        ix.unique = unique;
+        ix.origin = Origin::Span(span);
+        e.indexes.push(ix);
+    }
+}
