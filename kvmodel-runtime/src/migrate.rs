@@ -7,8 +7,6 @@
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
-
 /// Renames field `from` to `to`.
 pub fn rename(value: &mut Value, from: &str, to: &str) {
     if let Some(obj) = value.as_object_mut() {
@@ -30,15 +28,4 @@ pub fn remove(value: &mut Value, name: &str) {
     if let Some(obj) = value.as_object_mut() {
         obj.remove(name);
     }
-}
-
-/// Parses a default value written in the schema (checked when generating).
-pub fn json(key: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| {
-        Error::decode(
-            key,
-            format!("the migration default `{text}` is not valid JSON"),
-            Some(Box::new(e)),
-        )
-    })
 }

@@ -220,7 +220,6 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
-    let _ = FieldType::String;
     quote! {
         #[automatically_derived]
         impl #p::Entity for #name {

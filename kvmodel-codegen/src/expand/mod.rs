@@ -7,6 +7,7 @@
 mod facts;
 mod keys;
 mod repo;
+mod stub;
 mod versioned;
 
 use heck::ToSnakeCase;
@@ -186,22 +187,11 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     }
 }
 
-/// A stub for entities with errors: the error, plus just enough items that
-/// code using `XRepo`/`XKeys` does not add a cascade of unrelated errors.
+/// The errors of an entity that did not check, with a stand-in for its
+/// repository and key builders so that code using them adds no cascade of
+/// unrelated errors.
 pub fn expand_stub(e: &Entity, errors: TokenStream) -> TokenStream {
-    let cx = Ctx::new(e);
-    let (vis, keys, repo, k) = (&cx.vis, &cx.keys, &cx.repo, &cx.krate);
-    if e.key.is_none() {
-        return errors;
-    }
-    quote! {
-        #errors
-        #vis struct #keys;
-        #vis struct #repo<S> { _store: S }
-        impl<S: #k::Store> #repo<S> {
-            #vis fn new(store: S) -> Self { #repo { _store: store } }
-        }
-    }
+    stub::expand(e, errors)
 }
 
 /// Expands `#[derive(KvEnum)]`: key and sort encodings of a fieldless enum.

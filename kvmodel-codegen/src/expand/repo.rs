@@ -134,8 +134,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let names = group_arg_names(&items);
         let types: Vec<TokenStream> = items.iter().map(|x| cx.group_arg_type(x)).collect();
         let (prefix, what) = match &c.sum {
-            Some(s) => ("sum", format!(" The sum of `{}`", **s)),
-            None => ("count", format!(" The number of `{ename}` records")),
+            Some(s) => ("sum", format!("The sum of `{}`", **s)),
+            None => ("count", format!("The number of `{ename}` records")),
         };
         let m = format_ident!("{}_{}", prefix, *c.name);
         let kfn = counter_fn(&c.name);

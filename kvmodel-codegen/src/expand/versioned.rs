@@ -5,6 +5,42 @@ use quote::quote;
 
 use super::Ctx;
 
+/// Code that builds `value` directly, so no default is parsed on a read.
+fn value_tokens(p: &TokenStream, value: &serde_json::Value) -> TokenStream {
+    use serde_json::Value;
+    let json = quote!(#p::serde_json);
+    match value {
+        Value::Null => quote!(#json::Value::Null),
+        Value::Bool(b) => quote!(#json::Value::Bool(#b)),
+        Value::Number(n) => {
+            let lit = if let Some(u) = n.as_u64() {
+                proc_macro2::Literal::u64_suffixed(u)
+            } else if let Some(i) = n.as_i64() {
+                proc_macro2::Literal::i64_suffixed(i)
+            } else {
+                proc_macro2::Literal::f64_suffixed(n.as_f64().unwrap_or_default())
+            };
+            quote!(#json::Value::from(#lit))
+        }
+        Value::String(s) => quote!(#json::Value::String(::std::string::String::from(#s))),
+        Value::Array(items) => {
+            let items = items.iter().map(|v| value_tokens(p, v));
+            quote!(#json::Value::Array(::std::vec![#(#items),*]))
+        }
+        Value::Object(map) => {
+            let entries = map.iter().map(|(k, v)| {
+                let v = value_tokens(p, v);
+                quote!(__map.insert(::std::string::String::from(#k), #v);)
+            });
+            quote!({
+                let mut __map = #json::Map::new();
+                #(#entries)*
+                #json::Value::Object(__map)
+            })
+        }
+    }
+}
+
 pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
     let name = &cx.name;
@@ -42,8 +78,8 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 quote!(#p::migrate::rename(&mut __value, #a, #b);)
             });
             let adds = m.add.iter().map(|(f, v)| {
-                let (f, v) = (f.as_str(), v.value.to_string());
-                quote!(#p::migrate::add(&mut __value, #f, #p::migrate::json(__key, #v)?);)
+                let (f, v) = (f.as_str(), value_tokens(&p, &v.value));
+                quote!(#p::migrate::add(&mut __value, #f, #v);)
             });
             let removes = m.remove.iter().map(|f| {
                 let f = f.as_str();
