@@ -1,0 +1,323 @@
+//! The words a model is written in, each parsed and printed here once.
+//!
+//! Both front-ends (YAML in `kvmodel-build`, attributes in [`attr`](crate::attr))
+//! read encodings, normalizations, field types, time buckets, durations,
+//! jitters, version numbers and names through these functions, so the same
+//! mistake gets the same code and the same words from either. A parser
+//! returns a [`Mistake`]; the front-end adds where it was written.
+
+use std::fmt;
+use std::str::FromStr;
+
+mod names;
+mod types;
+
+pub use names::{ident, snake_case, unraw, upper_camel_case, variant};
+
+use crate::ir::{Encoding, FieldExpr, Normalize};
+use crate::origin::{Diagnostic, Origin, suggestion};
+
+/// The record version that introduced an index, counter or relation when
+/// none is declared (`since`).
+pub const DEFAULT_SINCE: u32 = 1;
+
+/// The keys of an index, in both front-ends (the derive adds `name`).
+pub const INDEX_KEYS: &[&str] = &["fields", "unique", "normalize", "order_by", "since"];
+/// The keys of a counter (the derive adds `name`).
+pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since"];
+/// The keys of a relation (the derive adds `name`).
+pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
+/// The keys of a migration step.
+pub const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
+
+/// A word outside the vocabulary: a diagnostic still waiting for the place
+/// it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mistake {
+    /// Stable code, e.g. `E010`.
+    pub code: &'static str,
+    /// What is wrong and what is expected, as a sentence.
+    pub message: String,
+    /// An optional hint.
+    pub help: Option<String>,
+}
+
+impl Mistake {
+    /// A mistake without a hint.
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Mistake {
+            code,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The diagnostic, located at `origin`.
+    pub fn at(self, origin: &Origin) -> Diagnostic {
+        let d = Diagnostic::error(self.code, origin, self.message);
+        match self.help {
+            Some(h) => d.help(h),
+            None => d,
+        }
+    }
+}
+
+impl fmt::Display for Mistake {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// E001: a key the construct does not have, with a did-you-mean.
+pub fn unknown_key(key: &str, what: &str, known: &[&str]) -> Mistake {
+    let hint = suggestion(key, known.iter().copied());
+    Mistake::new("E001", format!("unknown key `{key}` in {what}{hint}"))
+        .help(format!("expected one of: {}", known.join(", ")))
+}
+
+/// E010: a value of the wrong kind (`expected a string for `key`, found a list`).
+pub fn wrong_kind(expected: &str, found: &str) -> Mistake {
+    Mistake::new("E010", format!("expected {expected}, found {found}"))
+}
+
+/// E011: a required key is missing (`{what} needs {needs}`).
+pub fn missing(what: &str, needs: &str) -> Mistake {
+    Mistake::new("E011", format!("{what} needs {needs}"))
+}
+
+/// E011: a relation without its parent entity or the field that holds its id.
+pub fn relation_without_parent(name: &str) -> Mistake {
+    missing(
+        &format!("relation `{name}`"),
+        "`belongs_to` and `by`: the parent entity and the field that holds its id",
+    )
+}
+
+/// E011: a migration step without the version it upgrades.
+pub fn migration_without_from() -> Mistake {
+    missing("a migration step", "`from`, the version it upgrades")
+}
+
+/// `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+pub fn alternatives(words: &[&str]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// One of a closed set of words, or E010 naming them all.
+fn one_of<T: Copy>(
+    what: &str,
+    text: &str,
+    all: &[T],
+    word: fn(T) -> &'static str,
+) -> Result<T, Mistake> {
+    if let Some(v) = all.iter().copied().find(|v| word(*v) == text) {
+        return Ok(v);
+    }
+    let words: Vec<&str> = all.iter().map(|v| word(*v)).collect();
+    let hint = suggestion(text, words.iter().copied());
+    Err(Mistake::new(
+        "E010",
+        format!(
+            "unknown {what} `{text}`{hint}; expected {}",
+            alternatives(&words)
+        ),
+    ))
+}
+
+impl Encoding {
+    /// Every encoding, in documentation order.
+    pub const ALL: [Encoding; 2] = [Encoding::Json, Encoding::MsgPack];
+
+    /// The schema spelling (`json`, `msgpack`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Json => "json",
+            Encoding::MsgPack => "msgpack",
+        }
+    }
+}
+
+impl FromStr for Encoding {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of("encoding", s, &Encoding::ALL, Encoding::as_str)
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Normalize {
+    /// Every normalization.
+    pub const ALL: [Normalize; 1] = [Normalize::Lowercase];
+
+    /// The schema spelling (`lowercase`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Normalize::Lowercase => "lowercase",
+        }
+    }
+}
+
+impl FromStr for Normalize {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of("normalization", s, &Normalize::ALL, Normalize::as_str)
+    }
+}
+
+impl fmt::Display for Normalize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The time buckets of `group_by` and `order_by`.
+const BUCKETS: &[&str] = &["hour", "day", "month"];
+
+impl FromStr for FieldExpr {
+    type Err = Mistake;
+    /// `status`, `day(created_at)`, …
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        let s = s.trim();
+        let is_ident = |x: &str| {
+            x.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && x.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let not_one = || {
+            Mistake::new(
+                "E010",
+                format!(
+                    "`{s}` is not a field or a time bucket; expected `field`, `hour(field)`, `day(field)` or `month(field)`"
+                ),
+            )
+        };
+        if let Some((func, rest)) = s.split_once('(') {
+            let arg = rest
+                .strip_suffix(')')
+                .map(str::trim)
+                .filter(|a| is_ident(a));
+            let (func, Some(arg)) = (func.trim(), arg) else {
+                return Err(not_one());
+            };
+            return match func {
+                "hour" => Ok(FieldExpr::Hour(arg.into())),
+                "day" => Ok(FieldExpr::Day(arg.into())),
+                "month" => Ok(FieldExpr::Month(arg.into())),
+                _ => {
+                    let hint = suggestion(func, BUCKETS.iter().copied());
+                    Err(Mistake::new(
+                        "E010",
+                        format!(
+                            "unknown time bucket `{func}`{hint}; expected {}",
+                            alternatives(BUCKETS)
+                        ),
+                    ))
+                }
+            };
+        }
+        if is_ident(s) {
+            Ok(FieldExpr::Field(s.into()))
+        } else {
+            Err(not_one())
+        }
+    }
+}
+
+impl fmt::Display for FieldExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldExpr::Field(x) => f.write_str(x),
+            FieldExpr::Hour(x) => write!(f, "hour({x})"),
+            FieldExpr::Day(x) => write!(f, "day({x})"),
+            FieldExpr::Month(x) => write!(f, "month({x})"),
+        }
+    }
+}
+
+/// A record version (`version`, `since`, `from`) from an integer. Zero is
+/// taken, so that the model's own rules can say why it does not fit.
+pub fn version_number(i: i64, what: &str) -> Result<u32, Mistake> {
+    u32::try_from(i)
+        .map_err(|_| wrong_kind(&format!("a version number for {what}"), &format!("`{i}`")))
+}
+
+const UNITS: &[(&str, u64)] = &[
+    ("d", 86_400_000),
+    ("h", 3_600_000),
+    ("m", 60_000),
+    ("s", 1_000),
+    ("ms", 1),
+];
+
+/// Parses a duration such as `30m`, `1500ms`, `2h` into milliseconds (E116).
+pub fn parse_duration_ms(s: &str) -> Result<u64, Mistake> {
+    let parsed = (|| {
+        let s = s.trim();
+        let split = s.find(|c: char| !c.is_ascii_digit())?;
+        let (num, unit) = s.split_at(split);
+        let n: u64 = num.parse().ok()?;
+        let mult = UNITS.iter().find(|(u, _)| *u == unit.trim())?.1;
+        n.checked_mul(mult).filter(|&ms| ms > 0)
+    })();
+    parsed.ok_or_else(|| {
+        Mistake::new("E116", format!("`{s}` is not a duration; expected a positive number with a unit (ms, s, m, h, d), such as `30m`"))
+    })
+}
+
+/// Formats milliseconds as the largest exact unit (`30m`).
+pub fn format_duration_ms(ms: u64) -> String {
+    let (unit, n) = UNITS
+        .iter()
+        .find(|(_, n)| ms.is_multiple_of(*n))
+        .copied()
+        .unwrap_or(("ms", 1));
+    format!("{}{unit}", ms / n)
+}
+
+/// Parses a jitter such as `10%` or `2.5%` into thousandths, 0–1000 (E116).
+pub fn parse_jitter_permille(s: &str) -> Result<u32, Mistake> {
+    let parsed = (|| {
+        let pct = s.trim().strip_suffix('%')?.trim();
+        let (int, frac) = pct.split_once('.').unwrap_or((pct, ""));
+        if int.is_empty()
+            || frac.len() > 1
+            || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let permille = int.parse::<u32>().ok()?.checked_mul(10)? + frac.parse::<u32>().unwrap_or(0);
+        (permille <= 1000).then_some(permille)
+    })();
+    parsed.ok_or_else(|| {
+        Mistake::new(
+            "E116",
+            format!("`{s}` is not a jitter; expected a percentage from 0% to 100%, such as `10%`"),
+        )
+    })
+}
+
+/// Formats thousandths as a percentage (`10%`, `2.5%`).
+pub fn format_jitter(permille: u32) -> String {
+    if permille.is_multiple_of(10) {
+        format!("{}%", permille / 10)
+    } else {
+        format!("{}.{}%", permille / 10, permille % 10)
+    }
+}

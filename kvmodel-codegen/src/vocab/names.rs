@@ -1,0 +1,119 @@
+//! Names: the case rules of the names a model declares, and the Rust
+//! identifiers they become.
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use proc_macro2::Span;
+
+use super::Mistake;
+
+/// Names Rust reserves even as raw identifiers (`r#self` does not exist).
+const NOT_EVEN_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+fn reserved(code: &'static str, what: &str, name: &str) -> Option<Mistake> {
+    NOT_EVEN_RAW.contains(&name).then(|| {
+        Mistake::new(
+            code,
+            format!("the {what} name `{name}` is reserved by Rust, even as `r#{name}`; choose another name"),
+        )
+    })
+}
+
+fn is_snake_case(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_upper_camel_case(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_uppercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
+        && s.to_upper_camel_case() == s
+}
+
+/// The snake_case rule of field, index, counter and relation names, which
+/// become members, methods and key names: lowercase ASCII letters, digits
+/// and `_`, starting with a letter. `code` says which rule site reports it.
+pub fn snake_case(code: &'static str, what: &str, name: &str) -> Result<(), Mistake> {
+    if let Some(m) = reserved(code, what, name) {
+        return Err(m);
+    }
+    if is_snake_case(name) {
+        return Ok(());
+    }
+    let snake = name.to_snake_case();
+    let like = if is_snake_case(&snake) {
+        format!("like `{snake}`")
+    } else {
+        "lowercase letters, digits and `_`, starting with a letter".to_owned()
+    };
+    Err(Mistake::new(
+        code,
+        format!("the {what} name `{name}` must be snake_case, {like}"),
+    ))
+}
+
+/// The UpperCamelCase rule of entity and type names, which become Rust type
+/// names (E012).
+pub fn upper_camel_case(what: &str, name: &str) -> Result<(), Mistake> {
+    if let Some(m) = reserved("E012", what, name) {
+        return Err(m);
+    }
+    if is_upper_camel_case(name) {
+        return Ok(());
+    }
+    let camel = name.to_upper_camel_case();
+    let like = if is_upper_camel_case(&camel) && reserved("E012", what, &camel).is_none() {
+        format!("like `{camel}`")
+    } else {
+        "letters and digits, each word capitalized".to_owned()
+    };
+    Err(Mistake::new(
+        "E012",
+        format!("the {what} name `{name}` must be UpperCamelCase, {like}"),
+    ))
+}
+
+/// The rule of enum variants, stored as written and declared as their
+/// UpperCamelCase form: snake_case words that survive the round trip (E012).
+pub fn variant(name: &str) -> Result<(), Mistake> {
+    let camel = name.to_upper_camel_case();
+    if !is_snake_case(name) || camel.to_snake_case() != name {
+        return Err(Mistake::new(
+            "E012",
+            format!(
+                "the enum variant `{name}` must be snake_case words (like `on_hold`), because it is stored as written"
+            ),
+        ));
+    }
+    if NOT_EVEN_RAW.contains(&camel.as_str()) {
+        return Err(Mistake::new(
+            "E012",
+            format!(
+                "the enum variant `{name}` would be declared as `{camel}`, which Rust reserves even as `r#{camel}`; choose another name"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An identifier for a model name: raw (`r#type`) if it is a keyword.
+///
+/// The name rules reject what cannot be an identifier before anything is
+/// generated; should such a name get here anyway, the identifier is one the
+/// compiler reports instead of the generator failing.
+pub fn ident(name: &str) -> syn::Ident {
+    if let Ok(id) = syn::parse_str::<syn::Ident>(name) {
+        return id;
+    }
+    if NOT_EVEN_RAW.contains(&name) {
+        return syn::Ident::new(name, Span::call_site());
+    }
+    syn::parse_str::<syn::Ident>(&format!("r#{name}"))
+        .unwrap_or_else(|_| syn::Ident::new("__kvmodel_not_an_identifier", Span::call_site()))
+}
+
+/// The name an identifier stands for (`r#type` is `type`).
+pub fn unraw(id: &syn::Ident) -> String {
+    let s = id.to_string();
+    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
+}
