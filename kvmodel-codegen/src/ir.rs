@@ -7,6 +7,8 @@
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
+pub use crate::syntax::Syntax;
+
 pub use crate::vocab::{
     format_duration_ms, format_jitter, parse_duration_ms, parse_jitter_permille,
 };
@@ -36,8 +38,8 @@ pub enum Encoding {
 pub struct Entity {
     /// Rust type name.
     pub name: Sp<String>,
-    /// Visibility of the generated items, as Rust source (`pub`, `pub(crate)`, ``).
-    pub vis: String,
+    /// Visibility of the generated items (`pub`, `pub(crate)`, or none).
+    pub vis: Syntax<syn::Visibility>,
     /// First key segment.
     pub namespace: Option<Sp<String>>,
     /// Primary key template; `None` for record-only types.
@@ -60,21 +62,21 @@ pub struct Entity {
     pub colocate: Option<Sp<String>>,
     /// Declarative migration steps.
     pub migrations: Vec<Migration>,
-    /// Previous version's type (`From` chain), as a Rust path.
-    pub migrate_from: Option<Sp<String>>,
+    /// Previous version's type (`From` chain).
+    pub migrate_from: Option<Sp<Syntax<syn::Type>>>,
     /// Path of the kvmodel crate in generated code (default `::kvmodel`).
-    pub crate_path: Option<Sp<String>>,
+    pub crate_path: Option<Sp<Syntax<syn::Path>>>,
     /// Where the entity was declared.
     pub origin: Origin,
 }
 
 impl Entity {
     /// An entity with nothing declared yet: version 1, JSON, no key.
-    pub fn new(name: Sp<String>, vis: impl Into<String>) -> Self {
+    pub fn new(name: Sp<String>, vis: syn::Visibility) -> Self {
         Entity {
             origin: name.origin.clone(),
             name,
-            vis: vis.into(),
+            vis: Syntax::new(vis),
             namespace: None,
             key: None,
             version: Sp::new(1, Origin::Unknown),
@@ -210,8 +212,9 @@ pub enum FieldType {
     List(Box<FieldType>),
     /// `BTreeMap<String, T>`.
     Map(Box<FieldType>),
-    /// A named enum or struct, as a Rust path.
-    Named(String),
+    /// A named enum or struct: a name declared under `types:`, or any Rust
+    /// type the derive does not know.
+    Named(Syntax<syn::Type>),
 }
 
 impl FieldType {

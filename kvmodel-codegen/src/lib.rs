@@ -14,6 +14,7 @@ pub mod declared;
 pub mod expand;
 pub mod ir;
 pub mod origin;
+pub mod syntax;
 pub mod template;
 pub mod vocab;
 

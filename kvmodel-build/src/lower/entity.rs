@@ -22,7 +22,8 @@ impl Lower<'_> {
     ) -> Option<Entity> {
         let origin = self.loc.at(name);
         self.rule(vocab::upper_camel_case("entity", &name.value), &origin);
-        let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), "pub");
+        let vis = syn::parse_quote!(pub);
+        let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), vis);
         e.namespace = namespace;
         let what = format!("entity `{}`", name.value);
         for (k, v) in self.entries(body, ENTITY_KEYS, &what) {

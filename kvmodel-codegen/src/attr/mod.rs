@@ -34,6 +34,16 @@ const ENTITY_KEYS: &[&str] = &[
     "relation",
     "migration",
 ];
+/// What `crate = …` must be.
+const CRATE_PATH: (&str, &str) = (
+    "a path",
+    "the path of the kvmodel crate, such as `::kvmodel` or `my_crate::kvmodel`",
+);
+/// What `migrate_from = …` must be.
+const PREVIOUS_TYPE: (&str, &str) = (
+    "a type",
+    "the type of the previous version, such as `UserV1`",
+);
 const FIELD_KEYS: &[&str] = &["unique", "index", "normalize", "order_by", "name", "since"];
 
 fn meta_name(meta: &ParseNestedMeta<'_>) -> String {
@@ -110,7 +120,7 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
     }
     let mut e = Entity::new(
         Sp::new(name.to_string(), Origin::Span(name.span())),
-        input.vis.to_token_stream().to_string(),
+        input.vis.clone(),
     );
     let mut head = Head::default();
     let what = format!("entity `{name}`");
@@ -174,8 +184,8 @@ fn entity_key(
         "ttl" => head.ttl = r.string(value::parse(meta.value()?)?, &what),
         "ttl_jitter" => head.jitter = r.string(value::parse(meta.value()?)?, &what),
         "colocate" => e.colocate = r.name(value::parse(meta.value()?)?, &what),
-        "crate" => e.crate_path = r.string(value::parse(meta.value()?)?, &what),
-        "migrate_from" => e.migrate_from = r.path(value::parse(meta.value()?)?, &what),
+        "crate" => e.crate_path = r.rust(meta.value()?, CRATE_PATH, &what)?,
+        "migrate_from" => e.migrate_from = r.rust(meta.value()?, PREVIOUS_TYPE, &what)?,
         "index" => e.indexes.extend(construct::index(meta, r)?),
         "counter" => e.counters.extend(construct::counter(meta, r)?),
         "relation" => e.relations.extend(construct::relation(meta, r)?),

@@ -9,7 +9,7 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{Token, token};
 
-use crate::ir::FieldExpr;
+use crate::ir::{FieldExpr, Syntax};
 use crate::origin::{Diagnostics, Origin, Sp};
 use crate::vocab::{self, Mistake};
 
@@ -286,6 +286,43 @@ impl Reader<'_> {
             Value::Str(_) => self.string(v, what),
             _ => self.wrong(&v, "a name", what),
         }
+    }
+
+    /// Rust syntax, bare or quoted (`migrate_from = UserV1`,
+    /// `crate = "::kvmodel"`), parsed here once. `expected` names what it
+    /// must be (`a type`), `example` what that means for this key.
+    pub fn rust<T: syn::parse::Parse + quote::ToTokens>(
+        &mut self,
+        input: ParseStream<'_>,
+        (expected, example): (&str, &str),
+        what: &str,
+    ) -> syn::Result<Option<Sp<Syntax<T>>>> {
+        use syn::parse::discouraged::Speculative as _;
+        if input.peek(syn::LitStr) {
+            let lit: syn::LitStr = input.parse()?;
+            let origin = Origin::Span(lit.span());
+            return Ok(match Syntax::parse_lit(&lit) {
+                Ok(s) => Some(Sp::new(s, origin)),
+                Err(_) => {
+                    let m = Mistake::new(
+                        "E010",
+                        format!("`{}` is not {expected}; expected {example}", lit.value()),
+                    );
+                    self.report(m, &origin);
+                    None
+                }
+            });
+        }
+        let fork = input.fork();
+        if let Ok(t) = fork.parse::<T>() {
+            if fork.is_empty() || fork.peek(Token![,]) {
+                input.advance_to(&fork);
+                let origin = Origin::Span(t.span());
+                return Ok(Some(Sp::new(Syntax::new(t), origin)));
+            }
+        }
+        let v = parse(input)?;
+        Ok(self.wrong(&v, expected, what))
     }
 
     /// A field or a time bucket (`created_at`, `day(created_at)`, or either

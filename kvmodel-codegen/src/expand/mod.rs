@@ -12,7 +12,7 @@ mod versioned;
 
 use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{ToTokens, format_ident, quote};
 
 use crate::ir::{Entity, FieldExpr, FieldType};
 
@@ -38,21 +38,17 @@ pub(crate) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(e: &'a Entity) -> Self {
-        let krate = e
-            .crate_path
-            .as_ref()
-            .and_then(|p| syn::parse_str::<syn::Path>(p).ok())
-            .map(|p| quote!(#p))
-            .unwrap_or_else(|| quote!(::kvmodel));
+        let krate = match &e.crate_path {
+            Some(p) => p.value.to_token_stream(),
+            None => quote!(::kvmodel),
+        };
         let name = ident(&e.name);
         Ctx {
             e,
             krate,
             keys: format_ident!("{}Keys", name),
             repo: format_ident!("{}Repo", name),
-            vis: syn::parse_str::<syn::Visibility>(&e.vis)
-                .map(|v| quote!(#v))
-                .unwrap_or_default(),
+            vis: e.vis.to_token_stream(),
             name,
         }
     }

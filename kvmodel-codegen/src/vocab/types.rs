@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::Mistake;
-use crate::ir::FieldType;
+use crate::ir::{FieldType, Syntax};
 use crate::origin::suggestion;
 
 /// The scalar field types, by their schema spelling.
@@ -55,7 +55,12 @@ impl FieldType {
             return Ok(FieldType::Map(Box::new(Self::parse_schema(value, named)?)));
         }
         if named.contains(&t) {
-            return Ok(FieldType::Named(t.to_owned()));
+            return Syntax::parse_str(t).map(FieldType::Named).map_err(|_| {
+                Mistake::new(
+                    "E013",
+                    format!("the type `{t}` cannot be named in Rust; declare it with an UpperCamelCase name"),
+                )
+            });
         }
         let scalars = SCALARS.iter().map(|(n, _)| *n);
         let hint = suggestion(t, scalars.clone().chain(named.iter().copied()));
@@ -73,7 +78,7 @@ impl FieldType {
         match self {
             FieldType::List(t) => format!("list<{}>", t.schema_name()),
             FieldType::Map(t) => format!("map<string, {}>", t.schema_name()),
-            FieldType::Named(n) => n.clone(),
+            FieldType::Named(n) => n.to_string(),
             scalar => SCALARS
                 .iter()
                 .find(|(_, t)| t == scalar)
@@ -95,7 +100,7 @@ impl FieldType {
     }
 
     fn from_rust_inner(ty: &syn::Type) -> FieldType {
-        let named = || FieldType::Named(quote!(#ty).to_string().replace(' ', ""));
+        let named = || FieldType::Named(Syntax::new(ty.clone()));
         let Some(seg) = last_segment(ty) else {
             return named();
         };
@@ -149,9 +154,7 @@ impl FieldType {
                 let t = t.to_rust(krate, short);
                 quote!(::std::collections::BTreeMap<#string, #t>)
             }
-            FieldType::Named(n) => syn::parse_str::<syn::Type>(n)
-                .map(|t| quote!(#t))
-                .unwrap_or_else(|_| quote!(::core::primitive::str)),
+            FieldType::Named(t) => quote!(#t),
         }
     }
 }

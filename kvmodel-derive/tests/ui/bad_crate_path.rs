@@ -1,0 +1,9 @@
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(crate = "my kvmodel", namespace = "shop", key = "user:{id}")]
+pub struct User {
+    pub id: String,
+}
+
+fn main() {}
