@@ -52,7 +52,7 @@ fn declarations_round_trip() {
         let declared = kvmodel_build::declare::declare(&schema.model).unwrap();
         let file = syn::parse_file(&declared).unwrap();
         let mut diags = kvmodel_codegen::Diagnostics::new();
-        let read = kvmodel_codegen::declared::read(&file, &mut diags);
+        let read = kvmodel_build::declare::read(&file, &mut diags);
         assert!(diags.as_slice().is_empty(), "{:?}", diags.as_slice());
         assert_eq!(read, schema.model);
     });

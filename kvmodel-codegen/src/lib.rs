@@ -10,7 +10,7 @@
 
 pub mod attr;
 pub mod check;
-pub mod declared;
+pub mod declare;
 pub mod expand;
 pub mod ir;
 pub mod origin;

@@ -1,6 +1,5 @@
-//! Reads a file of declarations (as `kvmodel generate` writes them) back into
-//! a model, the way the derive sees it. The round-trip test
-//! `read(declare(model)) == model` keeps the two front-ends from drifting.
+//! The reader: a file of declarations (as `kvmodel generate` writes them)
+//! back into a model, the way the derive sees it.
 
 use heck::ToSnakeCase;
 use quote::ToTokens;

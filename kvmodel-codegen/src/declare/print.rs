@@ -1,0 +1,324 @@
+//! The printer: a model as Rust declarations annotated with
+//! `#[derive(KvEntity)]` and `#[kv(…)]`; the derive owns every impl.
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::ir::{Entity, Field, FieldType, Model, TypeDef, TypeKind};
+use crate::vocab::{self, ident};
+
+/// Whether a type allows `Eq` and `Hash` (no floats, transitively).
+fn hashable(ty: &FieldType, model: &Model) -> bool {
+    match ty {
+        FieldType::F64 => false,
+        FieldType::List(t) | FieldType::Map(t) => hashable(t, model),
+        FieldType::Named(n) => match model.types.iter().find(|d| *d.name == *n).map(|d| &d.kind) {
+            Some(TypeKind::Struct(fields)) => fields.iter().all(|f| hashable(&f.ty, model)),
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+/// The Rust type of a field type, as users read it.
+fn rust_type(ty: &FieldType) -> TokenStream {
+    ty.to_rust(&quote!(::kvmodel), true)
+}
+
+/// The name of the function serde calls for a field's default.
+pub fn default_fn_name(owner: &str, field: &str) -> String {
+    format!("__kvmodel_default_{}_{}", owner.to_snake_case(), field)
+}
+
+/// A Rust expression for a default value, for the types defaults support
+/// (checked when the schema is read).
+fn default_expr(ty: &FieldType, v: &serde_json::Value) -> TokenStream {
+    match (ty, v) {
+        (FieldType::String, serde_json::Value::String(s)) => quote!(String::from(#s)),
+        (FieldType::Bool, serde_json::Value::Bool(b)) => quote!(#b),
+        (
+            FieldType::I32 | FieldType::I64 | FieldType::U32 | FieldType::U64,
+            serde_json::Value::Number(n),
+        ) => {
+            let lit = Literal::i64_unsuffixed(n.as_i64().unwrap_or_default());
+            quote!(#lit)
+        }
+        (FieldType::F64, serde_json::Value::Number(n)) => {
+            let lit = Literal::f64_unsuffixed(n.as_f64().unwrap_or_default());
+            quote!(#lit)
+        }
+        (FieldType::Named(t), serde_json::Value::String(v)) => {
+            let (t, v) = (ident(t), ident(&v.to_upper_camel_case()));
+            quote!(#t::#v)
+        }
+        (_, serde_json::Value::Null) => quote!(None),
+        _ => quote!(Vec::new()),
+    }
+}
+
+struct Out {
+    items: Vec<TokenStream>,
+    defaults: Vec<TokenStream>,
+}
+
+fn field_tokens(owner: &str, f: &Field, out: &mut Out) -> TokenStream {
+    let name = ident(&f.name);
+    let ty = rust_type(&f.ty);
+    let ty = if f.optional { quote!(Option<#ty>) } else { ty };
+    let mut attrs = Vec::new();
+    if let Some(d) = &f.default {
+        let fname = default_fn_name(owner, &f.name);
+        let fid = format_ident!("{}", fname);
+        let expr = if f.optional && !d.value.is_null() {
+            let inner = default_expr(&f.ty, &d.value);
+            quote!(Some(#inner))
+        } else {
+            default_expr(&f.ty, &d.value)
+        };
+        let doc = format!(" The schema's default for `{owner}.{}`.", *f.name);
+        out.defaults.push(quote! {
+            #[doc = #doc]
+            fn #fid() -> #ty { #expr }
+        });
+        attrs.push(quote!(#[serde(default = #fname)]));
+    }
+    quote! {
+        #(#attrs)*
+        pub #name: #ty
+    }
+}
+
+fn type_tokens(def: &TypeDef, model: &Model, out: &mut Out) -> TokenStream {
+    let name = ident(&def.name);
+    match &def.kind {
+        TypeKind::Enum(variants) => {
+            let vs = variants.iter().map(|v| {
+                let id = ident(&v.to_upper_camel_case());
+                let text = v.as_str();
+                quote!(#[serde(rename = #text)] #id)
+            });
+            quote! {
+                #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize, ::kvmodel::KvEnum)]
+                #[serde(crate = "::kvmodel::serde")]
+                pub enum #name { #(#vs,)* }
+            }
+        }
+        TypeKind::Struct(fields) => {
+            let eq = fields.iter().all(|f| hashable(&f.ty, model));
+            let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
+            let fs: Vec<TokenStream> = fields
+                .iter()
+                .map(|f| field_tokens(&def.name, f, out))
+                .collect();
+            quote! {
+                #[derive(Debug, Clone, PartialEq, #extra ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
+                #[serde(crate = "::kvmodel::serde")]
+                pub struct #name { #(#fs,)* }
+            }
+        }
+    }
+}
+
+fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> TokenStream {
+    let ids = items.into_iter().map(ident);
+    quote!(#(#ids),*)
+}
+
+fn field_expr_tokens(x: &crate::ir::FieldExpr) -> TokenStream {
+    use crate::ir::FieldExpr::*;
+    let f = ident(x.field());
+    match x {
+        Field(_) => quote!(#f),
+        Hour(_) => quote!(hour(#f)),
+        Day(_) => quote!(day(#f)),
+        Month(_) => quote!(month(#f)),
+    }
+}
+
+fn since_tokens(since: u32) -> TokenStream {
+    if since == vocab::DEFAULT_SINCE {
+        quote!()
+    } else {
+        let s = Literal::u32_unsuffixed(since);
+        quote!(, since = #s)
+    }
+}
+
+/// A value in attribute syntax: literals, `None`, `[…]` and `{ key: … }`.
+fn value_tokens(v: &serde_json::Value) -> TokenStream {
+    use serde_json::Value as J;
+    match v {
+        J::Null => quote!(None),
+        J::Bool(b) => quote!(#b),
+        J::String(s) => quote!(#s),
+        J::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => {
+                let lit = Literal::u64_unsuffixed(i.unsigned_abs());
+                if i < 0 { quote!(-#lit) } else { quote!(#lit) }
+            }
+            (None, Some(f)) => {
+                let lit = Literal::f64_unsuffixed(f.abs());
+                if f < 0.0 { quote!(-#lit) } else { quote!(#lit) }
+            }
+            (None, None) => {
+                let lit = Literal::u64_unsuffixed(n.as_u64().unwrap_or_default());
+                quote!(#lit)
+            }
+        },
+        J::Array(items) => {
+            let items = items.iter().map(value_tokens);
+            quote!([#(#items),*])
+        }
+        J::Object(entries) => {
+            let entries = entries.iter().map(|(k, v)| {
+                let v = value_tokens(v);
+                match syn::parse_str::<syn::Ident>(k) {
+                    Ok(k) => quote!(#k: #v),
+                    Err(_) => quote!(#k: #v),
+                }
+            });
+            quote!({ #(#entries),* })
+        }
+    }
+}
+
+fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
+    let name = ident(&e.name);
+    let mut head = Vec::new();
+    if let Some(ns) = &e.namespace {
+        let ns = ns.as_str();
+        head.push(quote!(namespace = #ns));
+    }
+    if let Some(k) = &e.key {
+        let k = k.text.as_str();
+        head.push(quote!(key = #k));
+    }
+    if e.version.value != 1 {
+        let v = Literal::u32_unsuffixed(e.version.value);
+        head.push(quote!(version = #v));
+    }
+    if e.encoding.value != crate::ir::Encoding::default() {
+        let enc = e.encoding.as_str();
+        head.push(quote!(encoding = #enc));
+    }
+    if let Some(t) = &e.ttl {
+        let after = vocab::format_duration_ms(t.after_ms.value);
+        head.push(quote!(ttl = #after));
+        if let Some(j) = &t.jitter_permille {
+            let j = vocab::format_jitter(j.value);
+            head.push(quote!(ttl_jitter = #j));
+        }
+    }
+    if let Some(c) = &e.colocate {
+        let c = ident(c);
+        head.push(quote!(colocate = #c));
+    }
+    let mut attrs = vec![quote!(#[kv(#(#head),*)])];
+    for ix in &e.indexes {
+        let n = ix.name.as_str();
+        let fields = list(ix.fields.iter().map(|f| f.as_str()));
+        let unique = if ix.unique {
+            quote!(, unique)
+        } else {
+            quote!()
+        };
+        let norm = if ix.normalize.is_some() {
+            quote!(, normalize = "lowercase")
+        } else {
+            quote!()
+        };
+        let order = ix.order_by.as_ref().map(|o| {
+            let o = field_expr_tokens(o);
+            quote!(, order_by = #o)
+        });
+        let since = since_tokens(ix.since.value);
+        attrs.push(quote!(#[kv(index(name = #n, fields(#fields) #unique #norm #order #since))]));
+    }
+    for c in &e.counters {
+        let n = c.name.as_str();
+        let group = if c.group_by.is_empty() {
+            quote!()
+        } else {
+            let g = c.group_by.iter().map(|g| field_expr_tokens(g));
+            quote!(, group_by(#(#g),*))
+        };
+        let sum = c.sum.as_ref().map(|s| {
+            let s = ident(s);
+            quote!(, sum = #s)
+        });
+        let since = since_tokens(c.since.value);
+        attrs.push(quote!(#[kv(counter(name = #n #sum #group #since))]));
+    }
+    for r in &e.relations {
+        let n = r.name.as_str();
+        let (to, by) = (ident(&r.belongs_to), ident(&r.by));
+        let order = r.order_by.as_ref().map(|o| {
+            let o = field_expr_tokens(o);
+            quote!(, order_by = #o)
+        });
+        let since = since_tokens(r.since.value);
+        attrs.push(quote!(#[kv(relation(name = #n, belongs_to = #to, by = #by #order #since))]));
+    }
+    let mut steps: Vec<_> = e.migrations.iter().collect();
+    steps.sort_by_key(|m| m.from.value);
+    for m in steps {
+        let from = Literal::u32_unsuffixed(m.from.value);
+        let mut parts = vec![quote!(from = #from)];
+        if !m.rename.is_empty() {
+            let r = m.rename.iter().map(|(a, b)| {
+                let (a, b) = (ident(a), ident(b));
+                quote!(#a = #b)
+            });
+            parts.push(quote!(rename(#(#r),*)));
+        }
+        if !m.add.is_empty() {
+            let adds = m.add.iter().map(|(f, v)| {
+                let (f, v) = (ident(f), value_tokens(v));
+                quote!(#f = #v)
+            });
+            parts.push(quote!(add(#(#adds),*)));
+        }
+        if !m.remove.is_empty() {
+            let r = list(m.remove.iter().map(|f| f.as_str()));
+            parts.push(quote!(remove(#r)));
+        }
+        attrs.push(quote!(#[kv(migration(#(#parts),*))]));
+    }
+    let eq = e.fields.iter().all(|f| hashable(&f.ty, model));
+    let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
+    let fields: Vec<TokenStream> = e
+        .fields
+        .iter()
+        .map(|f| field_tokens(&e.name, f, out))
+        .collect();
+    quote! {
+        #[derive(Debug, Clone, PartialEq, #extra ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize, ::kvmodel::KvEntity)]
+        #[serde(crate = "::kvmodel::serde")]
+        #[allow(clippy::duplicated_attributes)]
+        #(#attrs)*
+        pub struct #name { #(#fields,)* }
+    }
+}
+
+/// The declarations of a model: its types, its entities, then the functions
+/// that give fields their defaults.
+pub fn print(model: &Model) -> Result<Vec<syn::Item>, syn::Error> {
+    let mut out = Out {
+        items: Vec::new(),
+        defaults: Vec::new(),
+    };
+    for def in &model.types {
+        let t = type_tokens(def, model, &mut out);
+        out.items.push(t);
+    }
+    for e in &model.entities {
+        let t = entity_tokens(e, model, &mut out);
+        out.items.push(t);
+    }
+    out.items
+        .iter()
+        .chain(&out.defaults)
+        .map(|t| syn::parse2(t.clone()))
+        .collect()
+}
