@@ -2,7 +2,7 @@
 //! costs, as text or Markdown.
 
 use heck::ToSnakeCase;
-use kvmodel_runtime::key::{Derived, KeyBuilder};
+use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, Segment, TypeKind};
 

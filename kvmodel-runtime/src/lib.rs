@@ -6,24 +6,10 @@
 
 #![warn(missing_docs)]
 
-pub mod batch;
-pub mod clock;
-pub mod entity;
+pub mod codec;
+pub mod engine;
 pub mod error;
-pub mod key;
-pub mod maintenance;
-pub mod memory;
-pub mod migrate;
-pub mod page;
-pub mod record;
-pub mod repo;
 pub mod store;
-pub mod time;
-
-#[cfg(feature = "redb")]
-mod redb_store;
-#[cfg(feature = "redis")]
-mod redis_store;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -32,14 +18,14 @@ pub mod __private;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use batch::{Batch, Condition, Op, Outcome};
+pub use codec::time::{Date, Timestamp};
+pub use engine::page::{Cursor, Page, PageRequest};
 pub use error::{Error, Result};
-pub use memory::MemoryStore;
-pub use page::{Cursor, Page, PageRequest};
 #[cfg(feature = "redb")]
-pub use redb_store::RedbStore;
+pub use store::RedbStore;
 #[cfg(feature = "redis")]
-pub use redis_store::RedisStore;
-pub use store::{Direction, Member, RangeRequest, RangeResult, Store};
-pub use time::{Date, Timestamp};
+pub use store::RedisStore;
+pub use store::{
+    Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest, RangeResult, Store,
+};
 pub use uuid::Uuid;

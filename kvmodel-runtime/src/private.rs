@@ -1,12 +1,12 @@
 //! What generated code uses. Not a public API: it may change in any release.
 
-pub use crate::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
-pub use crate::key::{Derived, KeyBuilder, KeyMatch, KeyPart, SortPart};
-pub use crate::maintenance::{Drift, Progress};
-pub use crate::migrate;
-pub use crate::record::Encoding;
-pub use crate::repo::Engine;
-pub use crate::time::{Date, Timestamp};
+pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, SortPart};
+pub use crate::codec::migrate;
+pub use crate::codec::record::Encoding;
+pub use crate::codec::time::{Date, Timestamp};
+pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
+pub use crate::engine::maintenance::{Drift, Progress};
+pub use crate::engine::repo::Engine;
 pub use crate::{Error, Page, PageRequest, Result, Store};
 pub use serde;
 pub use serde_json;
@@ -19,7 +19,7 @@ pub fn lowercase(s: &str) -> String {
 
 /// An order-preserving sort key of one value.
 pub fn sort_of<P: SortPart + ?Sized>(p: &P) -> Vec<u8> {
-    crate::key::sort_key(p)
+    crate::codec::key::sort_key(p)
 }
 
 /// The hour bucket of an instant, as a key component: `2026-11-22T05`.
@@ -56,5 +56,5 @@ pub fn no_migration(key: &str, version: u32, current: u32) -> Error {
 
 /// Converts a migrated value into the target type.
 pub fn from_value<T: serde::de::DeserializeOwned>(key: &str, v: serde_json::Value) -> Result<T> {
-    crate::record::from_value(key, v)
+    crate::codec::record::from_value(key, v)
 }

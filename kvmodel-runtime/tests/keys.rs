@@ -1,6 +1,6 @@
 //! Property tests of the key and sort encodings.
 
-use kvmodel_runtime::key::{self, KeyBuilder, SortPart, SortReader, sort_key};
+use kvmodel_runtime::codec::key::{self, KeyBuilder, SortPart, SortReader, sort_key};
 use kvmodel_runtime::store::{decode_entry, encode_entry};
 use proptest::prelude::*;
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kvmodel_runtime::clock::ManualClock;
+use kvmodel_runtime::store::clock::ManualClock;
 use kvmodel_runtime::{Batch, RangeRequest, RedbStore, Store};
 
 #[tokio::test]

@@ -62,12 +62,12 @@ pub use kvmodel_runtime::{
 
 /// Reports of the maintenance methods every repository has (`migrate_all`,
 /// `verify`, `reconcile`).
-pub use kvmodel_runtime::maintenance::{CounterDrift, Drift, Progress};
+pub use kvmodel_runtime::engine::maintenance::{CounterDrift, Drift, Progress};
 
 /// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
 /// makes TTLs testable without sleeping.
 pub mod clock {
-    pub use kvmodel_runtime::clock::{Clock, ManualClock, SystemClock};
+    pub use kvmodel_runtime::store::clock::{Clock, ManualClock, SystemClock};
 }
 
 /// Key and sort encodings: implement [`KeyPart`](key::KeyPart) (and
@@ -75,7 +75,7 @@ pub mod clock {
 /// in keys, indexes and groups; fieldless enums get both from
 /// `#[derive(KvEnum)]`.
 pub mod key {
-    pub use kvmodel_runtime::key::{KeyPart, SortPart};
+    pub use kvmodel_runtime::codec::key::{KeyPart, SortPart};
 }
 
 /// The conformance suite every backend passes, for implementors of

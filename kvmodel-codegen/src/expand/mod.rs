@@ -17,7 +17,7 @@ use quote::{ToTokens, format_ident, quote};
 use crate::ir::{Entity, FieldExpr, FieldType};
 
 /// The kinds of derived key an entity's builders write; their spelling lives
-/// in the runtime (`kvmodel_runtime::key::Derived`), never here.
+/// in the runtime (`kvmodel_runtime::codec::key::Derived`), never here.
 #[derive(Clone, Copy)]
 pub(crate) enum Derived {
     Claim,

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Harness;
-use crate::batch::{Batch, Outcome};
-use crate::key::sort_key;
+use crate::codec::key::sort_key;
+use crate::store::batch::{Batch, Outcome};
 use crate::store::{Direction, RangeRequest, Store};
 
 async fn commit<S: Store>(s: &S, b: &Batch) -> Outcome {

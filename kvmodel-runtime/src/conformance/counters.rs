@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::Harness;
-use crate::batch::{Batch, parse_counter};
 use crate::error::Error;
+use crate::store::batch::Batch;
+use crate::store::counter::parse_counter;
 use crate::store::{RangeRequest, Store};
 
 /// Stored texts and whether they are counters: exactly what Redis `INCRBY`

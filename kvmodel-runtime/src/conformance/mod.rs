@@ -19,9 +19,9 @@ pub use counters::*;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::clock::ManualClock;
-use crate::memory::MemoryStore;
 use crate::store::Store;
+use crate::store::clock::ManualClock;
+use crate::store::memory::MemoryStore;
 
 /// What a backend gives the suite.
 pub trait Harness: Send + Sync + 'static {

@@ -459,8 +459,13 @@ pub async fn migration_from_chain<H: Harness>(h: &H) {
     let mut b = Batch::new();
     b.put(
         &key,
-        kvmodel_runtime::record::encode(&key, kvmodel_runtime::record::Encoding::Json, 1, &v1)
-            .unwrap(),
+        kvmodel_runtime::codec::record::encode(
+            &key,
+            kvmodel_runtime::codec::record::Encoding::Json,
+            1,
+            &v1,
+        )
+        .unwrap(),
         None,
     );
     let v2 = ProfileV2 {
@@ -471,8 +476,13 @@ pub async fn migration_from_chain<H: Harness>(h: &H) {
     let key2 = ProfileKeys::record("p2");
     b.put(
         &key2,
-        kvmodel_runtime::record::encode(&key2, kvmodel_runtime::record::Encoding::MsgPack, 2, &v2)
-            .unwrap(),
+        kvmodel_runtime::codec::record::encode(
+            &key2,
+            kvmodel_runtime::codec::record::Encoding::MsgPack,
+            2,
+            &v2,
+        )
+        .unwrap(),
         None,
     );
     assert!(s.commit(b).await.unwrap().is_applied());
@@ -716,7 +726,7 @@ pub async fn maintenance_migrates_verifies_and_repairs<H: Harness>(h: &H) {
     b.delete(UserKeys::by_email("m1@x.io"))
         .remove(
             UserKeys::by_status(Status::Active),
-            kvmodel_runtime::key::sort_key(&u3.created_at),
+            kvmodel_runtime::codec::key::sort_key(&u3.created_at),
             UserKeys::record("m3").into_bytes(),
         )
         .incr(UserKeys::counter_by_status(Status::Active), 5);

@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::batch::Batch;
-use crate::entity::{self, Entity, Facts};
+use crate::codec::record;
+use crate::engine::entity::{self, Entity, Facts};
+use crate::engine::page::{Cursor, PageRequest};
+use crate::engine::repo::{Engine, transition};
 use crate::error::Result;
-use crate::page::{Cursor, PageRequest};
-use crate::record;
-use crate::repo::{Engine, transition};
+use crate::store::batch::Batch;
 use crate::store::{Direction, RangeRequest, Store, encode_entry};
 
 /// How far a maintenance walk got.

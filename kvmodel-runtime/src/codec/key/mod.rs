@@ -14,11 +14,11 @@
 //!   sorts as the tuple does.
 //!
 //! The layout of derived keys (claims, collections, counters, the discovery
-//! set) lives in [`layout`]: one enum of their kinds, the builder generated
+//! set) lives in `layout`: one enum of their kinds, the builder generated
 //! code calls, and the matcher that checks a key without allocating.
 //!
 //! ```
-//! use kvmodel_runtime::key::KeyBuilder;
+//! use kvmodel_runtime::codec::key::KeyBuilder;
 //! let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
 //! assert_eq!(key, "shop:user:1%3Aorders");
 //! ```

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::key::{KeyPart, SortPart};
+use crate::codec::key::{KeyPart, SortPart};
 
 /// An instant in UTC with millisecond precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::batch::{Batch, Outcome};
-use crate::entity::{self, ClaimFact, Entity, Facts, MemberFact};
+use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
+use crate::engine::page::{Cursor, Page, PageRequest};
 use crate::error::{Error, Result};
-use crate::page::{Cursor, Page, PageRequest};
 use crate::store::Store;
+use crate::store::batch::{Batch, Outcome};
 
 /// How many times `update`, `modify` and `delete` re-read and retry before
 /// giving up with [`Error::Conflict`].
@@ -166,8 +166,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Error::UniqueViolation {
             entity: E::META.name,
             index: claim.index,
-            value: crate::key::derived_parts(&claim.key, crate::key::Derived::Claim, claim.index)
-                .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
+            value: crate::codec::key::derived_parts(
+                &claim.key,
+                crate::codec::key::Derived::Claim,
+                claim.index,
+            )
+            .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
         }
     }
 

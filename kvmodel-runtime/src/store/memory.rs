@@ -4,9 +4,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::batch::{Batch, Op, Outcome, add_to_counter, parse_counter};
-use crate::clock::{Clock, SystemClock, deadline};
 use crate::error::Result;
+use crate::store::batch::{Batch, Op, Outcome};
+use crate::store::clock::{Clock, SystemClock, deadline};
+use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
     Direction, Held, RangeRequest, RangeResult, Store, bounds_empty, check, encode_entry,
     entry_bounds, page_from_entries,
@@ -115,7 +116,7 @@ impl Inner {
 /// sleeping:
 ///
 /// ```
-/// use kvmodel_runtime::{MemoryStore, clock::ManualClock};
+/// use kvmodel_runtime::{MemoryStore, store::clock::ManualClock};
 /// let clock = ManualClock::new(0);
 /// let store = MemoryStore::with_clock(clock.clone());
 /// ```
@@ -226,7 +227,7 @@ impl Store for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::store::clock::ManualClock;
 
     #[test]
     fn expired_entries_are_swept_from_memory() {

@@ -4,8 +4,8 @@ use std::fmt;
 use std::ops::Bound;
 use std::str::FromStr;
 
+use crate::codec::key::SortPart;
 use crate::error::{Error, Result};
-use crate::key::SortPart;
 use crate::store::{Direction, RangeRequest};
 
 /// An opaque position in a listing, returned as [`Page::next`] and passed back
@@ -115,25 +115,25 @@ impl PageRequest {
 
     /// Only items whose `order_by` value is `>= v`.
     pub fn start_at<V: SortPart + ?Sized>(mut self, v: &V) -> Self {
-        self.lower = Bound::Included(crate::key::sort_key(v));
+        self.lower = Bound::Included(crate::codec::key::sort_key(v));
         self
     }
 
     /// Only items whose `order_by` value is `> v`.
     pub fn start_after<V: SortPart + ?Sized>(mut self, v: &V) -> Self {
-        self.lower = Bound::Excluded(crate::key::sort_key(v));
+        self.lower = Bound::Excluded(crate::codec::key::sort_key(v));
         self
     }
 
     /// Only items whose `order_by` value is `<= v`.
     pub fn end_at<V: SortPart + ?Sized>(mut self, v: &V) -> Self {
-        self.upper = Bound::Included(crate::key::sort_key(v));
+        self.upper = Bound::Included(crate::codec::key::sort_key(v));
         self
     }
 
     /// Only items whose `order_by` value is `< v`.
     pub fn end_before<V: SortPart + ?Sized>(mut self, v: &V) -> Self {
-        self.upper = Bound::Excluded(crate::key::sort_key(v));
+        self.upper = Bound::Excluded(crate::codec::key::sort_key(v));
         self
     }
 

@@ -17,13 +17,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionManager;
 use redis::{ErrorKind, Value};
 
-use crate::batch::{Batch, Condition, Op, Outcome};
 use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Condition, Op, Outcome};
 use crate::store::{
     Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
 };
 
-const SCRIPT: &str = include_str!("redis_store.lua");
+const SCRIPT: &str = include_str!("redis.lua");
 
 /// A Redis store: a cheap-clone handle over one managed, multiplexed
 /// connection that reconnects on its own.

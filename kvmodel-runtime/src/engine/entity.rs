@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::record::{self, Encoding};
 use crate::error::{Error, Result};
-use crate::record::{self, Encoding};
 
 /// A record type with a version, readable from any older version.
 #[diagnostic::on_unimplemented(
@@ -83,10 +83,10 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
 
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
-        crate::key::KeyBuilder::derived(
+        crate::codec::key::KeyBuilder::derived(
             Self::META.namespace,
             Self::META.key_space,
-            crate::key::Derived::Discovery,
+            crate::codec::key::Derived::Discovery,
         )
         .finish()
     }

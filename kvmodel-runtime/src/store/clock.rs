@@ -27,7 +27,7 @@ impl Clock for SystemClock {
 /// A clock that only moves when told to, so TTL tests need no sleeping.
 ///
 /// ```
-/// use kvmodel_runtime::clock::{Clock, ManualClock};
+/// use kvmodel_runtime::store::clock::{Clock, ManualClock};
 /// use std::time::Duration;
 /// let clock = ManualClock::new(1_000);
 /// clock.advance(Duration::from_secs(1));

@@ -115,7 +115,7 @@ thread_local! {
 /// a `bool`.
 ///
 /// ```
-/// use kvmodel_runtime::key::{KeyBuilder, KeyMatch};
+/// use kvmodel_runtime::codec::key::{KeyBuilder, KeyMatch};
 /// let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
 /// assert!(KeyMatch::new(&key, "shop").lit("user").part("1:orders").finish());
 /// assert!(!KeyMatch::new(&key, "shop").lit("user").part("1").finish());

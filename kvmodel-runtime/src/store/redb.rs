@@ -15,9 +15,10 @@ use redb::{
     Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
 };
 
-use crate::batch::{Batch, Op, Outcome, add_to_counter, parse_counter};
-use crate::clock::{Clock, SystemClock, deadline};
 use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Op, Outcome};
+use crate::store::clock::{Clock, SystemClock, deadline};
+use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
     Direction, Held, RangeRequest, RangeResult, Store, check, encode_entry, entry_bounds,
     page_from_entries,

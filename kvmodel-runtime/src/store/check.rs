@@ -1,0 +1,125 @@
+//! The pre-write check every backend applies to a batch (the Redis commit
+//! script mirrors it step by step).
+
+use std::collections::HashMap;
+
+use super::batch::{Batch, Op, Outcome};
+use super::counter::{NOT_A_COUNTER, add_to_counter, counter_value};
+use crate::error::{Error, Result};
+
+/// What a key holds now, as a backend reports it to [`check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// Nothing, or only expired data.
+    Nothing,
+    /// A value (counters are values too).
+    Value(Vec<u8>),
+    /// A sorted collection with at least one member.
+    Collection,
+}
+
+/// What a key will hold at one point of a batch being checked.
+#[derive(Clone, Copy)]
+enum Slot {
+    Nothing,
+    Counter(i64),
+    Text,
+    Collection,
+}
+
+impl Slot {
+    fn value(bytes: &[u8]) -> Slot {
+        counter_value(bytes).map_or(Slot::Text, Slot::Counter)
+    }
+
+    fn of(held: &Held) -> Slot {
+        match held {
+            Held::Nothing => Slot::Nothing,
+            Held::Value(v) => Slot::value(v),
+            Held::Collection => Slot::Collection,
+        }
+    }
+}
+
+fn refuse(key: &str, reason: &str) -> Error {
+    Error::InvalidBatch {
+        key: key.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// Decides, before anything is written, what committing `batch` does:
+/// [`Outcome::Failed`] for the first condition (in order) that does not hold,
+/// an error for the first operation (in order) that could not be applied,
+/// otherwise [`Outcome::Applied`], and then applying every operation cannot
+/// fail. `current` tells what a key holds now.
+///
+/// The rules, which the Redis commit script applies in the same order:
+/// a key holds nothing, a value or a sorted collection; a condition on a
+/// collection, a put over a collection, an increment of a collection, and an
+/// add to or remove from a value fail the batch (a delete first makes room
+/// for the other kind); an increment needs a counter as [`parse_counter`](super::counter::parse_counter)
+/// reads it and a sum within 64 bits ([`add_to_counter`](super::counter::add_to_counter)). Each operation sees
+/// what the earlier ones of the batch left.
+pub fn check(batch: &Batch, mut current: impl FnMut(&str) -> Result<Held>) -> Result<Outcome> {
+    let mut slots: HashMap<&str, Slot> = HashMap::new();
+    for (index, cond) in batch.conditions().iter().enumerate() {
+        let key = cond.key();
+        let held = current(key)?;
+        let value = match &held {
+            Held::Nothing => None,
+            Held::Value(v) => Some(v.as_slice()),
+            Held::Collection => {
+                return Err(refuse(
+                    key,
+                    "a condition inspects a key that holds a sorted collection",
+                ));
+            }
+        };
+        if !cond.holds(value) {
+            return Ok(Outcome::Failed { index });
+        }
+        slots.insert(key, Slot::of(&held));
+    }
+    for op in batch.ops() {
+        let key = op.key();
+        if matches!(op, Op::Expire { .. }) {
+            continue; // any kind expires; nothing changes
+        }
+        let slot = match (op, slots.get(key)) {
+            (Op::Delete { .. }, _) => Slot::Nothing,
+            (_, Some(slot)) => *slot,
+            (_, None) => Slot::of(&current(key)?),
+        };
+        let next = match (op, slot) {
+            (Op::Delete { .. }, _) => Slot::Nothing,
+            (Op::Put { .. }, Slot::Collection) => {
+                return Err(refuse(
+                    key,
+                    "a put meets a sorted collection; delete it first",
+                ));
+            }
+            (Op::Put { value, .. }, _) => Slot::value(value),
+            (Op::Incr { delta, .. }, Slot::Nothing) => {
+                Slot::Counter(add_to_counter(key, 0, *delta)?)
+            }
+            (Op::Incr { delta, .. }, Slot::Counter(v)) => {
+                Slot::Counter(add_to_counter(key, v, *delta)?)
+            }
+            (Op::Incr { .. }, Slot::Text) => return Err(refuse(key, NOT_A_COUNTER)),
+            (Op::Incr { .. }, Slot::Collection) => {
+                return Err(refuse(
+                    key,
+                    "an increment meets a sorted collection, not a counter",
+                ));
+            }
+            (Op::Add { .. } | Op::Remove { .. }, Slot::Counter(_) | Slot::Text) => {
+                return Err(refuse(key, "a sorted-collection operation meets a value"));
+            }
+            (Op::Add { .. }, _) => Slot::Collection,
+            (Op::Remove { .. } | Op::Expire { .. }, slot) => slot,
+        };
+        slots.insert(key, next);
+    }
+    Ok(Outcome::Applied)
+}

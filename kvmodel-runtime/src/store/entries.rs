@@ -1,0 +1,106 @@
+//! Collection entries as backends store them: the sort key, terminated,
+//! then the member, so that entry byte order equals `(sort, member)` order;
+//! range bounds and pages over them.
+
+use std::ops::Bound;
+
+use super::{Direction, Member, RangeRequest, RangeResult};
+use crate::codec::key::{read_terminated, write_terminated};
+use crate::error::{Error, Result};
+
+/// Encodes a collection entry: the sort key, terminated, then the member. Entry
+/// byte order equals `(sort, member)` order.
+pub fn encode_entry(sort: &[u8], member: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(sort.len() + member.len() + 2);
+    write_terminated(&mut out, sort);
+    out.extend_from_slice(member);
+    out
+}
+
+/// Splits an entry into its sort key and member.
+pub fn decode_entry(entry: &[u8]) -> Result<Member> {
+    let (sort, member) = read_terminated(entry).ok_or_else(|| Error::InvalidCursor {
+        reason: "it does not encode a collection position".to_owned(),
+    })?;
+    Ok(Member {
+        sort,
+        member: member.to_vec(),
+    })
+}
+
+fn with_last(sort: &[u8], last: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(sort.len() + 2);
+    write_terminated(&mut out, sort);
+    *out.last_mut().expect("terminator written") = last;
+    out
+}
+
+/// The entry-space bounds `[lower, upper]` of a request: sort bounds mapped to
+/// entry bytes, narrowed by the cursor in the scan direction.
+pub fn entry_bounds(req: &RangeRequest) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    // Entries with sort key s lie in [T(s) 00 01, T(s) 00 02).
+    let lower = match &req.lower {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(s) => Bound::Included(with_last(s, 1)),
+        Bound::Excluded(s) => Bound::Included(with_last(s, 2)),
+    };
+    let upper = match &req.upper {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(s) => Bound::Excluded(with_last(s, 2)),
+        Bound::Excluded(s) => Bound::Excluded(with_last(s, 1)),
+    };
+    match (&req.after, req.direction) {
+        (None, _) => (lower, upper),
+        (Some(after), Direction::Ascending) => (tighter(lower, after, true), upper),
+        (Some(after), Direction::Descending) => (lower, tighter(upper, after, false)),
+    }
+}
+
+/// The tighter of a bound and "strictly past `after`".
+fn tighter(bound: Bound<Vec<u8>>, after: &[u8], is_lower: bool) -> Bound<Vec<u8>> {
+    let keep = match &bound {
+        Bound::Unbounded => false,
+        Bound::Included(b) => {
+            if is_lower {
+                b.as_slice() > after
+            } else {
+                b.as_slice() < after
+            }
+        }
+        Bound::Excluded(b) => {
+            if is_lower {
+                b.as_slice() >= after
+            } else {
+                b.as_slice() <= after
+            }
+        }
+    };
+    if keep {
+        bound
+    } else {
+        Bound::Excluded(after.to_vec())
+    }
+}
+
+/// True when no value can lie between `lo` and `hi` (inverted or empty
+/// bounds): ordered maps panic on such ranges, an empty page is the answer.
+pub fn bounds_empty<T: PartialOrd>(lo: &Bound<T>, hi: &Bound<T>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
+        _ => false,
+    }
+}
+
+/// Builds a [`RangeResult`] from up to `limit + 1` entries in scan order.
+pub fn page_from_entries(mut entries: Vec<Vec<u8>>, limit: usize) -> Result<RangeResult> {
+    let more = entries.len() > limit;
+    entries.truncate(limit);
+    let next = if more { entries.last().cloned() } else { None };
+    let members = entries
+        .iter()
+        .map(|e| decode_entry(e))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RangeResult { members, next })
+}
