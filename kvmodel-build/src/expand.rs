@@ -3,7 +3,6 @@
 
 use quote::ToTokens;
 
-use crate::declare::HEADER;
 use kvmodel_codegen::ir::Model;
 
 fn strip_kv(attrs: &mut Vec<syn::Attribute>) -> Option<&'static str> {
@@ -36,10 +35,9 @@ fn strip_kv(attrs: &mut Vec<syn::Attribute>) -> Option<&'static str> {
 
 /// The fully expanded code of a model.
 pub fn expand(model: &Model) -> Result<String, syn::Error> {
-    let declared = crate::declare::declare(model)?;
-    let mut file: syn::File = syn::parse_str(&declared)?;
+    let mut items = crate::declare::print(model)?;
     let mut expansions = Vec::new();
-    for item in &mut file.items {
+    for item in &mut items {
         let (tokens, which) = match item {
             syn::Item::Struct(s) => {
                 let tokens = s.to_token_stream();
@@ -59,6 +57,6 @@ pub fn expand(model: &Model) -> Result<String, syn::Error> {
         let parsed: syn::File = syn::parse2(out)?;
         expansions.extend(parsed.items);
     }
-    file.items.extend(expansions);
-    Ok(format!("{HEADER}\n\n{}", prettyplease::unparse(&file)))
+    items.extend(expansions);
+    Ok(crate::declare::file(items))
 }

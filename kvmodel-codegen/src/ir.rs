@@ -66,6 +66,9 @@ pub struct Entity {
     pub migrate_from: Option<Sp<Syntax<syn::Type>>>,
     /// Path of the kvmodel crate in generated code (default `::kvmodel`).
     pub crate_path: Option<Sp<Syntax<syn::Path>>>,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where the entity was declared.
     pub origin: Origin,
 }
@@ -79,7 +82,7 @@ impl Entity {
             vis: Syntax::new(vis),
             namespace: None,
             key: None,
-            version: Sp::new(1, Origin::Unknown),
+            version: Sp::new(vocab::DEFAULT_VERSION, Origin::Unknown),
             encoding: Sp::new(Encoding::Json, Origin::Unknown),
             fields: Vec::new(),
             indexes: Vec::new(),
@@ -90,6 +93,7 @@ impl Entity {
             migrations: Vec::new(),
             migrate_from: None,
             crate_path: None,
+            description: None,
         }
     }
 
@@ -264,6 +268,9 @@ pub struct Field {
     pub optional: bool,
     /// Value used when a stored record lacks the field (JSON).
     pub default: Option<Sp<serde_json::Value>>,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -313,6 +320,9 @@ pub struct Index {
     pub order_by: Option<Sp<FieldExpr>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -329,6 +339,7 @@ impl Index {
             normalize: None,
             order_by: None,
             since: default_since(),
+            description: None,
         }
     }
 }
@@ -344,6 +355,9 @@ pub struct Counter {
     pub sum: Option<Sp<String>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -358,6 +372,7 @@ impl Counter {
             group_by: Vec::new(),
             sum: None,
             since: default_since(),
+            description: None,
         }
     }
 }
@@ -375,6 +390,9 @@ pub struct Relation {
     pub order_by: Option<Sp<FieldExpr>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -390,6 +408,7 @@ impl Relation {
             by,
             order_by: None,
             since: default_since(),
+            description: None,
         }
     }
 }
@@ -438,6 +457,9 @@ pub struct TypeDef {
     pub name: Sp<String>,
     /// Enum or struct.
     pub kind: TypeKind,
+    /// What it is for, in the schema author's words (YAML `description:`,
+    /// doc comments in Rust).
+    pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
 }

@@ -9,7 +9,7 @@ use kvmodel_codegen::ir::{
 use kvmodel_codegen::origin::{Diagnostic, Sp};
 use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};
 
-use super::{ENTITY_KEYS, Lower, Node, TTL_KEYS};
+use super::{ENTITY_KEYS, Lower, Node, TTL_KEYS, described};
 use crate::node::Value;
 
 impl Lower<'_> {
@@ -28,6 +28,7 @@ impl Lower<'_> {
         let what = format!("entity `{}`", name.value);
         for (k, v) in self.entries(body, ENTITY_KEYS, &what) {
             match k.value.as_str() {
+                "description" => e.description = self.description(v),
                 "key" => {
                     e.key = self.string(v, "`key`").map(KeyTemplate::new);
                 }
@@ -92,8 +93,9 @@ impl Lower<'_> {
     fn index(&mut self, name: Sp<String>, body: &Node) -> Option<Index> {
         let mut ix = Index::new(name);
         let what = format!("index `{}`", *ix.name);
-        for (k, v) in self.entries(body, INDEX_KEYS, &what) {
+        for (k, v) in self.entries(body, &described(INDEX_KEYS), &what) {
             match k.value.as_str() {
+                "description" => ix.description = self.description(v),
                 "fields" => {
                     ix.fields = self.string_list(v, "`fields`");
                 }
@@ -110,8 +112,9 @@ impl Lower<'_> {
     fn counter(&mut self, name: Sp<String>, body: &Node) -> Option<Counter> {
         let mut c = Counter::new(name);
         let what = format!("counter `{}`", *c.name);
-        for (k, v) in self.entries(body, COUNTER_KEYS, &what) {
+        for (k, v) in self.entries(body, &described(COUNTER_KEYS), &what) {
             match k.value.as_str() {
+                "description" => c.description = self.description(v),
                 "group_by" => {
                     let items: Vec<&Node> = match &v.value {
                         Value::Seq(items) => items.iter().collect(),
@@ -133,8 +136,10 @@ impl Lower<'_> {
     fn relation(&mut self, name: Sp<String>, body: &Node) -> Option<Relation> {
         let what = format!("relation `{}`", *name);
         let (mut belongs_to, mut by, mut order_by, mut since) = (None, None, None, default_since());
-        for (k, v) in self.entries(body, RELATION_KEYS, &what) {
+        let mut description = None;
+        for (k, v) in self.entries(body, &described(RELATION_KEYS), &what) {
             match k.value.as_str() {
+                "description" => description = self.description(v),
                 "belongs_to" => belongs_to = self.name(v, "`belongs_to`"),
                 "by" => by = self.name(v, "`by`"),
                 "order_by" => order_by = self.field_expr(v, "`order_by`"),
@@ -149,6 +154,7 @@ impl Lower<'_> {
         let mut r = Relation::new(name, belongs_to, by);
         r.order_by = order_by;
         r.since = since;
+        r.description = description;
         Some(r)
     }
 

@@ -27,10 +27,17 @@ const ENTITY_KEYS: &[&str] = &[
     "counters",
     "relations",
     "migrations",
+    "description",
 ];
-const FIELD_KEYS: &[&str] = &["type", "optional", "default"];
+const FIELD_KEYS: &[&str] = &["type", "optional", "default", "description"];
 const TTL_KEYS: &[&str] = &["after", "jitter"];
-const TYPE_KEYS: &[&str] = &["enum", "fields"];
+const TYPE_KEYS: &[&str] = &["enum", "fields", "description"];
+
+/// The keys of a construct: the ones both front-ends share, and
+/// `description`, which the derive takes from doc comments.
+fn described(keys: &[&'static str]) -> Vec<&'static str> {
+    keys.iter().copied().chain(["description"]).collect()
+}
 
 pub(crate) struct Lower<'d> {
     pub loc: Locator,
@@ -161,6 +168,12 @@ impl Lower<'_> {
         }
     }
 
+    /// A `description:`, kept as [`vocab::description`] normalizes it.
+    pub(super) fn description(&mut self, n: &Node) -> Option<String> {
+        self.string(n, "`description`")
+            .and_then(|s| vocab::description(&s))
+    }
+
     pub(super) fn field_expr(&mut self, n: &Node, what: &str) -> Option<Sp<FieldExpr>> {
         self.word(n, what)
     }
@@ -231,10 +244,10 @@ impl Lower<'_> {
         for (name, body) in list {
             let origin = self.loc.at(name);
             self.rule(vocab::upper_camel_case("type", &name.value), &origin);
-            let mut kind = None;
-            let mut fields = None;
+            let (mut kind, mut fields, mut description) = (None, None, None);
             for (k, v) in self.entries(body, TYPE_KEYS, &format!("type `{}`", name.value)) {
                 match k.value.as_str() {
+                    "description" => description = self.description(v),
                     "enum" => {
                         let variants = self.string_list(v, "the enum variants");
                         for var in &variants {
@@ -258,6 +271,7 @@ impl Lower<'_> {
                     TypeDef {
                         name: Sp::new(name.value.clone(), origin.clone()),
                         kind: k,
+                        description,
                         origin,
                     },
                     fields,
@@ -309,6 +323,7 @@ impl Lower<'_> {
         for (name, body) in list {
             let origin = self.loc.at(name);
             self.rule(vocab::snake_case("E012", "field", &name.value), &origin);
+            let mut description = None;
             let (ty_text, optional, default) = match &body.value {
                 Value::Str(s) => (Some(Sp::new(s.clone(), self.loc.at(body))), false, None),
                 Value::Map(_) => {
@@ -318,6 +333,7 @@ impl Lower<'_> {
                     for (k, v) in self.entries(body, FIELD_KEYS, &format!("field `{}`", name.value))
                     {
                         match k.value.as_str() {
+                            "description" => description = self.description(v),
                             "type" => ty = self.string(v, "`type`"),
                             "optional" => optional = self.boolean(v, "`optional`").unwrap_or(false),
                             "default" => default = Some(v),
@@ -359,6 +375,7 @@ impl Lower<'_> {
                 ty: Sp::new(ty, ty_text.origin),
                 optional,
                 default,
+                description,
                 origin,
             });
         }

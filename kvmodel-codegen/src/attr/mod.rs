@@ -84,6 +84,37 @@ impl Keys {
     }
 }
 
+/// The text of a doc comment (`/// text` is `#[doc = " text"]`).
+fn doc_text(attr: &syn::Attribute) -> Option<String> {
+    match &attr.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The description doc comments give: one leading space of each line is
+/// the comment's own, the rest is the author's.
+fn description(docs: &[String]) -> Option<String> {
+    let text = docs.join("\n");
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect();
+    vocab::description(&lines.join("\n"))
+}
+
+/// The description of an item or a field: its doc comments.
+pub(crate) fn docs(attrs: &[syn::Attribute]) -> Option<String> {
+    let docs: Vec<String> = attrs.iter().filter_map(doc_text).collect();
+    description(&docs)
+}
+
 /// Reports broken attribute syntax.
 fn syntax(diags: &mut Diagnostics, err: syn::Error) {
     diags.push(Diagnostic::error(
@@ -124,7 +155,20 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
     );
     let mut head = Head::default();
     let what = format!("entity `{name}`");
-    for attr in input.attrs.iter().filter(|a| a.path().is_ident("kv")) {
+    // Doc comments right before a `#[kv(…)]` attribute that declares an
+    // index, a counter or a relation describe what it declares; all others
+    // describe the entity.
+    let (mut pending, mut own) = (Vec::new(), Vec::new());
+    for attr in &input.attrs {
+        if let Some(doc) = doc_text(attr) {
+            pending.push(doc);
+            continue;
+        }
+        if !attr.path().is_ident("kv") {
+            own.append(&mut pending);
+            continue;
+        }
+        let before = (e.indexes.len(), e.counters.len(), e.relations.len());
         let mut keys = Keys::new(&[], ENTITY_KEYS);
         let mut r = Reader { diags };
         let parsed =
@@ -133,7 +177,15 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
         if let Err(err) = parsed {
             syntax(diags, err);
         }
+        let described = describe(&mut e, before, description(&pending));
+        if described {
+            pending.clear();
+        } else {
+            own.append(&mut pending);
+        }
     }
+    own.append(&mut pending);
+    e.description = description(&own);
     match (head.ttl, head.jitter) {
         (Some(t), j) => e.ttl = Ttl::parse(t, j, diags),
         (None, Some(j)) => diags.push(
@@ -146,6 +198,24 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
         parse_field(f, &mut e, diags);
     }
     Some(e)
+}
+
+/// Gives `text` to the indexes, counters and relations declared since
+/// `before` (their counts then); false if there are none.
+fn describe(e: &mut Entity, before: (usize, usize, usize), text: Option<String>) -> bool {
+    let indexes = e.indexes[before.0..].iter_mut().map(|x| &mut x.description);
+    let counters = e.counters[before.1..]
+        .iter_mut()
+        .map(|x| &mut x.description);
+    let relations = e.relations[before.2..]
+        .iter_mut()
+        .map(|x| &mut x.description);
+    let mut any = false;
+    for d in indexes.chain(counters).chain(relations) {
+        *d = text.clone();
+        any = true;
+    }
+    any
 }
 
 /// Entity keys read before they can be put together.
@@ -206,6 +276,7 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
         ty: Sp::new(ty, Origin::Span(f.ty.span())),
         optional,
         default: None,
+        description: docs(&f.attrs),
         origin: origin.clone(),
     });
     let what = format!("field `{name}`");

@@ -28,7 +28,7 @@ pub(crate) enum Value {
     Str(String),
     /// `[a, b]`.
     List(Vec<Sp<Value>>),
-    /// `{ key: value, "other key": value }`.
+    /// `{ key = value, "other key": value }` (`=` or `:`).
     Map(Vec<(Sp<String>, Sp<Value>)>),
     /// A name or path (`created_at`, `crate::User`).
     Path(syn::Path),

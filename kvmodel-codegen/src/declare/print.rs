@@ -21,6 +21,28 @@ fn hashable(ty: &FieldType, model: &Model) -> bool {
     }
 }
 
+/// `/// …` lines of a description; blank lines stay blank.
+fn docs(description: Option<&String>) -> TokenStream {
+    let lines = description.into_iter().flat_map(|d| d.lines()).map(|l| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        }
+    });
+    quote!(#(#[doc = #lines])*)
+}
+
+/// The derives of every declaration, two lists that each fit on a line:
+/// the standard traits (and kvmodel's), then serde's with its crate path.
+fn derives(std: TokenStream) -> TokenStream {
+    quote! {
+        #[derive(#std)]
+        #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
+        #[serde(crate = "::kvmodel::serde")]
+    }
+}
+
 /// The Rust type of a field type, as users read it.
 fn rust_type(ty: &FieldType) -> TokenStream {
     ty.to_rust(&quote!(::kvmodel), true)
@@ -49,7 +71,7 @@ fn default_expr(ty: &FieldType, v: &serde_json::Value) -> TokenStream {
             quote!(#lit)
         }
         (FieldType::Named(t), serde_json::Value::String(v)) => {
-            let (t, v) = (ident(t), ident(&v.to_upper_camel_case()));
+            let v = ident(&v.to_upper_camel_case());
             quote!(#t::#v)
         }
         (_, serde_json::Value::Null) => quote!(None),
@@ -83,7 +105,9 @@ fn field_tokens(owner: &str, f: &Field, out: &mut Out) -> TokenStream {
         });
         attrs.push(quote!(#[serde(default = #fname)]));
     }
+    let docs = docs(f.description.as_ref());
     quote! {
+        #docs
         #(#attrs)*
         pub #name: #ty
     }
@@ -91,6 +115,7 @@ fn field_tokens(owner: &str, f: &Field, out: &mut Out) -> TokenStream {
 
 fn type_tokens(def: &TypeDef, model: &Model, out: &mut Out) -> TokenStream {
     let name = ident(&def.name);
+    let docs = docs(def.description.as_ref());
     match &def.kind {
         TypeKind::Enum(variants) => {
             let vs = variants.iter().map(|v| {
@@ -98,22 +123,34 @@ fn type_tokens(def: &TypeDef, model: &Model, out: &mut Out) -> TokenStream {
                 let text = v.as_str();
                 quote!(#[serde(rename = #text)] #id)
             });
+            let derives = derives(quote!(
+                Debug,
+                Clone,
+                Copy,
+                PartialEq,
+                Eq,
+                Hash,
+                PartialOrd,
+                Ord,
+                ::kvmodel::KvEnum
+            ));
             quote! {
-                #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize, ::kvmodel::KvEnum)]
-                #[serde(crate = "::kvmodel::serde")]
+                #docs
+                #derives
                 pub enum #name { #(#vs,)* }
             }
         }
         TypeKind::Struct(fields) => {
             let eq = fields.iter().all(|f| hashable(&f.ty, model));
-            let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
+            let extra = if eq { quote!(, Eq, Hash) } else { quote!() };
             let fs: Vec<TokenStream> = fields
                 .iter()
                 .map(|f| field_tokens(&def.name, f, out))
                 .collect();
+            let derives = derives(quote!(Debug, Clone, PartialEq #extra));
             quote! {
-                #[derive(Debug, Clone, PartialEq, #extra ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
-                #[serde(crate = "::kvmodel::serde")]
+                #docs
+                #derives
                 pub struct #name { #(#fs,)* }
             }
         }
@@ -145,7 +182,8 @@ fn since_tokens(since: u32) -> TokenStream {
     }
 }
 
-/// A value in attribute syntax: literals, `None`, `[…]` and `{ key: … }`.
+/// A value in attribute syntax: literals, `None`, `[…]` and `{ key = … }`
+/// (keys that are no identifier are quoted).
 fn value_tokens(v: &serde_json::Value) -> TokenStream {
     use serde_json::Value as J;
     match v {
@@ -174,8 +212,8 @@ fn value_tokens(v: &serde_json::Value) -> TokenStream {
             let entries = entries.iter().map(|(k, v)| {
                 let v = value_tokens(v);
                 match syn::parse_str::<syn::Ident>(k) {
-                    Ok(k) => quote!(#k: #v),
-                    Err(_) => quote!(#k: #v),
+                    Ok(k) => quote!(#k = #v),
+                    Err(_) => quote!(#k = #v),
                 }
             });
             quote!({ #(#entries),* })
@@ -194,7 +232,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let k = k.text.as_str();
         head.push(quote!(key = #k));
     }
-    if e.version.value != 1 {
+    if e.version.value != vocab::DEFAULT_VERSION {
         let v = Literal::u32_unsuffixed(e.version.value);
         head.push(quote!(version = #v));
     }
@@ -214,29 +252,37 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let c = ident(c);
         head.push(quote!(colocate = #c));
     }
+    // Names are printed as identifiers, like every other name the
+    // attributes hold. Besides reading alike, an attribute with an
+    // identifier value is no meta item to rustc, so clippy's
+    // `duplicated_attributes`, which reads every meta item as a prefix tree
+    // (rust-clippy#13238), does not mistake two indexes that are both
+    // `unique`, or two counters grouped by one field, for duplicates.
     let mut attrs = vec![quote!(#[kv(#(#head),*)])];
     for ix in &e.indexes {
-        let n = ix.name.as_str();
+        let n = ident(&ix.name);
         let fields = list(ix.fields.iter().map(|f| f.as_str()));
         let unique = if ix.unique {
             quote!(, unique)
         } else {
             quote!()
         };
-        let norm = if ix.normalize.is_some() {
-            quote!(, normalize = "lowercase")
-        } else {
-            quote!()
-        };
+        let norm = ix.normalize.as_ref().map(|n| {
+            let n = n.as_str();
+            quote!(, normalize = #n)
+        });
         let order = ix.order_by.as_ref().map(|o| {
             let o = field_expr_tokens(o);
             quote!(, order_by = #o)
         });
         let since = since_tokens(ix.since.value);
-        attrs.push(quote!(#[kv(index(name = #n, fields(#fields) #unique #norm #order #since))]));
+        let docs = docs(ix.description.as_ref());
+        attrs.push(
+            quote!(#docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #since))]),
+        );
     }
     for c in &e.counters {
-        let n = c.name.as_str();
+        let n = ident(&c.name);
         let group = if c.group_by.is_empty() {
             quote!()
         } else {
@@ -248,17 +294,21 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(, sum = #s)
         });
         let since = since_tokens(c.since.value);
-        attrs.push(quote!(#[kv(counter(name = #n #sum #group #since))]));
+        let docs = docs(c.description.as_ref());
+        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #since))]));
     }
     for r in &e.relations {
-        let n = r.name.as_str();
+        let n = ident(&r.name);
         let (to, by) = (ident(&r.belongs_to), ident(&r.by));
         let order = r.order_by.as_ref().map(|o| {
             let o = field_expr_tokens(o);
             quote!(, order_by = #o)
         });
         let since = since_tokens(r.since.value);
-        attrs.push(quote!(#[kv(relation(name = #n, belongs_to = #to, by = #by #order #since))]));
+        let docs = docs(r.description.as_ref());
+        attrs.push(
+            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #since))]),
+        );
     }
     let mut steps: Vec<_> = e.migrations.iter().collect();
     steps.sort_by_key(|m| m.from.value);
@@ -272,12 +322,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             });
             parts.push(quote!(rename(#(#r),*)));
         }
-        if !m.add.is_empty() {
-            let adds = m.add.iter().map(|(f, v)| {
-                let (f, v) = (ident(f), value_tokens(v));
-                quote!(#f = #v)
-            });
-            parts.push(quote!(add(#(#adds),*)));
+        // One `add(…)` per field: each is a box of its own, so a long list
+        // or mapping breaks inside its own parentheses.
+        for (f, v) in &m.add {
+            let (f, v) = (ident(f), value_tokens(v));
+            parts.push(quote!(add(#f = #v)));
         }
         if !m.remove.is_empty() {
             let r = list(m.remove.iter().map(|f| f.as_str()));
@@ -285,6 +334,9 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         }
         attrs.push(quote!(#[kv(migration(#(#parts),*))]));
     }
+    // Every step says `from = N`, a meta item clippy takes for the same
+    // attribute twice (see above); only entities with two steps need this.
+    let allow = (e.migrations.len() > 1).then(|| quote!(#[allow(clippy::duplicated_attributes)]));
     let eq = e.fields.iter().all(|f| hashable(&f.ty, model));
     let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
     let fields: Vec<TokenStream> = e
@@ -292,10 +344,12 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         .iter()
         .map(|f| field_tokens(&e.name, f, out))
         .collect();
+    let docs = docs(e.description.as_ref());
+    let derives = derives(quote!(Debug, Clone, PartialEq, #extra ::kvmodel::KvEntity));
     quote! {
-        #[derive(Debug, Clone, PartialEq, #extra ::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize, ::kvmodel::KvEntity)]
-        #[serde(crate = "::kvmodel::serde")]
-        #[allow(clippy::duplicated_attributes)]
+        #docs
+        #derives
+        #allow
         #(#attrs)*
         pub struct #name { #(#fields,)* }
     }

@@ -123,6 +123,7 @@ fn fields_of(file: &syn::File, s: &syn::ItemStruct) -> Vec<Field> {
                 ty: Sp::new(ty, Origin::Unknown),
                 optional,
                 default,
+                description: crate::attr::docs(&f.attrs),
                 origin: Origin::Unknown,
             })
         })
@@ -148,6 +149,7 @@ pub fn read(file: &syn::File, diags: &mut Diagnostics) -> Model {
             syn::Item::Struct(s) => model.types.push(TypeDef {
                 name: Sp::new(s.ident.to_string(), Origin::Unknown),
                 kind: TypeKind::Struct(fields_of(file, s)),
+                description: crate::attr::docs(&s.attrs),
                 origin: Origin::Unknown,
             }),
             syn::Item::Enum(e) if derives(&e.attrs, "KvEnum") => model.types.push(TypeDef {
@@ -162,6 +164,7 @@ pub fn read(file: &syn::File, diags: &mut Diagnostics) -> Model {
                         })
                         .collect(),
                 ),
+                description: crate::attr::docs(&e.attrs),
                 origin: Origin::Unknown,
             }),
             _ => {}

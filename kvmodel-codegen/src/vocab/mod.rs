@@ -17,6 +17,9 @@ pub use names::{ident, snake_case, unraw, upper_camel_case, variant};
 use crate::ir::{Encoding, FieldExpr, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};
 
+/// The record version of an entity that declares none (`version`).
+pub const DEFAULT_VERSION: u32 = 1;
+
 /// The record version that introduced an index, counter or relation when
 /// none is declared (`since`).
 pub const DEFAULT_SINCE: u32 = 1;
@@ -72,6 +75,16 @@ impl fmt::Display for Mistake {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
+}
+
+/// A description as both front-ends keep it (YAML `description:`, doc
+/// comments): lines without trailing whitespace and no blank lines at
+/// either end; `None` when nothing is left.
+pub fn description(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let start = lines.iter().position(|l| !l.is_empty())?;
+    let end = lines.iter().rposition(|l| !l.is_empty())? + 1;
+    Some(lines[start..end].join("\n"))
 }
 
 /// E001: a key the construct does not have, with a did-you-mean.

@@ -1,0 +1,85 @@
+//! The declared form of constructs the example schemas do not use: every
+//! kind of migration value, descriptions everywhere, several migration
+//! steps. Printing and reading back gives the same model.
+
+fn round_trip(source: &str) -> String {
+    let schema = kvmodel_build::load("case.yaml", source);
+    assert!(!schema.has_errors(), "{}", schema.render_diagnostics(false));
+    let declared = kvmodel_build::declare::declare(&schema.model).unwrap();
+    let file = syn::parse_file(&declared).unwrap();
+    let mut diags = kvmodel_codegen::Diagnostics::new();
+    let read = kvmodel_build::declare::read(&file, &mut diags);
+    assert!(diags.as_slice().is_empty(), "{:?}", diags.as_slice());
+    assert_eq!(read, schema.model);
+    declared
+}
+
+const SCHEMA: &str = r#"
+kvmodel: 1
+namespace: app
+entities:
+  Account:
+    description: |
+      An account.
+
+      It has  two paragraphs, and   spaces.
+    key: "account:{id}"
+    version: 3
+    fields:
+      id: { type: string, description: The id. }
+      owner: { type: Person, optional: true }
+      scores: list<i64>
+      ratio: { type: f64, optional: true }
+      labels: map<string, string>
+      people: list<Person>
+      state: State
+    indexes:
+      by_state: { fields: [state], description: "Accounts of one state." }
+      by_owner: { fields: [id], unique: true, description: Unique. }
+    counters:
+      total: { description: "Every account." }
+    migrations:
+      - from: 1
+        add:
+          owner: { name: Ada, "e-mail": ada@example.com, age: 36 }
+          scores: [-3, 0, 9223372036854775807, -9223372036854775808]
+          ratio: -0.25
+          labels: {}
+          people: [{ name: A, age: 1 }, { name: B, age: 2, tags: [x, "y z"] }]
+      - from: 2
+        add: { state: on_hold, ratio: ~ }
+  Note:
+    key: "note:{id}"
+    fields: { id: string, account: string }
+    relations:
+      account: { belongs_to: Account, by: account, description: "Notes of an account." }
+types:
+  Person:
+    description: Someone.
+    fields:
+      name: { type: string, description: Their name. }
+      age: u32
+      email: { type: string, optional: true }
+      tags: { type: list<string>, default: [] }
+  State: { enum: [open, on_hold], description: Where an account stands. }
+"#;
+
+#[test]
+fn every_value_and_description_round_trips() {
+    let declared = round_trip(SCHEMA);
+    assert!(declared.contains("/// Accounts of one state.\n#[kv(index(name = by_state"));
+    assert!(declared.contains("/// Notes of an account.\n#[kv(relation(name = account"));
+    assert!(declared.contains("/// The id.\n    pub id: String,"));
+    assert!(declared.contains("///\n/// It has  two paragraphs, and   spaces.\n"));
+}
+
+#[test]
+fn only_several_migration_steps_carry_the_clippy_allowance() {
+    let declared = round_trip(SCHEMA);
+    assert_eq!(
+        declared
+            .matches("#[allow(clippy::duplicated_attributes)]")
+            .count(),
+        1
+    );
+}
