@@ -54,6 +54,11 @@ impl<T: syn::parse::Parse + ToTokens> Syntax<T> {
     }
 }
 
+/// The normalized text of any syntax, as [`Syntax`] shows it.
+pub fn text(syntax: &impl ToTokens) -> String {
+    normalize(syntax.to_token_stream())
+}
+
 /// Token text without the spaces `to_string` puts between every token: a
 /// space only separates two words (`dyn Trait`, `pub(in crate::a)`) and
 /// follows a comma.

@@ -10,7 +10,6 @@ mod construct;
 mod value;
 
 use proc_macro2::Span;
-use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 
@@ -49,7 +48,7 @@ const FIELD_KEYS: &[&str] = &["unique", "index", "normalize", "order_by", "name"
 fn meta_name(meta: &ParseNestedMeta<'_>) -> String {
     match meta.path.get_ident() {
         Some(id) => vocab::unraw(id),
-        None => meta.path.to_token_stream().to_string().replace(' ', ""),
+        None => crate::syntax::text(&meta.path),
     }
 }
 

@@ -280,7 +280,7 @@ impl Reader<'_> {
     pub fn path(&mut self, v: Sp<Value>, what: &str) -> Option<Sp<String>> {
         match &v.value {
             Value::Path(p) => {
-                let text = quote::quote!(#p).to_string().replace(' ', "");
+                let text = crate::syntax::text(p);
                 Some(Sp::new(text, Origin::Span(p.span())))
             }
             Value::Str(_) => self.string(v, what),
@@ -339,7 +339,7 @@ impl Reader<'_> {
                     [a] => a.ident().map(vocab::unraw),
                     _ => None,
                 };
-                let f = quote::quote!(#f).to_string().replace(' ', "");
+                let f = crate::syntax::text(f);
                 format!("{f}({})", arg.unwrap_or_default())
             }
             _ => return self.wrong(&v, "a field or a time bucket", what),

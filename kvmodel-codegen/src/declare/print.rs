@@ -1,7 +1,7 @@
 //! The printer: a model as Rust declarations annotated with
 //! `#[derive(KvEntity)]` and `#[kv(…)]`; the derive owns every impl.
 
-use heck::{ToSnakeCase, ToUpperCamelCase};
+use heck::ToSnakeCase;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
@@ -71,7 +71,7 @@ fn default_expr(ty: &FieldType, v: &serde_json::Value) -> TokenStream {
             quote!(#lit)
         }
         (FieldType::Named(t), serde_json::Value::String(v)) => {
-            let v = ident(&v.to_upper_camel_case());
+            let v = vocab::variant_ident(v);
             quote!(#t::#v)
         }
         (_, serde_json::Value::Null) => quote!(None),
@@ -119,7 +119,7 @@ fn type_tokens(def: &TypeDef, model: &Model, out: &mut Out) -> TokenStream {
     match &def.kind {
         TypeKind::Enum(variants) => {
             let vs = variants.iter().map(|v| {
-                let id = ident(&v.to_upper_camel_case());
+                let id = vocab::variant_ident(v);
                 let text = v.as_str();
                 quote!(#[serde(rename = #text)] #id)
             });
@@ -163,13 +163,13 @@ fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> TokenStream {
 }
 
 fn field_expr_tokens(x: &crate::ir::FieldExpr) -> TokenStream {
-    use crate::ir::FieldExpr::*;
     let f = ident(x.field());
-    match x {
-        Field(_) => quote!(#f),
-        Hour(_) => quote!(hour(#f)),
-        Day(_) => quote!(day(#f)),
-        Month(_) => quote!(month(#f)),
+    match x.bucket() {
+        None => quote!(#f),
+        Some(b) => {
+            let b = ident(b);
+            quote!(#b(#f))
+        }
     }
 }
 

@@ -1,11 +1,9 @@
 //! The reader: a file of declarations (as `kvmodel generate` writes them)
 //! back into a model, the way the derive sees it.
 
-use heck::ToSnakeCase;
-use quote::ToTokens;
-
 use crate::ir::{Field, Model, TypeDef, TypeKind};
 use crate::origin::{Diagnostics, Origin, Sp};
+use crate::vocab;
 
 fn derives(attrs: &[syn::Attribute], name: &str) -> bool {
     attrs.iter().any(|a| {
@@ -77,7 +75,7 @@ fn expr_json(e: &syn::Expr) -> Option<serde_json::Value> {
             _ => None,
         },
         syn::Expr::Call(c) => {
-            let f = c.func.to_token_stream().to_string().replace(' ', "");
+            let f = crate::syntax::text(&c.func);
             match (f.as_str(), c.args.first()) {
                 ("String::from" | "Some", Some(a)) => expr_json(a),
                 ("Vec::new", None) => Some(J::Array(Vec::new())),
@@ -89,7 +87,7 @@ fn expr_json(e: &syn::Expr) -> Option<serde_json::Value> {
             .path
             .segments
             .last()
-            .map(|s| J::String(s.ident.to_string().to_snake_case())),
+            .map(|s| J::String(vocab::variant_text(&s.ident))),
         _ => None,
     }
 }
@@ -159,7 +157,7 @@ pub fn read(file: &syn::File, diags: &mut Diagnostics) -> Model {
                         .iter()
                         .map(|v| {
                             let text = serde_rename(&v.attrs)
-                                .unwrap_or_else(|| v.ident.to_string().to_snake_case());
+                                .unwrap_or_else(|| vocab::variant_text(&v.ident));
                             Sp::new(text, Origin::Unknown)
                         })
                         .collect(),

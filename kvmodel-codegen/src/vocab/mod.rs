@@ -12,7 +12,7 @@ use std::str::FromStr;
 mod names;
 mod types;
 
-pub use names::{ident, snake_case, unraw, upper_camel_case, variant};
+pub use names::{ident, snake_case, unraw, upper_camel_case, variant, variant_ident, variant_text};
 
 use crate::ir::{Encoding, FieldExpr, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};
@@ -199,8 +199,21 @@ impl fmt::Display for Normalize {
     }
 }
 
-/// The time buckets of `group_by` and `order_by`.
-const BUCKETS: &[&str] = &["hour", "day", "month"];
+/// The time buckets of `group_by` and `order_by`, each named by
+/// [`FieldExpr::bucket`].
+const BUCKETS: [fn(String) -> FieldExpr; 3] = [FieldExpr::Hour, FieldExpr::Day, FieldExpr::Month];
+
+impl FieldExpr {
+    /// The time bucket (`hour`, `day`, `month`), if it is one.
+    pub fn bucket(&self) -> Option<&'static str> {
+        match self {
+            FieldExpr::Field(_) => None,
+            FieldExpr::Hour(_) => Some("hour"),
+            FieldExpr::Day(_) => Some("day"),
+            FieldExpr::Month(_) => Some("month"),
+        }
+    }
+}
 
 impl FromStr for FieldExpr {
     type Err = Mistake;
@@ -229,21 +242,21 @@ impl FromStr for FieldExpr {
             let (func, Some(arg)) = (func.trim(), arg) else {
                 return Err(not_one());
             };
-            return match func {
-                "hour" => Ok(FieldExpr::Hour(arg.into())),
-                "day" => Ok(FieldExpr::Day(arg.into())),
-                "month" => Ok(FieldExpr::Month(arg.into())),
-                _ => {
-                    let hint = suggestion(func, BUCKETS.iter().copied());
-                    Err(Mistake::new(
-                        "E010",
-                        format!(
-                            "unknown time bucket `{func}`{hint}; expected {}",
-                            alternatives(BUCKETS)
-                        ),
-                    ))
-                }
-            };
+            let mut buckets = BUCKETS.iter().map(|make| make(arg.to_owned()));
+            return buckets.find(|x| x.bucket() == Some(func)).ok_or_else(|| {
+                let names: Vec<&str> = BUCKETS
+                    .iter()
+                    .filter_map(|make| make(String::new()).bucket())
+                    .collect();
+                let hint = suggestion(func, names.iter().copied());
+                Mistake::new(
+                    "E010",
+                    format!(
+                        "unknown time bucket `{func}`{hint}; expected {}",
+                        alternatives(&names)
+                    ),
+                )
+            });
         }
         if is_ident(s) {
             Ok(FieldExpr::Field(s.into()))
@@ -255,11 +268,9 @@ impl FromStr for FieldExpr {
 
 impl fmt::Display for FieldExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FieldExpr::Field(x) => f.write_str(x),
-            FieldExpr::Hour(x) => write!(f, "hour({x})"),
-            FieldExpr::Day(x) => write!(f, "day({x})"),
-            FieldExpr::Month(x) => write!(f, "month({x})"),
+        match self.bucket() {
+            None => f.write_str(self.field()),
+            Some(b) => write!(f, "{b}({})", self.field()),
         }
     }
 }

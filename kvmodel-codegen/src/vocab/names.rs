@@ -96,6 +96,17 @@ pub fn variant(name: &str) -> Result<(), Mistake> {
     Ok(())
 }
 
+/// The Rust variant of an enum value stored as `text` (`on_hold` is
+/// `OnHold`); [`variant`] makes sure the two spellings map onto each other.
+pub fn variant_ident(text: &str) -> syn::Ident {
+    ident(&text.to_upper_camel_case())
+}
+
+/// The stored text of a Rust variant (`OnHold` is `on_hold`).
+pub fn variant_text(id: &syn::Ident) -> String {
+    unraw(id).to_snake_case()
+}
+
 /// An identifier for a model name: raw (`r#type`) if it is a keyword.
 ///
 /// The name rules reject what cannot be an identifier before anything is
