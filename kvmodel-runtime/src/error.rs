@@ -12,7 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The record to update, modify or read for a write does not exist.
-    #[error("{entity} `{key}` was not found; create it first or check the key")]
+    #[error("{entity} `{}` was not found; create it first or check the key", short(.key))]
     NotFound {
         /// Entity name.
         entity: &'static str,
@@ -20,7 +20,10 @@ pub enum Error {
         key: String,
     },
     /// `create` found a record already stored under the same key.
-    #[error("{entity} `{key}` already exists; use `update` or `modify` to change it")]
+    #[error(
+        "{entity} `{}` already exists; use `update` or `modify` to change it",
+        short(.key)
+    )]
     AlreadyExists {
         /// Entity name.
         entity: &'static str,
@@ -29,8 +32,9 @@ pub enum Error {
     },
     /// A unique index value is already claimed by another record.
     #[error(
-        "{entity}.{index} must be unique, but `{value}` is already taken by another record; \
-         choose another value or update the record that holds it"
+        "{entity}.{index} must be unique, but `{}` is already taken by another record; \
+         choose another value or update the record that holds it",
+        short(.value)
     )]
     UniqueViolation {
         /// Entity name.
@@ -42,8 +46,9 @@ pub enum Error {
     },
     /// Optimistic retries were exhausted because other writers kept changing the record.
     #[error(
-        "{entity} `{key}` kept changing under concurrent writers and the write gave up after \
-         {attempts} attempts; retry later or reduce contention on this record"
+        "{entity} `{}` kept changing under concurrent writers and the write gave up after \
+         {attempts} attempts; retry later or reduce contention on this record",
+        short(.key)
     )]
     Conflict {
         /// Entity name.
@@ -55,8 +60,9 @@ pub enum Error {
     },
     /// A stored record was written by a newer version of the code.
     #[error(
-        "the record at `{key}` has version {found}, but this code supports versions up to \
-         {supported}; deploy the newer code before reading it"
+        "the record at `{}` has version {found}, but this code supports versions up to \
+         {supported}; deploy the newer code before reading it",
+        short(.key)
     )]
     FutureVersion {
         /// The record key.
@@ -67,7 +73,7 @@ pub enum Error {
         supported: u32,
     },
     /// Stored bytes could not be decoded.
-    #[error("the record at `{key}` could not be decoded: {reason}")]
+    #[error("the record at `{}` could not be decoded: {reason}", short(.key))]
     Decode {
         /// The key whose value failed to decode.
         key: String,
@@ -78,7 +84,7 @@ pub enum Error {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A value could not be encoded.
-    #[error("a value for `{key}` could not be encoded: {reason}")]
+    #[error("a value for `{}` could not be encoded: {reason}", short(.key))]
     Encode {
         /// The key being written.
         key: String,
@@ -86,7 +92,7 @@ pub enum Error {
         reason: String,
     },
     /// A key or key component was not acceptable.
-    #[error("invalid key `{key}`: {reason}")]
+    #[error("invalid key `{}`: {reason}", short(.key))]
     InvalidKey {
         /// The key, or as much of it as is known.
         key: String,
@@ -95,7 +101,9 @@ pub enum Error {
     },
     /// A value exceeds what the store accepts.
     #[error(
-        "the value for `{key}` is {size} bytes, more than the limit of {limit} bytes; store large blobs elsewhere and keep a reference"
+        "the value for `{}` is {size} bytes, more than the limit of {limit} bytes; store large \
+         blobs elsewhere and keep a reference",
+        short(.key)
     )]
     ValueTooLarge {
         /// The key being written.
@@ -114,12 +122,54 @@ pub enum Error {
         reason: String,
     },
     /// An operation in a batch does not fit the value stored at its key.
-    #[error("the batch could not be applied to `{key}`: {reason}; nothing was written")]
+    #[error(
+        "the batch could not be applied to `{}`: {reason}; nothing was written",
+        short(.key)
+    )]
     InvalidBatch {
         /// The key of the offending operation.
         key: String,
         /// Why it failed.
         reason: String,
+    },
+    /// A stored value read as a counter is not one: a counter holds a
+    /// canonical 64-bit decimal integer. Only a read fails; nothing is written.
+    #[error(
+        "the value at `{}` is not a counter (a 64-bit decimal integer), so it cannot be read as \
+         one; check what else writes to this key",
+        short(.key)
+    )]
+    NotACounter {
+        /// The key that was read.
+        key: String,
+    },
+    /// A store URL could not be used (see `AnyStore::open`).
+    #[error("the store URL `{}` cannot be used: {reason}", short(.url))]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it and what to write instead.
+        reason: String,
+    },
+    /// A write was sent but its reply was lost (a response timeout, or the
+    /// connection dropped after sending): the batch may have been applied,
+    /// and after a timeout it may still be applied later. Read the data back
+    /// before acting on it. What a retry of a generated method does then:
+    /// `create` fails with `AlreadyExists` if the first attempt was applied;
+    /// `update` writes the same record again (harmless); `modify` applies its
+    /// closure to the record as stored, so a change that was applied is
+    /// applied twice (re-read and decide first); `delete` returns `false` if
+    /// the first attempt deleted the record.
+    #[error(
+        "the {backend} store did not confirm the write, so it may have been applied (or may \
+         still be): {source}; read the data back before retrying it"
+    )]
+    OutcomeUnknown {
+        /// Backend name.
+        backend: &'static str,
+        /// Why the reply was lost.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The storage backend failed.
     #[error("the {backend} store failed while trying to {context}: {source}")]
@@ -161,3 +211,98 @@ impl Error {
         }
     }
 }
+
+/// The longest part of a key (or value) an error message shows, in bytes.
+const SHOWN: usize = 200;
+
+/// `text` for a message: whole when short, else its first [`SHOWN`] bytes
+/// (cut at a character boundary) and its length. Every message that names a
+/// key goes through it, so a huge key never makes a huge message.
+fn short(text: &str) -> Short<'_> {
+    Short(text)
+}
+
+struct Short<'a>(&'a str);
+
+impl fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0;
+        if text.len() <= SHOWN {
+            return f.write_str(text);
+        }
+        let mut end = SHOWN;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        write!(f, "{}… ({} bytes)", &text[..end], text.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_show_short_keys_whole_and_long_keys_cut() {
+        let err = Error::InvalidKey {
+            key: "shop:user:1".into(),
+            reason: "it is bad".into(),
+        };
+        assert_eq!(err.to_string(), "invalid key `shop:user:1`: it is bad");
+        let huge = "é".repeat(1 << 20);
+        let errors = [
+            Error::NotFound {
+                entity: "User",
+                key: huge.clone(),
+            },
+            Error::AlreadyExists {
+                entity: "User",
+                key: huge.clone(),
+            },
+            Error::UniqueViolation {
+                entity: "User",
+                index: "by_email",
+                value: huge.clone(),
+            },
+            Error::Conflict {
+                entity: "User",
+                key: huge.clone(),
+                attempts: 3,
+            },
+            Error::FutureVersion {
+                key: huge.clone(),
+                found: 3,
+                supported: 2,
+            },
+            Error::decode(huge.clone(), "bad", None),
+            Error::Encode {
+                key: huge.clone(),
+                reason: "bad".into(),
+            },
+            Error::InvalidKey {
+                key: huge.clone(),
+                reason: "bad".into(),
+            },
+            Error::ValueTooLarge {
+                key: huge.clone(),
+                size: 1,
+                limit: 0,
+            },
+            Error::InvalidBatch {
+                key: huge.clone(),
+                reason: "bad".into(),
+            },
+            Error::NotACounter { key: huge.clone() },
+            Error::InvalidUrl {
+                url: huge.clone(),
+                reason: "bad".into(),
+            },
+        ];
+        for err in errors {
+            let text = err.to_string();
+            assert!(text.len() < 600, "{} bytes", text.len());
+            assert!(text.contains("… (2097152 bytes)"), "{text}");
+        }
+    }
+}
+

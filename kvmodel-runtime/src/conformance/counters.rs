@@ -120,6 +120,20 @@ pub async fn counter_syntax_is_one_rule<H: Harness>(h: &H) {
     }
 }
 
+/// Reading a value that is not a counter as one is a read error that names
+/// the key and says nothing of a batch.
+pub async fn reading_a_non_counter_is_a_read_error<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = h.key("notcounter");
+    let mut seed = Batch::new();
+    seed.put(&k, b"hello".to_vec(), None);
+    applied(&s, seed, "seed").await;
+    let err = s.counter(&k).await.expect_err("a text is not a counter");
+    assert!(matches!(err, Error::NotACounter { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&k) && !text.contains("batch"), "{text}");
+}
+
 /// Overflow is exact at the 64-bit edges, also for values too close to the
 /// edge for a double to tell apart, and over several increments of one batch.
 pub async fn counter_overflow_is_exact<H: Harness>(h: &H) {

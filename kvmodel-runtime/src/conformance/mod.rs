@@ -143,7 +143,7 @@ macro_rules! conformance_tests {
             range_cursor_resumes_across_inserts, collections_are_sets_and_delete_clears,
             concurrent_absent_race_has_one_winner, concurrent_compare_and_swap_loses_nothing,
             counter_syntax_is_one_rule, counter_overflow_is_exact, kinds_do_not_mix,
-            sub_millisecond_ttls_are_accepted,
+            sub_millisecond_ttls_are_accepted, reading_a_non_counter_is_a_read_error,
         }
     };
 }

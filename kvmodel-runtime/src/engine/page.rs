@@ -11,7 +11,10 @@ use crate::store::{Direction, RangeRequest};
 /// An opaque position in a listing, returned as [`Page::next`] and passed back
 /// with [`PageRequest::after`]. It is plain text (safe in URLs and JSON):
 /// `to_string()` and `parse()` carry it across requests.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Its `Debug` form is short: the hex of at most its first 8 bytes and, when
+/// there are more, its length (`Cursor(0001ff61…, 40 bytes)`).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Cursor(Vec<u8>);
 
 impl Cursor {
@@ -23,6 +26,20 @@ impl Cursor {
     /// The store position.
     pub fn position(&self) -> &[u8] {
         &self.0
+    }
+}
+
+impl fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 8;
+        f.write_str("Cursor(")?;
+        for b in self.0.iter().take(SHOWN) {
+            write!(f, "{b:02x}")?;
+        }
+        if self.0.len() > SHOWN {
+            write!(f, "…, {} bytes", self.0.len())?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -180,6 +197,21 @@ impl<T> Default for Page<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursor_debug_is_short_hex() {
+        assert_eq!(
+            format!("{:?}", Cursor::from_position(vec![0, 1, 0xff, b'a'])),
+            "Cursor(0001ff61)"
+        );
+        let long = Cursor::from_position((0..=255).cycle().take(4096).collect());
+        assert_eq!(format!("{long:?}"), "Cursor(0001020304050607…, 4096 bytes)");
+        let page = Page::<u8> {
+            items: vec![],
+            next: Some(long),
+        };
+        assert!(format!("{page:?}").len() < 80, "{page:?}");
+    }
 
     #[test]
     fn cursor_text_round_trips_and_rejects_garbage() {

@@ -15,10 +15,28 @@
 /// assert!(parse_counter("k", b"007").is_err());
 /// assert!(parse_counter("k", b"+5").is_err());
 /// ```
+///
+/// Its error is the one a batch fails with ([`Error::InvalidBatch`](crate::Error::InvalidBatch));
+/// reads use [`read_counter`].
 pub fn parse_counter(key: &str, bytes: &[u8]) -> crate::Result<i64> {
     counter_value(bytes).ok_or_else(|| crate::Error::InvalidBatch {
         key: key.to_owned(),
         reason: NOT_A_COUNTER.to_owned(),
+    })
+}
+
+/// Reads a stored counter with the rule of [`parse_counter`]; a value that
+/// is not a counter is a read error ([`Error::NotACounter`](crate::Error::NotACounter)),
+/// not a refused batch.
+///
+/// ```
+/// use kvmodel_runtime::store::counter::read_counter;
+/// assert_eq!(read_counter("k", b"12").unwrap(), 12);
+/// assert!(matches!(read_counter("k", b"x"), Err(kvmodel_runtime::Error::NotACounter { .. })));
+/// ```
+pub fn read_counter(key: &str, bytes: &[u8]) -> crate::Result<i64> {
+    counter_value(bytes).ok_or_else(|| crate::Error::NotACounter {
+        key: key.to_owned(),
     })
 }
 

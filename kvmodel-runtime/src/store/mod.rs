@@ -136,7 +136,7 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn counter(&self, key: &str) -> impl Future<Output = Result<i64>> + Send {
         async move {
             match self.get(key).await? {
-                Some(bytes) => counter::parse_counter(key, &bytes),
+                Some(bytes) => counter::read_counter(key, &bytes),
                 None => Ok(0),
             }
         }
