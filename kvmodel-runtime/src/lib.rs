@@ -24,7 +24,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 #[cfg(feature = "redis")]
-pub use store::RedisStore;
+pub use store::{RedisStore, RedisStoreBuilder};
 pub use store::{
     Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest, RangeResult, Store,
 };

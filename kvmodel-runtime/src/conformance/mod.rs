@@ -174,44 +174,60 @@ impl RedisServer {
     /// Starts a server; panics with an actionable message if `redis-server`
     /// is not installed or does not come up.
     pub fn start() -> Self {
-        use std::net::{TcpListener, TcpStream};
-        use std::process::{Command, Stdio};
+        use std::net::TcpListener;
         for _ in 0..10 {
             let port = TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .expect("find a free loopback port")
                 .port();
-            let mut child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
-                .arg("--dir")
-                .arg(std::env::temp_dir())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while std::time::Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // the port was taken meanwhile: try another
-                }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return RedisServer { child, port };
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            if let Some(server) = Self::spawn(port) {
+                return server;
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!("redis-server did not start on a free loopback port");
+    }
+
+    /// Starts a server on `port` (one a stopped test server used, to test
+    /// reconnection); panics if it does not come up.
+    pub fn start_on(port: u16) -> Self {
+        Self::spawn(port).unwrap_or_else(|| panic!("redis-server did not start on port {port}"))
+    }
+
+    /// A server on `port`, or `None` if it exits (the port was taken) or
+    /// does not answer within 10 s.
+    fn spawn(port: u16) -> Option<Self> {
+        use std::net::TcpStream;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(std::env::temp_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return None; // the port was taken meanwhile
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(RedisServer { child, port });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
     }
 
     /// `redis://127.0.0.1:PORT`.

@@ -20,6 +20,8 @@ pub mod memory;
 mod redb;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_link;
 
 pub use batch::{Batch, Condition, Op, Outcome};
 pub use check::{Held, check};
@@ -29,6 +31,8 @@ pub use memory::MemoryStore;
 pub use redb::RedbStore;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
+#[cfg(feature = "redis")]
+pub use redis_link::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStoreBuilder};
 
 /// Direction of a range scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]

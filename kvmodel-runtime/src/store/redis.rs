@@ -14,10 +14,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redis::aio::ConnectionManager;
 use redis::{ErrorKind, Value};
 
 use crate::error::{Error, Result};
+use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::batch::{Batch, Condition, Op, Outcome};
 use crate::store::{
     Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
@@ -25,8 +25,14 @@ use crate::store::{
 
 const SCRIPT: &str = include_str!("redis.lua");
 
-/// A Redis store: a cheap-clone handle over one managed, multiplexed
-/// connection that reconnects on its own.
+/// A Redis store: a cheap-clone handle over one multiplexed connection,
+/// opened again on the next call after it drops.
+///
+/// An unreachable server fails a call at once (one connection attempt within
+/// the connect timeout, no retries). A commit whose reply is lost (response
+/// timeout, connection dropped after sending) fails with
+/// [`Error::OutcomeUnknown`]: it may have been applied. Timeouts are set with
+/// [`RedisStore::builder`].
 ///
 /// ```no_run
 /// # async fn demo() -> kvmodel_runtime::Result<()> {
@@ -35,7 +41,7 @@ const SCRIPT: &str = include_str!("redis.lua");
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    link: Arc<Link>,
     sha: Arc<str>,
     round_trips: Arc<AtomicU64>,
 }
@@ -43,14 +49,12 @@ pub struct RedisStore {
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
+            .field("address", &self.link.address())
             .field("round_trips", &self.round_trips())
             .finish_non_exhaustive()
     }
 }
 
-fn backend(context: &'static str) -> impl Fn(redis::RedisError) -> Error {
-    move |e| Error::backend("redis", context, e)
-}
 
 /// The longest TTL sent to Redis (100 years): past it Redis rejects `PX`
 /// mid-script, so longer ones are capped, which is "forever" in practice.
@@ -61,18 +65,29 @@ fn ms(d: std::time::Duration) -> String {
 }
 
 impl RedisStore {
-    /// Connects to `url` (`redis://host:port[/db]`).
+    /// Connects to `url` (`redis://host:port[/db]`) with the default
+    /// timeouts ([`RedisStoreBuilder`] has them).
     pub async fn connect(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url)
-            .map_err(|e| Error::backend("redis", format!("parse the URL `{url}`"), e))?;
-        let conn = ConnectionManager::new(client)
-            .await
-            .map_err(|e| Error::backend("redis", format!("connect to `{url}`"), e))?;
-        Ok(RedisStore {
-            conn,
+        RedisStoreBuilder::new(url).connect().await
+    }
+
+    /// Options for the server at `url`: connect and response timeouts; then
+    /// [`connect`](RedisStoreBuilder::connect).
+    pub fn builder(url: &str) -> RedisStoreBuilder {
+        RedisStoreBuilder::new(url)
+    }
+
+    /// Options for a `redis::Client` built by the caller.
+    pub fn builder_from_client(client: redis::Client) -> RedisStoreBuilder {
+        RedisStoreBuilder::from_client(client)
+    }
+
+    pub(crate) fn on(link: Link) -> Self {
+        RedisStore {
+            link: Arc::new(link),
             sha: Arc::from(redis::Script::new(SCRIPT).get_hash()),
             round_trips: Arc::default(),
-        })
+        }
     }
 
     /// How many requests this store (and its clones) sent to the server.
@@ -86,9 +101,37 @@ impl RedisStore {
         context: &'static str,
     ) -> Result<T> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        cmd.query_async(&mut self.conn.clone())
-            .await
-            .map_err(backend(context))
+        self.link.send(cmd).await.map_err(|failure| match failure {
+            Failure::NotSent(e) => Error::backend(
+                "redis",
+                format!("connect to `{}` to {context}", self.link.address()),
+                e,
+            ),
+            Failure::Sent(e) => Error::backend("redis", context, e),
+        })
+    }
+
+    /// The error of a commit that failed with `failure`: a commit that was
+    /// not sent, or was answered with an error, wrote nothing; one whose
+    /// reply was lost may have been applied, or may be applied still.
+    fn commit_failure(&self, failure: Failure) -> Error {
+        match failure {
+            Failure::NotSent(e) => Error::backend(
+                "redis",
+                format!(
+                    "connect to `{}` to commit a batch (it was not sent; nothing was written)",
+                    self.link.address()
+                ),
+                e,
+            ),
+            Failure::Sent(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                Error::backend("redis", "run the commit script", e)
+            }
+            Failure::Sent(e) => Error::OutcomeUnknown {
+                backend: "redis",
+                source: Box::new(e),
+            },
+        }
     }
 
     /// Flattens a batch into the script's `KEYS` and `ARGV`.
@@ -141,14 +184,20 @@ impl RedisStore {
         let mut evalsha = redis::cmd("EVALSHA");
         evalsha.arg(&*self.sha).arg(keys.len()).arg(keys).arg(argv);
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        match evalsha.query_async(&mut self.conn.clone()).await {
-            Err(e) if e.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+        match self.link.send(&evalsha).await {
+            Err(Failure::Sent(e))
+                if e.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
                 let mut load = redis::cmd("SCRIPT");
                 load.arg("LOAD").arg(SCRIPT);
                 let _: String = self.query(&load, "load the commit script").await?;
-                self.query(&evalsha, "run the commit script").await
+                self.round_trips.fetch_add(1, Ordering::Relaxed);
+                self.link
+                    .send(&evalsha)
+                    .await
+                    .map_err(|f| self.commit_failure(f))
             }
-            other => other.map_err(backend("run the commit script")),
+            other => other.map_err(|f| self.commit_failure(f)),
         }
     }
 }

@@ -1,0 +1,205 @@
+//! The connection under [`RedisStore`]: how it is opened (the builder and its
+//! timeouts), kept and replaced, and how a failed request is classified.
+//!
+//! One multiplexed connection serves every clone of a store. It is opened on
+//! first need with the connect timeout and no retries, so an unreachable
+//! server fails a call at once instead of after a round of backoff; callers
+//! that arrive while it opens wait for that one attempt. A connection that
+//! drops is replaced on the next call. A request that fails says whether it
+//! reached the connection ([`Failure::Sent`]) or not ([`Failure::NotSent`]):
+//! only the first can have been applied.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError};
+use tokio::sync::OnceCell;
+
+use crate::error::{Error, Result};
+use crate::store::RedisStore;
+
+/// How long opening a connection may take before the call fails, unless
+/// [`RedisStoreBuilder::connect_timeout`] says otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a request may wait for its reply before the call fails, unless
+/// [`RedisStoreBuilder::response_timeout`] says otherwise. A write whose reply
+/// does not come in time fails with [`Error::OutcomeUnknown`].
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Options for a [`RedisStore`]: where to connect and how long to wait.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use std::time::Duration;
+/// use kvmodel_runtime::RedisStore;
+///
+/// let store = RedisStore::builder("redis://127.0.0.1:6379")
+///     .connect_timeout(Duration::from_millis(500))
+///     .response_timeout(Duration::from_secs(30))
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisStoreBuilder {
+    target: Target,
+    connect_timeout: Duration,
+    response_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+enum Target {
+    Url(String),
+    Client(Client),
+}
+
+impl RedisStoreBuilder {
+    /// Options for the server at `url` (`redis://HOST:PORT[/DB]`), with the
+    /// default timeouts.
+    pub fn new(url: &str) -> Self {
+        RedisStoreBuilder::with_target(Target::Url(url.to_owned()))
+    }
+
+    /// Options for a `redis::Client` built by the caller (for settings a URL
+    /// cannot carry), with the default timeouts.
+    pub fn from_client(client: Client) -> Self {
+        RedisStoreBuilder::with_target(Target::Client(client))
+    }
+
+    fn with_target(target: Target) -> Self {
+        RedisStoreBuilder {
+            target,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            response_timeout: Some(DEFAULT_RESPONSE_TIMEOUT),
+        }
+    }
+
+    /// How long opening a connection may take (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`]). A refused connection fails at once
+    /// whatever this says; each call tries once, without retries.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a request may wait for its reply (default
+    /// [`DEFAULT_RESPONSE_TIMEOUT`]). A read that times out fails with
+    /// [`Error::Backend`]; a commit that times out fails with
+    /// [`Error::OutcomeUnknown`], since the server may still apply it.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = Some(timeout);
+        self
+    }
+
+    /// Waits for every reply as long as it takes.
+    pub fn no_response_timeout(mut self) -> Self {
+        self.response_timeout = None;
+        self
+    }
+
+    /// Opens the connection (once, within the connect timeout) and returns
+    /// the store.
+    pub async fn connect(self) -> Result<RedisStore> {
+        let client = match self.target {
+            Target::Client(client) => client,
+            Target::Url(url) => Client::open(url.as_str()).map_err(|e| Error::InvalidUrl {
+                reason: format!("{e}; write it as `redis://HOST:PORT` or `redis://HOST:PORT/DB`"),
+                url,
+            })?,
+        };
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(self.response_timeout);
+        let link = Link {
+            address: client.get_connection_info().addr().to_string(),
+            client,
+            config,
+            slot: Mutex::default(),
+        };
+        link.connection()
+            .await
+            .map_err(|e| Error::backend("redis", format!("connect to `{}`", link.address), e))?;
+        Ok(RedisStore::on(link))
+    }
+}
+
+/// One connection attempt and what it gave: every caller that shares a slot
+/// shares its outcome.
+type Slot = Arc<OnceCell<Result<MultiplexedConnection, RedisError>>>;
+
+/// The client, its options and the current connection.
+pub(crate) struct Link {
+    client: Client,
+    config: AsyncConnectionConfig,
+    address: String,
+    slot: Mutex<Slot>,
+}
+
+/// Why a request failed.
+pub(crate) enum Failure {
+    /// No connection could be opened: the request was not sent.
+    NotSent(RedisError),
+    /// The request was handed to the connection and its reply did not come
+    /// back as a value: an error reply, or none (timeout, dropped connection).
+    Sent(RedisError),
+}
+
+impl Link {
+    /// `host:port` (or the socket path), for messages.
+    pub(crate) fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The open connection, or one attempt to open it.
+    async fn connection(&self) -> Result<(Slot, MultiplexedConnection), RedisError> {
+        let slot = self.current();
+        let opened = slot
+            .get_or_init(|| async {
+                self.client
+                    .get_multiplexed_async_connection_with_config(&self.config)
+                    .await
+            })
+            .await;
+        match opened {
+            Ok(conn) => Ok((slot.clone(), conn.clone())),
+            Err(e) => {
+                let e = e.clone();
+                self.discard(&slot);
+                Err(e)
+            }
+        }
+    }
+
+    fn current(&self) -> Slot {
+        self.slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Forgets `stale` (if it is still current) so the next call opens a new
+    /// connection.
+    fn discard(&self, stale: &Slot) {
+        let mut current = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if Arc::ptr_eq(&current, stale) {
+            *current = Slot::default();
+        }
+    }
+
+    /// Sends `cmd` and reads its reply.
+    pub(crate) async fn send<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, Failure> {
+        let (slot, mut conn) = self.connection().await.map_err(Failure::NotSent)?;
+        let reply = cmd.query_async(&mut conn).await;
+        if let Err(e) = &reply
+            && e.is_unrecoverable_error()
+        {
+            self.discard(&slot);
+        }
+        reply.map_err(Failure::Sent)
+    }
+}

@@ -1,0 +1,213 @@
+//! Redis connection edges: an unreachable server fails fast, a slow commit
+//! within the response timeout succeeds, and a commit whose reply is lost
+//! says its outcome is unknown (and may indeed have been applied).
+
+use std::time::{Duration, Instant};
+
+use kvmodel_runtime::conformance::RedisServer;
+use kvmodel_runtime::{Batch, Error, RedisStore, Store};
+use redis::aio::MultiplexedConnection;
+
+/// Generous: a failure that waits for backoff or a timeout takes seconds.
+const FAST: Duration = Duration::from_secs(2);
+
+/// A loopback port nobody listens on (bound, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// A connection of the test's own, to pause the server and look behind the
+/// store's back.
+async fn admin(server: &RedisServer) -> MultiplexedConnection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn pause(admin: &mut MultiplexedConnection, ms: u64, mode: &str) {
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(ms)
+        .arg(mode)
+        .query_async(admin)
+        .await
+        .unwrap();
+}
+
+async fn admin_get(admin: &mut MultiplexedConnection, key: &str) -> Option<Vec<u8>> {
+    redis::cmd("GET").arg(key).query_async(admin).await.unwrap()
+}
+
+fn put(key: &str) -> Batch {
+    let mut b = Batch::new();
+    b.put(key, b"v".to_vec(), None);
+    b
+}
+
+#[tokio::test]
+async fn unreachable_server_fails_fast() {
+    let url = format!("redis://127.0.0.1:{}", closed_port());
+    let started = Instant::now();
+    let err = RedisStore::connect(&url).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(took < FAST, "took {took:?}: {err}");
+    assert!(matches!(err, Error::Backend { .. }), "{err}");
+    assert!(err.to_string().contains("connect to `127.0.0.1:"), "{err}");
+}
+
+#[tokio::test]
+async fn calls_after_the_server_went_away_fail_fast() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    drop(server);
+    // The first call may still find the old connection; every later one
+    // tries once to connect and fails at once.
+    let _ = store.get("k").await;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let err = store.get("k").await.unwrap_err();
+        assert!(started.elapsed() < FAST, "{:?}: {err}", started.elapsed());
+        let started = Instant::now();
+        let err = store.commit(put("k")).await.unwrap_err();
+        assert!(started.elapsed() < FAST, "{:?}: {err}", started.elapsed());
+        assert!(matches!(err, Error::Backend { .. }), "{err}");
+        assert!(err.to_string().contains("it was not sent"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_store_comes_back_when_its_server_does() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let port = server.port();
+    drop(server);
+    let _ = store.get("k").await;
+    assert!(store.get("k").await.is_err());
+    let again = RedisServer::start_on(port);
+    assert!(store.commit(put("k")).await.unwrap().is_applied());
+    assert_eq!(store.get("k").await.unwrap(), Some(b"v".to_vec()));
+    drop(again);
+}
+
+/// A commit the server holds for longer than the redis crate's 500 ms
+/// default, but within the store's default response timeout, succeeds.
+#[tokio::test]
+async fn a_slow_commit_within_the_response_timeout_succeeds() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    pause(&mut admin(&server).await, 1500, "WRITE").await;
+    assert!(store.commit(put("k")).await.unwrap().is_applied());
+}
+
+#[tokio::test]
+async fn a_lost_commit_reply_says_the_outcome_is_unknown() {
+    let server = RedisServer::start();
+    let store = RedisStore::builder(&server.url())
+        .response_timeout(Duration::from_millis(100))
+        .connect()
+        .await
+        .unwrap();
+    // A first commit loads the script (on a fresh server, the paused one
+    // would only learn that the script is missing).
+    assert!(store.commit(put("warm")).await.unwrap().is_applied());
+    let mut admin = admin(&server).await;
+    pause(&mut admin, 1000, "WRITE").await;
+    let err = store.commit(put("k")).await.unwrap_err();
+    assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err}");
+    assert!(err.to_string().contains("may have been applied"), "{err}");
+    // Not yet applied when the error came back …
+    assert_eq!(admin_get(&mut admin, "k").await, None);
+    // … and applied once the server resumed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin_get(&mut admin, "k").await.is_none() {
+        assert!(Instant::now() < deadline, "the commit was never applied");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_read_that_times_out_is_a_backend_error() {
+    let server = RedisServer::start();
+    let store = RedisStore::builder(&server.url())
+        .response_timeout(Duration::from_millis(100))
+        .connect()
+        .await
+        .unwrap();
+    pause(&mut admin(&server).await, 1000, "ALL").await;
+    let err = store.get("k").await.unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }), "{err}");
+}
+
+/// The store's connection is killed while its commit waits in the server:
+/// the reply is lost, so the outcome is unknown (here it was not applied).
+#[tokio::test]
+async fn a_connection_dropped_after_sending_says_the_outcome_is_unknown() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut admin = admin(&server).await;
+    pause(&mut admin, 2000, "WRITE").await;
+    let commit = tokio::spawn({
+        let store = store.clone();
+        async move { store.commit(put("k")).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let waiting = list
+            .lines()
+            .find(|l| l.contains("cmd=evalsha"))
+            .and_then(|l| l.strip_prefix("id="))
+            .and_then(|l| l.split(' ').next())
+            .map(str::to_owned);
+        if let Some(id) = waiting {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the commit never reached the server");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(&id)
+        .query_async::<i64>(&mut admin)
+        .await
+        .map(|_| ())
+        .unwrap();
+    let err = commit.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err}");
+    // The next call opens a new connection.
+    store
+        .commit(put("after"))
+        .await
+        .expect("a commit after the drop");
+}
+
+#[tokio::test]
+async fn a_store_can_be_built_from_a_client() {
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let store = RedisStore::builder_from_client(client)
+        .connect_timeout(Duration::from_millis(500))
+        .no_response_timeout()
+        .connect()
+        .await
+        .unwrap();
+    assert!(store.commit(put("k")).await.unwrap().is_applied());
+    assert!(format!("{store:?}").contains(&server.port().to_string()));
+}
+
+#[tokio::test]
+async fn a_bad_url_says_how_to_write_one() {
+    let err = RedisStore::connect("redis://[::1").await.unwrap_err();
+    assert!(matches!(err, Error::InvalidUrl { .. }), "{err}");
+    assert!(err.to_string().contains("redis://HOST:PORT"), "{err}");
+}
