@@ -23,9 +23,10 @@ pub use engine::page::{Cursor, Page, PageRequest};
 pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
+pub use store::{
+    AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest,
+    RangeResult, Store,
+};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
-pub use store::{
-    Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest, RangeResult, Store,
-};
 pub use uuid::Uuid;

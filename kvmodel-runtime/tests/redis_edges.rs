@@ -171,7 +171,10 @@ async fn a_connection_dropped_after_sending_says_the_outcome_is_unknown() {
         if let Some(id) = waiting {
             break id;
         }
-        assert!(Instant::now() < deadline, "the commit never reached the server");
+        assert!(
+            Instant::now() < deadline,
+            "the commit never reached the server"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let () = redis::cmd("CLIENT")

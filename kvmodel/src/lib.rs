@@ -46,11 +46,11 @@ pub use kvmodel_runtime::{Error, Result};
 pub use kvmodel_runtime::{Cursor, Page, PageRequest};
 pub use kvmodel_runtime::{Date, Timestamp, Uuid};
 
-pub use kvmodel_runtime::MemoryStore;
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;
+pub use kvmodel_runtime::{AnyStore, MemoryStore};
 #[cfg(feature = "redis")]
-pub use kvmodel_runtime::RedisStore;
+pub use kvmodel_runtime::{RedisStore, RedisStoreBuilder};
 
 /// The store contract every backend implements (DESIGN §6): one atomic
 /// [`commit`](Store::commit) of a [`Batch`], point reads and ordered ranges.

@@ -10,6 +10,7 @@ use std::ops::Bound;
 
 use crate::error::Result;
 
+mod any;
 pub mod batch;
 mod check;
 pub mod clock;
@@ -23,6 +24,7 @@ mod redis;
 #[cfg(feature = "redis")]
 mod redis_link;
 
+pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome};
 pub use check::{Held, check};
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::{ErrorKind, Value};
 
 use crate::error::{Error, Result};
-use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::batch::{Batch, Condition, Op, Outcome};
+use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::{
     Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
 };
@@ -54,7 +54,6 @@ impl std::fmt::Debug for RedisStore {
             .finish_non_exhaustive()
     }
 }
-
 
 /// The longest TTL sent to Redis (100 years): past it Redis rejects `PX`
 /// mid-script, so longer ones are capped, which is "forever" in practice.

@@ -1,0 +1,202 @@
+//! `AnyStore`: a store chosen at run time from a URL.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Outcome};
+use crate::store::memory::MemoryStore;
+use crate::store::{RangeRequest, RangeResult, Store};
+
+/// One of the built-in stores, chosen at run time (for example from a
+/// configuration value): [`Store`] is generic, not `dyn`, so a program that
+/// picks its backend at run time holds an `AnyStore`, which every generated
+/// repository accepts and which forwards each call to the store inside.
+///
+/// [`AnyStore::open`] reads a URL:
+///
+/// | URL | store |
+/// |---|---|
+/// | `memory:` | a fresh [`MemoryStore`] |
+/// | `redb:PATH` | [`RedbStore::open(PATH)`](crate::RedbStore::open) (feature `redb`) |
+/// | `redis://HOST:PORT[/DB]`, `rediss://…`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
+///
+/// A store built by hand (a Redis store with its own timeouts, a memory store
+/// on a manual clock) converts with `AnyStore::from(store)`.
+///
+/// ```
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use kvmodel_runtime::{Batch, Store, store::AnyStore};
+///
+/// let store = AnyStore::open("memory:").await?;
+/// let mut batch = Batch::new();
+/// batch.put("greeting", b"hello".to_vec(), None);
+/// store.commit(batch).await?;
+/// assert_eq!(store.backend(), "memory");
+/// # Ok(()) }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AnyStore {
+    /// An in-memory store.
+    Memory(MemoryStore),
+    /// An embedded redb file.
+    #[cfg(feature = "redb")]
+    Redb(crate::RedbStore),
+    /// A Redis server.
+    #[cfg(feature = "redis")]
+    Redis(crate::RedisStore),
+}
+
+/// The URL forms [`AnyStore::open`] reads, for messages.
+const FORMS: &str = "`memory:`, `redb:PATH` or `redis://HOST:PORT`";
+
+impl AnyStore {
+    /// Opens the store `url` names (see [`AnyStore`]). A URL of no known
+    /// form, or of a backend whose cargo feature is off, is
+    /// [`Error::InvalidUrl`]; a store that cannot be opened fails as its
+    /// backend does.
+    pub async fn open(url: &str) -> Result<AnyStore> {
+        let (scheme, rest) = url.split_once(':').ok_or_else(|| Error::InvalidUrl {
+            url: url.to_owned(),
+            reason: format!("it names no store; write {FORMS}"),
+        })?;
+        match scheme.to_ascii_lowercase().as_str() {
+            "memory" => {
+                if !rest.is_empty() && rest != "//" {
+                    return Err(Error::InvalidUrl {
+                        url: url.to_owned(),
+                        reason: "a memory store takes nothing after `memory:`; write `memory:`"
+                            .to_owned(),
+                    });
+                }
+                Ok(AnyStore::Memory(MemoryStore::new()))
+            }
+            "redb" => open_redb(url, rest),
+            "redis" | "rediss" | "redis+unix" | "unix" => open_redis(url).await,
+            "redis+cluster" | "rediss+cluster" => Err(Error::InvalidUrl {
+                url: url.to_owned(),
+                reason: "Redis Cluster is not supported yet; connect to a single server with \
+                         `redis://HOST:PORT`"
+                    .to_owned(),
+            }),
+            _ => Err(Error::InvalidUrl {
+                url: url.to_owned(),
+                reason: format!("`{scheme}:` is not a known store; write {FORMS}"),
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "redb")]
+fn open_redb(url: &str, path: &str) -> Result<AnyStore> {
+    if path.is_empty() {
+        return Err(Error::InvalidUrl {
+            url: url.to_owned(),
+            reason: "it names no file; write `redb:PATH`, e.g. `redb:data/app.redb`".to_owned(),
+        });
+    }
+    crate::RedbStore::open(path).map(AnyStore::Redb)
+}
+
+#[cfg(not(feature = "redb"))]
+fn open_redb(url: &str, _path: &str) -> Result<AnyStore> {
+    Err(feature_off(url, "redb", "RedbStore"))
+}
+
+#[cfg(feature = "redis")]
+async fn open_redis(url: &str) -> Result<AnyStore> {
+    crate::RedisStore::connect(url).await.map(AnyStore::Redis)
+}
+
+#[cfg(not(feature = "redis"))]
+async fn open_redis(url: &str) -> Result<AnyStore> {
+    Err(feature_off(url, "redis", "RedisStore"))
+}
+
+/// The error for a URL whose backend was compiled out.
+#[cfg_attr(all(feature = "redb", feature = "redis"), allow(dead_code))]
+fn feature_off(url: &str, feature: &str, store: &str) -> Error {
+    Error::InvalidUrl {
+        url: url.to_owned(),
+        reason: format!(
+            "it names the {store}, which this build leaves out; enable the cargo feature \
+             `{feature}` of kvmodel (`kvmodel = {{ version = \"…\", features = [\"{feature}\"] }}`)"
+        ),
+    }
+}
+
+impl From<MemoryStore> for AnyStore {
+    fn from(store: MemoryStore) -> Self {
+        AnyStore::Memory(store)
+    }
+}
+
+#[cfg(feature = "redb")]
+impl From<crate::RedbStore> for AnyStore {
+    fn from(store: crate::RedbStore) -> Self {
+        AnyStore::Redb(store)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<crate::RedisStore> for AnyStore {
+    fn from(store: crate::RedisStore) -> Self {
+        AnyStore::Redis(store)
+    }
+}
+
+/// `$body` with `$s` bound to the store inside `$any`.
+macro_rules! each {
+    ($any:expr, $s:ident => $body:expr) => {
+        match $any {
+            AnyStore::Memory($s) => $body,
+            #[cfg(feature = "redb")]
+            AnyStore::Redb($s) => $body,
+            #[cfg(feature = "redis")]
+            AnyStore::Redis($s) => $body,
+        }
+    };
+}
+
+impl Store for AnyStore {
+    fn backend(&self) -> &'static str {
+        each!(self, s => s.backend())
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        each!(self, s => s.commit(batch).await)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        each!(self, s => s.get(key).await)
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        each!(self, s => s.get_many(keys).await)
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        each!(self, s => s.range(key, req).await)
+    }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
+        each!(self, s => s.time_to_live(key).await)
+    }
+
+    async fn counter(&self, key: &str) -> Result<i64> {
+        each!(self, s => s.counter(key).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_left_out_backend_says_which_feature_to_enable() {
+        let text = feature_off("redis://h:1", "redis", "RedisStore").to_string();
+        assert!(text.contains("`redis://h:1`"), "{text}");
+        assert!(text.contains("features = [\"redis\"]"), "{text}");
+    }
+}
