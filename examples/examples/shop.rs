@@ -3,12 +3,14 @@
 //!
 //! ```sh
 //! cargo run -p kvmodel-examples --example shop                          # redb in a temp file
-//! cargo run -p kvmodel-examples --example shop -- --store memory:
-//! cargo run -p kvmodel-examples --example shop -- --store redb:shop.redb
-//! cargo run -p kvmodel-examples --example shop -- --store redis://127.0.0.1:6379
+//! cargo run -p kvmodel-examples --example shop -- memory:
+//! cargo run -p kvmodel-examples --example shop -- redb:shop.redb
+//! cargo run -p kvmodel-examples --example shop -- redis://127.0.0.1:6379
 //! ```
+//!
+//! The URL goes to `AnyStore::open` (`--store URL` works too).
 
-use kvmodel::{Batch, Date, MemoryStore, PageRequest, RedbStore, RedisStore, Store, Timestamp};
+use kvmodel::{AnyStore, Batch, Date, PageRequest, Store, Timestamp};
 use kvmodel_examples::shop::{
     Order, OrderRepo, Product, ProductRepo, User, UserKeys, UserRepo, UserStatus,
 };
@@ -174,9 +176,10 @@ async fn main() -> std::process::ExitCode {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--store" => url = args.next(),
+            other if url.is_none() && !other.starts_with('-') => url = Some(other.to_owned()),
             other => {
                 eprintln!(
-                    "unknown argument `{other}`; usage: shop [--store memory:|redb:PATH|redis://HOST:PORT]"
+                    "unknown argument `{other}`; usage: shop [[--store] memory:|redb:PATH|redis://HOST:PORT]"
                 );
                 return std::process::ExitCode::from(2);
             }
@@ -185,21 +188,10 @@ async fn main() -> std::process::ExitCode {
     let temp = std::env::temp_dir().join(format!("kvmodel-shop-{}.redb", std::process::id()));
     let url = url.unwrap_or_else(|| format!("redb:{}", temp.display()));
     println!("store: {url}\n");
-    let result = if url == "memory:" {
-        tour(MemoryStore::new()).await
-    } else if let Some(path) = url.strip_prefix("redb:") {
-        match RedbStore::open(path) {
-            Ok(s) => tour(s).await,
-            Err(e) => Err(e),
-        }
-    } else if url.starts_with("redis://") {
-        match RedisStore::connect(&url).await {
-            Ok(s) => tour(s).await,
-            Err(e) => Err(e),
-        }
-    } else {
-        eprintln!("unknown store `{url}`; expected memory:, redb:PATH or redis://HOST:PORT");
-        return std::process::ExitCode::from(2);
+    // The store is chosen at run time: `AnyStore` is one type for all of them.
+    let result = match AnyStore::open(&url).await {
+        Ok(store) => tour(store).await,
+        Err(e) => Err(e),
     };
     let _ = std::fs::remove_file(&temp);
     match result {
