@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use kvmodel::conformance::RedisServer;
 use kvmodel::{
-    AnyStore, Batch, Error, KvEntity, MemoryStore, Outcome, PageRequest, RangeRequest,
-    RangeResult, Store,
+    AnyStore, Batch, Error, KvEntity, MemoryStore, Outcome, PageRequest, RangeRequest, RangeResult,
+    Store,
 };
 use serde::{Deserialize, Serialize};
 
