@@ -212,3 +212,13 @@ async fn a_bad_url_says_how_to_write_one() {
     assert!(matches!(err, Error::InvalidUrl { .. }), "{err}");
     assert!(err.to_string().contains("redis://HOST:PORT"), "{err}");
 }
+
+/// A test server whose port another test's server took first is never
+/// mistaken for it (tests running in parallel would share data).
+#[test]
+fn a_test_server_is_never_another_tests_server() {
+    let first = RedisServer::start();
+    let port = first.port();
+    let second = std::panic::catch_unwind(|| RedisServer::start_on(port));
+    assert!(second.is_err(), "a second server claimed port {port}");
+}

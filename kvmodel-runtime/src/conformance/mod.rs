@@ -196,7 +196,6 @@ impl RedisServer {
     /// A server on `port`, or `None` if it exits (the port was taken) or
     /// does not answer within 10 s.
     fn spawn(port: u16) -> Option<Self> {
-        use std::net::TcpStream;
         use std::process::{Command, Stdio};
         let mut child = Command::new("redis-server")
             .args([
@@ -220,7 +219,9 @@ impl RedisServer {
             if let Ok(Some(_)) = child.try_wait() {
                 return None; // the port was taken meanwhile
             }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // The port may answer for another test's server that took it
+            // first: only a server that names this child's PID is ours.
+            if serves(port, child.id()) {
                 return Some(RedisServer { child, port });
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -239,6 +240,38 @@ impl RedisServer {
     pub fn port(&self) -> u16 {
         self.port
     }
+}
+
+/// Whether the Redis server on `port` is the process `pid` (`INFO server`
+/// names its `process_id`).
+#[cfg(feature = "redis")]
+fn serves(port: u16, pid: u32) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    if conn.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    let want = format!("\r\nprocess_id:{pid}\r\n");
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while reply.len() < 1 << 16 {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+        }
+        let text = String::from_utf8_lossy(&reply);
+        if text.contains(&want) {
+            return true;
+        }
+        let named = text.find("\r\nprocess_id:").map(|at| &text[at + 2..]);
+        if named.is_some_and(|line| line.contains("\r\n")) {
+            return false; // another process
+        }
+    }
+    false
 }
 
 #[cfg(feature = "redis")]
