@@ -234,14 +234,14 @@ async fn activity_works<H: Harness>(h: &H) {
             } else {
                 activity::EventKind::Updated
             },
-            at: Timestamp::from_unix_millis(1_772_359_200_000 + i64::from(i) * 600_000),
+            at: Timestamp::from_unix_millis(1_772_359_200_000 + i64::from(i) * 600_000).unwrap(),
             attributes: Default::default(),
         };
         events.create(&e).await.unwrap();
     }
     // A time range of one subject, read in pages of 4.
-    let from = Timestamp::from_unix_millis(1_772_359_200_000 + 6 * 600_000);
-    let to = Timestamp::from_unix_millis(1_772_359_200_000 + 20 * 600_000);
+    let from = Timestamp::from_unix_millis(1_772_359_200_000 + 6 * 600_000).unwrap();
+    let to = Timestamp::from_unix_millis(1_772_359_200_000 + 20 * 600_000).unwrap();
     let mut page = PageRequest::new(4).start_at(&from).end_before(&to);
     let mut seen = Vec::new();
     loop {
@@ -266,7 +266,7 @@ async fn activity_works<H: Harness>(h: &H) {
             .len(),
         30
     );
-    let hour = Timestamp::from_unix_millis(1_772_359_200_000);
+    let hour = Timestamp::from_unix_millis(1_772_359_200_000).unwrap();
     assert_eq!(events.count_per_hour(hour).await.unwrap(), 6);
     assert_eq!(
         events

@@ -18,7 +18,7 @@ pub mod __private;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use codec::time::{Date, Timestamp};
+pub use codec::time::{Date, ParseTimeError, TimeRangeError, Timestamp};
 pub use engine::page::{Cursor, Page, PageRequest};
 pub use error::{Error, Result};
 #[cfg(feature = "redb")]

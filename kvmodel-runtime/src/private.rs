@@ -22,10 +22,10 @@ pub fn sort_of<P: SortPart + ?Sized>(p: &P) -> Vec<u8> {
     crate::codec::key::sort_key(p)
 }
 
-/// The hour bucket of an instant, as a key component: `2026-11-22T05`.
+/// The hour bucket of an instant, as a key component: `2026-11-22T05`
+/// (a four-digit year always: timestamps hold years 0000–9999).
 pub fn hour(t: Timestamp) -> String {
-    let s = t.start_of_hour().to_string();
-    s[..13].to_owned()
+    format!("{}T{:02}", t.date(), t.hour())
 }
 
 /// The day bucket of an instant.

@@ -87,12 +87,6 @@ proptest! {
     }
 
     #[test]
-    fn timestamp_order(a: i64, b: i64) {
-        let (ta, tb) = (kvmodel_runtime::Timestamp::from_unix_millis(a), kvmodel_runtime::Timestamp::from_unix_millis(b));
-        prop_assert_eq!(ta.cmp(&tb), sort_key(&ta).cmp(&sort_key(&tb)));
-    }
-
-    #[test]
     fn bool_order(a: bool, b: bool) {
         prop_assert_eq!(a.cmp(&b), sort_key(&a).cmp(&sort_key(&b)));
         prop_assert_eq!(SortReader::new(&sort_key(&a)).bool(), Some(a));

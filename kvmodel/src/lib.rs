@@ -44,7 +44,7 @@
 pub use kvmodel_runtime::{Error, Result};
 
 pub use kvmodel_runtime::{Cursor, Page, PageRequest};
-pub use kvmodel_runtime::{Date, Timestamp, Uuid};
+pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;

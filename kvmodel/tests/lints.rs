@@ -123,13 +123,13 @@ async fn generated_code_compiles_and_runs_under_deny_warnings() {
         owner: "o".into(),
         weight: 3,
         tag: None,
-        at: kvmodel::Timestamp::from_unix_millis(0),
+        at: kvmodel::Timestamp::EPOCH,
         r#type: Some(1),
     };
     items.create(&item).await.unwrap();
     assert_eq!(items.find_by_slug("s").await.unwrap(), Some(item.clone()));
     let day = kvmodel::Date::from_ymd(1970, 1, 1).unwrap();
-    let at = kvmodel::Timestamp::from_unix_millis(0);
+    let at = kvmodel::Timestamp::EPOCH;
     assert_eq!(items.sum_weight(Kind::A, at, day).await.unwrap(), 3);
     assert_eq!(
         items
