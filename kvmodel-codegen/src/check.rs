@@ -15,6 +15,28 @@ use crate::vocab;
 /// Key builder names generated for every entity; indexes may not take them.
 const RESERVED: &[&str] = &["record", "all"];
 
+/// Methods every repository has: no index, counter or relation may
+/// generate one of these names.
+const REPOSITORY_METHODS: &[&str] = &[
+    "new",
+    "store",
+    "create",
+    "create_many",
+    "get",
+    "get_many",
+    "exists",
+    "count_all",
+    "update",
+    "upsert",
+    "modify",
+    "try_modify",
+    "delete",
+    "list_all",
+    "migrate_all",
+    "verify",
+    "reconcile",
+];
+
 /// Checks a whole model.
 pub fn check_model(model: &Model, diags: &mut Diagnostics) {
     for e in &model.entities {
@@ -118,6 +140,17 @@ impl NameSet {
             return;
         }
         let method = format!("{prefix}{}", **name);
+        // `list_all` is reported above, for the key builder it would clash with too.
+        if REPOSITORY_METHODS.contains(&method.as_str()) && method != "list_all" {
+            diags.error(
+                "E124",
+                &name.origin,
+                format!(
+                    "this {what} would generate the method `{method}`, which every repository already has; choose another {what} name"
+                ),
+            );
+            return;
+        }
         if let Some(other) = self.methods.insert(method.clone(), what.to_owned()) {
             diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which a {other} already generates; rename one of them"));
         }

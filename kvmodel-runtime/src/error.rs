@@ -171,6 +171,22 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// One record of a bulk write (`create_many`) could not be written, so
+    /// none was: the whole batch is one commit.
+    #[error(
+        "the record at index {index} of the batch (`{}`) could not be written, so nothing \
+         in the batch was: {source}",
+        short(.key)
+    )]
+    Bulk {
+        /// The record's position in the slice passed in.
+        index: usize,
+        /// The record's key.
+        key: String,
+        /// Why that record failed (`AlreadyExists`, `UniqueViolation`, …).
+        #[source]
+        source: Box<Error>,
+    },
     /// The storage backend failed.
     #[error("the {backend} store failed while trying to {context}: {source}")]
     Backend {

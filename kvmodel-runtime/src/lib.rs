@@ -19,7 +19,7 @@ pub mod __private;
 pub mod conformance;
 
 pub use codec::time::{Date, ParseTimeError, TimeRangeError, Timestamp};
-pub use engine::page::{Cursor, Page, PageRequest};
+pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unordered};
 pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;

@@ -7,6 +7,7 @@ pub use crate::codec::time::{Date, Timestamp};
 pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::maintenance::{Drift, Progress};
 pub use crate::engine::repo::Engine;
+pub use crate::engine::page::ListRequest;
 pub use crate::{Error, Page, PageRequest, Result, Store};
 pub use serde;
 pub use serde_json;

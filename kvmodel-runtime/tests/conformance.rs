@@ -13,3 +13,53 @@ mod redb {
 mod redis {
     kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::RedisHarness::start());
 }
+
+/// A store that implements only the required methods, so the trait's
+/// default methods (`collection_len`, `counter`) are what the cases meet.
+mod defaults {
+    use std::time::Duration;
+
+    use kvmodel_runtime::conformance::{self, Harness};
+    use kvmodel_runtime::store::clock::ManualClock;
+    use kvmodel_runtime::{Batch, MemoryStore, Outcome, RangeRequest, RangeResult, Result, Store};
+
+    #[derive(Debug, Clone)]
+    struct Plain(MemoryStore);
+
+    impl Store for Plain {
+        fn backend(&self) -> &'static str {
+            "plain"
+        }
+        async fn commit(&self, batch: Batch) -> Result<Outcome> {
+            self.0.commit(batch).await
+        }
+        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+            self.0.get(key).await
+        }
+        async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+            self.0.get_many(keys).await
+        }
+        async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+            self.0.range(key, req).await
+        }
+    }
+
+    struct PlainHarness(Plain, ManualClock);
+
+    impl Harness for PlainHarness {
+        type Store = Plain;
+        fn store(&self) -> Plain {
+            self.0.clone()
+        }
+        async fn pass(&self, d: Duration) {
+            self.1.advance(d);
+        }
+    }
+
+    #[tokio::test]
+    async fn collection_len_by_default_walks_the_collection() {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let h = PlainHarness(Plain(MemoryStore::with_clock(clock.clone())), clock);
+        conformance::collection_len_counts_live_members(&h).await;
+    }
+}

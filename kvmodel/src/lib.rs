@@ -43,7 +43,7 @@
 
 pub use kvmodel_runtime::{Error, Result};
 
-pub use kvmodel_runtime::{Cursor, Page, PageRequest};
+pub use kvmodel_runtime::{Cursor, OrderValue, Page, PageRequest, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 
 #[cfg(feature = "redb")]

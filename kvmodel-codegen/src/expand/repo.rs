@@ -6,6 +6,7 @@ use quote::{format_ident, quote};
 use super::keys::{counter_fn, relation_fn};
 use super::{Ctx, group_arg_names, ident};
 use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
+use crate::origin::Sp;
 
 pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
@@ -29,29 +30,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         .collect();
     let key_params = quote!(#(#key_idents: #key_types),*);
     let key_call = quote!(#keys::record(#(#key_idents),*));
-    let deref = |f: &str, id: &syn::Ident| match cx.field_type(f) {
-        FieldType::Named(_) => quote!(::core::clone::Clone::clone(#id)),
-        _ => quote!(*#id),
-    };
-    let (many_param, many_map) = if key_fields.len() == 1 {
-        let t = &key_types[0];
-        let id = format_ident!("__id");
-        let a = deref(key_fields[0], &id);
-        (
-            quote!(ids: &[#t]),
-            quote!(ids.iter().map(|__id| #keys::record(#a)).collect()),
-        )
-    } else {
-        let ids: Vec<syn::Ident> = (0..key_fields.len())
-            .map(|i| format_ident!("__k{}", i))
-            .collect();
-        let args = key_fields.iter().zip(&ids).map(|(f, id)| deref(f, id));
-        (
-            quote!(ids: &[(#(#key_types),*)]),
-            quote!(ids.iter().map(|(#(#ids),*)| #keys::record(#(#args),*)).collect()),
-        )
-    };
-
+    let (many_generics, many_param, many_map) = many_keys(cx, &key_fields);
     let mut methods = Vec::new();
     for ix in &e.indexes {
         let params: Vec<TokenStream> = ix
@@ -100,10 +79,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 " A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
                 *ix.name
             );
+            let (page_type, resolve) = page_of(cx, ix.order_by.as_ref());
             methods.push(quote! {
                 #[doc = #doc]
-                #vis async fn #m(&self, #(#params,)* page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
-                    self.engine.list(&#keys::#kfn(#(#args),*), page).await
+                #vis async fn #m(&self, #(#params,)* page: #page_type) -> #k::Result<#k::Page<#name>> {
+                    self.engine.list(&#keys::#kfn(#(#args),*), #resolve).await
                 }
             });
         }
@@ -122,10 +102,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             " A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
             *r.belongs_to, *r.name
         );
+        let (page_type, resolve) = page_of(cx, r.order_by.as_ref());
         methods.push(quote! {
             #[doc = #doc]
-            #vis async fn #m(&self, #id: #t, page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
-                self.engine.list(&#keys::#kfn(#id), page).await
+            #vis async fn #m(&self, #id: #t, page: #page_type) -> #k::Result<#k::Page<#name>> {
+                self.engine.list(&#keys::#kfn(#id), #resolve).await
             }
         });
     }
@@ -177,6 +158,19 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     );
     let modify_doc = format!(
         " Reads a `{ename}`, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
+    );
+    let exists_doc = format!(" Whether a `{ename}` is stored under this key (one read).");
+    let count_all_doc = format!(
+        " The number of `{ename}` records: the size of the discovery set, one read. With a TTL it may include expired records not yet swept by a listing or `reconcile`."
+    );
+    let upsert_doc = format!(
+        " Stores a `{ename}`, creating it or replacing the stored one; indexes and counters move in the same commit. `true` when it was created. Fails with `UniqueViolation` or, after retries, `Conflict`."
+    );
+    let create_many_doc = format!(
+        " Stores new `{ename}` records in one commit, all or none: a stored or repeated key or a taken or repeated unique value fails the whole batch with `Error::Bulk`, naming the record."
+    );
+    let try_modify_doc = format!(
+        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written. Store errors come back converted into `X` (`X: From<Error>`); `f` may run more than once."
     );
     let delete_doc = format!(
         " Deletes a `{ename}` with its index entries and counter contributions; `false` if it did not exist."
@@ -235,8 +229,28 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
 
             #[doc = #many_doc]
-            #vis async fn get_many(&self, #many_param) -> #k::Result<::std::vec::Vec<::core::option::Option<#name>>> {
+            #vis async fn get_many<#(#many_generics),*>(&self, #many_param) -> #k::Result<::std::vec::Vec<::core::option::Option<#name>>> {
                 self.engine.get_many(#many_map).await
+            }
+
+            #[doc = #exists_doc]
+            #vis async fn exists(&self, #key_params) -> #k::Result<bool> {
+                self.engine.exists(&#key_call).await
+            }
+
+            #[doc = #count_all_doc]
+            #vis async fn count_all(&self) -> #k::Result<i64> {
+                self.engine.count_all().await
+            }
+
+            #[doc = #upsert_doc]
+            #vis async fn upsert(&self, value: &#name) -> #k::Result<bool> {
+                self.engine.upsert(value).await
+            }
+
+            #[doc = #create_many_doc]
+            #vis async fn create_many(&self, values: &[#name]) -> #k::Result<()> {
+                self.engine.create_many(values).await
             }
 
             #[doc = #update_doc]
@@ -250,6 +264,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 F: ::core::ops::FnMut(&mut #name) + ::core::marker::Send,
             {
                 self.engine.modify(&#key_call, f).await
+            }
+
+            #[doc = #try_modify_doc]
+            #vis async fn try_modify<F, X>(&self, #key_params, f: F) -> ::core::result::Result<#name, X>
+            where
+                F: ::core::ops::FnMut(&mut #name) -> ::core::result::Result<(), X> + ::core::marker::Send,
+                X: ::core::convert::From<#k::Error> + ::core::marker::Send,
+            {
+                self.engine.try_modify(&#key_call, f).await
             }
 
             #[doc = #delete_doc]
@@ -282,5 +305,83 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 self.engine.list_all(page).await
             }
         }
+    }
+}
+
+/// The generic parameters, parameter and key list of `get_many`: string and
+/// byte key components take anything that is `AsRef<str>` / `AsRef<[u8]>`
+/// (`&[&str]`, `&[String]`, …), the others their own type.
+fn many_keys(cx: &Ctx<'_>, key_fields: &[&str]) -> (Vec<TokenStream>, TokenStream, TokenStream) {
+    let keys = &cx.keys;
+    let mut generics = Vec::new();
+    let mut types = Vec::new();
+    let mut args = Vec::new();
+    let binds: Vec<syn::Ident> = (0..key_fields.len())
+        .map(|i| format_ident!("__k{}", i))
+        .collect();
+    for (i, (f, id)) in key_fields.iter().zip(&binds).enumerate() {
+        let ty = cx.field_type(f);
+        let target = match ty {
+            FieldType::String => Some(quote!(str)),
+            FieldType::Bytes => Some(quote!([u8])),
+            _ => None,
+        };
+        match target {
+            Some(target) => {
+                let g = format_ident!("__K{}", i);
+                generics.push(quote!(#g: ::core::convert::AsRef<#target>));
+                types.push(quote!(#g));
+                args.push(quote!(::core::convert::AsRef::<#target>::as_ref(#id)));
+            }
+            None => {
+                types.push(cx.arg_type(&ty));
+                args.push(match ty {
+                    FieldType::Named(_) => quote!(::core::clone::Clone::clone(#id)),
+                    _ => quote!(*#id),
+                });
+            }
+        }
+    }
+    let (param, map) = if key_fields.len() == 1 {
+        let (t, id, a) = (&types[0], &binds[0], &args[0]);
+        (
+            quote!(ids: &[#t]),
+            quote!(ids.iter().map(|#id| #keys::record(#a)).collect()),
+        )
+    } else {
+        (
+            quote!(ids: &[(#(#types),*)]),
+            quote!(ids.iter().map(|(#(#binds),*)| #keys::record(#(#args),*)).collect()),
+        )
+    };
+    (generics, param, map)
+}
+
+/// The request type of a listing ordered by `order` (`PageRequest<T>`, `T`
+/// the order_by value's type, bucket applied; plain `PageRequest` without
+/// one) and the expression that turns `page` into sort-key bounds.
+fn page_of(cx: &Ctx<'_>, order: Option<&Sp<FieldExpr>>) -> (TokenStream, TokenStream) {
+    let (k, p) = (&cx.krate, cx.p());
+    let typed = |t: TokenStream, sort: TokenStream| {
+        (
+            quote!(#k::PageRequest<#t>),
+            quote!(page.resolve(|__v: &#t| #sort)),
+        )
+    };
+    match order.map(|o| &o.value) {
+        None => (
+            quote!(#k::PageRequest),
+            quote!(#p::ListRequest::from(page)),
+        ),
+        Some(FieldExpr::Field(f)) => typed(cx.rust_type(&cx.field_type(f)), quote!(#p::sort_of(__v))),
+        Some(FieldExpr::Hour(_)) => typed(
+            quote!(#k::Timestamp),
+            quote!(#p::sort_of(&__v.start_of_hour())),
+        ),
+        Some(FieldExpr::Day(_)) => typed(quote!(#k::Date), quote!(#p::sort_of(__v))),
+        Some(FieldExpr::Month(_)) => typed(
+            quote!(#k::Date),
+            quote!(#p::sort_of(&__v.first_of_month())),
+        ),
     }
 }

@@ -61,6 +61,11 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
         "modify",
         "delete",
         "list_all",
+        "exists",
+        "count_all",
+        "upsert",
+        "try_modify",
+        "create_many",
         "migrate_all",
         "verify",
         "reconcile",
@@ -127,6 +132,15 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
             #vis async fn get_many<__Ids>(&self, _: __Ids) -> #k::Result<::std::vec::Vec<::core::option::Option<#name>>> { #never }
             #vis async fn modify<#(#key_tys,)* __F: ::core::ops::FnMut(&mut #name)>(&self, #(#key_args,)* _: __F) -> #k::Result<#name> { #never }
             #vis async fn delete<#(#key_tys),*>(&self, #(#key_args),*) -> #k::Result<bool> { #never }
+            #vis async fn exists<#(#key_tys),*>(&self, #(#key_args),*) -> #k::Result<bool> { #never }
+            #vis async fn count_all(&self) -> #k::Result<i64> { #never }
+            #vis async fn upsert(&self, _: &#name) -> #k::Result<bool> { #never }
+            #vis async fn create_many(&self, _: &[#name]) -> #k::Result<()> { #never }
+            #vis async fn try_modify<#(#key_tys,)* __F, __X>(&self, #(#key_args,)* _: __F) -> ::core::result::Result<#name, __X>
+            where
+                __F: ::core::ops::FnMut(&mut #name) -> ::core::result::Result<(), __X>,
+                __X: ::core::convert::From<#k::Error>,
+            { #never }
             #vis async fn list_all(&self, _: #k::PageRequest) -> #k::Result<#k::Page<#name>> { #never }
             #vis async fn migrate_all<__F: ::core::ops::FnMut(&#k::Progress)>(&self, _: usize, _: __F) -> #k::Result<#k::Progress> { #never }
             #vis async fn verify(&self, _: usize) -> #k::Result<#k::Drift> { #never }

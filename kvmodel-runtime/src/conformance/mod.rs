@@ -12,9 +12,11 @@
 
 mod cases;
 mod counters;
+mod sizes;
 
 pub use cases::*;
 pub use counters::*;
+pub use sizes::*;
 
 use std::future::Future;
 use std::time::Duration;
@@ -144,6 +146,7 @@ macro_rules! conformance_tests {
             concurrent_absent_race_has_one_winner, concurrent_compare_and_swap_loses_nothing,
             counter_syntax_is_one_rule, counter_overflow_is_exact, kinds_do_not_mix,
             sub_millisecond_ttls_are_accepted, reading_a_non_counter_is_a_read_error,
+            collection_len_counts_live_members,
         }
     };
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::codec::record;
 use crate::engine::entity::{self, Entity, Facts};
-use crate::engine::page::{Cursor, PageRequest};
+use crate::engine::page::{Cursor, ListRequest, PageRequest};
 use crate::engine::repo::{Engine, transition};
 use crate::error::Result;
 use crate::store::batch::Batch;
@@ -70,7 +70,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// version is rewritten through `update` semantics, so indexes and
     /// counters introduced since (`since: N`) are filled in.
     pub async fn migrate_page(&self, page: PageRequest, progress: &mut Progress) -> Result<()> {
-        let range = self.store().range(&E::all_key(), page.to_range()).await?;
+        let (all, page) = (E::all_key(), ListRequest::from(page));
+        let range = self.store().range(&all, page.range(&all)?).await?;
         let keys: Vec<String> = range
             .members
             .iter()
@@ -87,7 +88,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 progress.changed += 1;
             }
         }
-        progress.next = range.next.map(Cursor::from_position);
+        progress.next = range.next.map(|p| page.next_cursor(&all, p));
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! reads and writes ([`repo`]), pages ([`page`]) and maintenance
 //! ([`maintenance`]).
 
+mod api;
 pub mod entity;
 pub mod maintenance;
 pub mod page;

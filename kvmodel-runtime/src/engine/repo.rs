@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::page::{Cursor, Page, PageRequest};
+use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
@@ -138,7 +138,7 @@ fn entry(m: &MemberFact) -> (&str, &[u8]) {
 
 /// Waits a little before retrying an optimistic write: jittered exponential
 /// backoff, 0–1 ms after the first failure up to 0–64 ms.
-async fn backoff(attempt: u32) {
+pub(crate) async fn backoff(attempt: u32) {
     let cap_us = 1_000u64 << attempt.min(6);
     let wait = std::time::Duration::from_micros(fastrand::u64(0..=cap_us));
     if tokio::runtime::Handle::try_current().is_ok() {
@@ -162,7 +162,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         &self.store
     }
 
-    fn unique_violation(&self, claim: &ClaimFact) -> Error {
+    pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
         Error::UniqueViolation {
             entity: E::META.name,
             index: claim.index,
@@ -237,7 +237,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Reads the record at `key`, lets `change` produce the new image, and
     /// commits the move atomically, retrying when another writer got there first.
-    async fn read_modify_write(
+    pub(crate) async fn read_modify_write(
         &self,
         key: &str,
         mut change: impl FnMut(E) -> Result<E> + Send,
@@ -336,9 +336,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// A page of the sorted collection at `collection`: members are record
     /// keys, read with one `get_many`. Members whose record expired are
-    /// skipped and removed.
-    pub async fn list(&self, collection: &str, page: PageRequest) -> Result<Page<E>> {
-        let range = self.store.range(collection, page.to_range()).await?;
+    /// skipped and removed. A cursor of another listing is refused.
+    pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
+        let range = self.store.range(collection, page.range(collection)?).await?;
         let keys: Vec<String> = range
             .members
             .iter()
@@ -366,13 +366,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         Ok(Page {
             items,
-            next: range.next.map(Cursor::from_position),
+            next: range.next.map(|p| page.next_cursor(collection, p)),
         })
     }
 
     /// A page of every record of the entity (the discovery set, never a scan).
     pub async fn list_all(&self, page: PageRequest) -> Result<Page<E>> {
-        self.list(&E::all_key(), page).await
+        self.list(&E::all_key(), page.into()).await
     }
 
     /// The counter at `key`.

@@ -214,6 +214,13 @@ impl Store for MemoryStore {
         self.range_now(key, &req)
     }
 
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        let inner = self.lock();
+        Ok(inner
+            .set(key, self.clock.now_ms())
+            .map_or(0, |s| s.len() as u64))
+    }
+
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
         let inner = self.lock();
         let now = self.clock.now_ms();

@@ -138,6 +138,25 @@ pub trait Store: Clone + Send + Sync + 'static {
         async { Ok(None) }
     }
 
+    /// How many members the sorted collection at `key` holds (0 when it is
+    /// absent or expired). The default walks the collection a page at a
+    /// time; the built-in backends answer in one read (`ZCARD` on Redis, an
+    /// in-process count on redb and memory).
+    fn collection_len(&self, key: &str) -> impl Future<Output = Result<u64>> + Send {
+        async move {
+            let mut n = 0u64;
+            let mut req = RangeRequest::all(1000);
+            loop {
+                let page = self.range(key, req.clone()).await?;
+                n += page.members.len() as u64;
+                match page.next {
+                    Some(next) => req.after = Some(next),
+                    None => return Ok(n),
+                }
+            }
+        }
+    }
+
     /// The counter at `key` (absent counts as 0).
     fn counter(&self, key: &str) -> impl Future<Output = Result<i64>> + Send {
         async move {

@@ -224,6 +224,34 @@ impl RedbStore {
         page_from_entries(entries, req.limit)
     }
 
+    /// The number of live members of collection `key`: a walk of its keys
+    /// in the B-tree, without reading any value.
+    fn collection_len_now(&self, key: &str) -> Result<u64> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        if self.collection_ttls.load(Ordering::Acquire) {
+            let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+            let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
+            if expiry.is_some_and(|exp| !live(exp.value(), now)) {
+                return Ok(0);
+            }
+        }
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let end = after_collection(key);
+        let mut n = 0u64;
+        for item in members
+            .range::<(&str, &[u8])>((key, &[][..])..(end.as_str(), &[][..]))
+            .map_err(e("count a collection"))?
+        {
+            item.map_err(e("count a collection"))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Runs blocking work without stalling the async runtime: in place on a
     /// multi-threaded runtime (tokio moves other tasks off this worker), on
     /// the blocking pool on a current-thread runtime, directly outside tokio.
@@ -433,6 +461,10 @@ impl Store for RedbStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
+    }
+
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        self.collection_len_now(key)
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

@@ -306,6 +306,12 @@ impl Store for RedisStore {
         page_from_entries(entries, req.limit)
     }
 
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        let mut cmd = redis::cmd("ZCARD");
+        cmd.arg(key);
+        self.query(&cmd, "count a sorted collection").await
+    }
+
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
         let mut cmd = redis::cmd("PTTL");
         cmd.arg(key);

@@ -1,0 +1,177 @@
+//! The repository methods beyond DESIGN's core: existence, the number of
+//! records, create-or-replace, a fallible modify and an all-or-nothing bulk
+//! create. Each keeps the core's rule: one atomic commit per write, built by
+//! the one [`transition`].
+
+use std::collections::HashMap;
+
+use crate::engine::entity::{self, ClaimFact, Entity, Facts};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff, transition};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::batch::{Batch, Outcome};
+
+/// What the condition at one index of a bulk batch guards.
+enum Guard {
+    /// The record at this position is absent.
+    Record(usize),
+    /// The record at this position may take this claim.
+    Claim(usize, ClaimFact),
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// Whether a record is stored at `key` (one read; an expired record is
+    /// absent).
+    pub async fn exists(&self, key: &str) -> Result<bool> {
+        Ok(self.store().get(key).await?.is_some())
+    }
+
+    /// The number of records: the size of the discovery set, one cheap read
+    /// ([`Store::collection_len`]). For an entity with a TTL it also counts
+    /// records that expired and that no listing or `reconcile` has swept yet.
+    pub async fn count_all(&self) -> Result<i64> {
+        let n = self.store().collection_len(&E::all_key()).await?;
+        Ok(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+
+    /// Stores `value`, creating it or replacing the stored record; its
+    /// claims, collection members and counters move in the same commit.
+    /// Returns `true` when it created the record. Retries while other
+    /// writers change the record, then fails with [`Error::Conflict`].
+    pub async fn upsert(&self, value: &E) -> Result<bool> {
+        let key = value.record_key();
+        let bytes = entity::encode(&key, value)?;
+        let new = Facts::of(value);
+        for attempt in 0..MAX_ATTEMPTS {
+            let mut b = Batch::new();
+            let old = match self.store().get(&key).await? {
+                None => {
+                    b.absent(key.as_str());
+                    None
+                }
+                Some(old_bytes) => {
+                    let (version, old_value) = entity::decode::<E>(&key, &old_bytes)?;
+                    let mut old = Facts::of(&old_value);
+                    old.retain_since(version);
+                    b.equals(key.as_str(), old_bytes);
+                    Some(old)
+                }
+            };
+            let ttl = E::META.ttl.map(|t| t.sample());
+            b.put(key.as_str(), bytes.clone(), ttl);
+            let checked = transition(&mut b, &key, old.as_ref(), Some(&new), ttl, &E::all_key())?;
+            match self.store().commit(b).await? {
+                Outcome::Applied => return Ok(old.is_none()),
+                Outcome::Failed { index: 0 } => backoff(attempt).await,
+                Outcome::Failed { index } => match checked.get(index - 1) {
+                    Some(claim) => return Err(self.unique_violation(claim)),
+                    None => backoff(attempt).await,
+                },
+            }
+        }
+        Err(Error::Conflict {
+            entity: E::META.name,
+            key,
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Read-modify-write whose change can fail: `f` edits the record or
+    /// returns an error, which comes back as is, with nothing written.
+    /// Store errors come back converted into `X`. `f` may run more than
+    /// once (optimistic retry).
+    pub async fn try_modify<X>(
+        &self,
+        key: &str,
+        mut f: impl FnMut(&mut E) -> Result<(), X> + Send,
+    ) -> Result<E, X>
+    where
+        X: From<Error> + Send,
+    {
+        let mut refused: Option<X> = None;
+        let outcome = self
+            .read_modify_write(key, |mut v| match f(&mut v) {
+                Ok(()) => Ok(v),
+                Err(x) => {
+                    refused = Some(x);
+                    // Stops the write; the caller's error replaces it below.
+                    Err(Error::InvalidKey {
+                        key: key.to_owned(),
+                        reason: "the change was refused".to_owned(),
+                    })
+                }
+            })
+            .await;
+        match (refused, outcome) {
+            (Some(x), _) => Err(x),
+            (None, outcome) => outcome.map_err(X::from),
+        }
+    }
+
+    /// Creates every record of `values` in one commit, or none: a record
+    /// whose key is stored (or repeated in `values`), or whose unique value
+    /// is taken (or repeated), fails the whole batch with [`Error::Bulk`]
+    /// naming it.
+    pub async fn create_many(&self, values: &[E]) -> Result<()> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let all = E::all_key();
+        let mut b = Batch::new();
+        let mut guards = Vec::new();
+        let mut seen_keys: HashMap<String, usize> = HashMap::new();
+        let mut seen_claims: HashMap<String, usize> = HashMap::new();
+        for (index, value) in values.iter().enumerate() {
+            let key = value.record_key();
+            let bulk = |source: Error| Error::Bulk {
+                index,
+                key: key.clone(),
+                source: Box::new(source),
+            };
+            if let Some(first) = seen_keys.insert(key.clone(), index) {
+                return Err(bulk(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!("the record at index {first} has the same key"),
+                }));
+            }
+            let facts = Facts::of(value);
+            for claim in &facts.claims {
+                if seen_claims.insert(claim.key.clone(), index).is_some() {
+                    return Err(bulk(self.unique_violation(claim)));
+                }
+            }
+            let bytes = entity::encode(&key, value).map_err(bulk)?;
+            let ttl = E::META.ttl.map(|t| t.sample());
+            b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
+            guards.push(Guard::Record(index));
+            let checked = transition(&mut b, &key, None, Some(&facts), ttl, &all).map_err(bulk)?;
+            guards.extend(checked.into_iter().map(|c| Guard::Claim(index, c)));
+        }
+        let failed = match self.store().commit(b).await? {
+            Outcome::Applied => return Ok(()),
+            Outcome::Failed { index } => guards.get(index),
+        };
+        let (index, source) = match failed {
+            Some(Guard::Record(i)) => (
+                *i,
+                Error::AlreadyExists {
+                    entity: E::META.name,
+                    key: values[*i].record_key(),
+                },
+            ),
+            Some(Guard::Claim(i, claim)) => (*i, self.unique_violation(claim)),
+            None => {
+                return Err(Error::InvalidBatch {
+                    key: all,
+                    reason: "the store reported a failed condition the batch does not have"
+                        .to_owned(),
+                });
+            }
+        };
+        Err(Error::Bulk {
+            index,
+            key: values[index].record_key(),
+            source: Box::new(source),
+        })
+    }
+}
