@@ -24,6 +24,16 @@ async fn uses(store: kvmodel::MemoryStore) -> kvmodel::Result<()> {
     let _c: String = UserKeys::counter_per_plan("pro");
     let _u: User = users.modify("t", "1", |u| u.plan = "free".into()).await?;
     let _gone: bool = users.delete("t", "1").await?;
+    let _there: bool = users.exists("t", "1").await?;
+    let _all: i64 = users.count_all().await?;
+    let _new: bool = users.upsert(&_u).await?;
+    users.create_many(&[_u.clone()]).await?;
+    let _t: User = users
+        .try_modify("t", "1", |u| {
+            u.plan = "pro".into();
+            Ok::<(), kvmodel::Error>(())
+        })
+        .await?;
     Ok(())
 }
 

@@ -1,0 +1,123 @@
+//! Cursors belong to one listing and one direction; bounds take the
+//! listing's `order_by` type.
+
+use kvmodel::conformance::Harness;
+use kvmodel::{Cursor, Error, Page, PageRequest};
+
+use super::model::*;
+
+fn ids(page: &Page<User>) -> Vec<&str> {
+    page.items.iter().map(|u| u.id.as_str()).collect()
+}
+
+async fn seed<H: Harness>(h: &H) -> UserRepo<H::Store> {
+    let repo = UserRepo::new(h.store());
+    for i in 0..5 {
+        let at = format!("2026-01-0{}T00:00:00Z", i + 1);
+        repo.create(&user(&format!("a{i}"), &format!("a{i}@x.io"), Status::Active, &at))
+            .await
+            .unwrap();
+        repo.create(&user(&format!("i{i}"), &format!("i{i}@x.io"), Status::Inactive, &at))
+            .await
+            .unwrap();
+    }
+    repo
+}
+
+fn invalid_cursor<T: std::fmt::Debug>(r: kvmodel::Result<T>, what: &str) -> String {
+    match r {
+        Err(e @ Error::InvalidCursor { .. }) => e.to_string(),
+        other => panic!("{what}: expected InvalidCursor, got {other:?}"),
+    }
+}
+
+/// A cursor of one listing is refused by every other listing (another
+/// group of the same index, the discovery set), as text too.
+pub async fn cursor_of_another_listing_is_refused<H: Harness>(h: &H) {
+    let repo = seed(h).await;
+    let active = repo
+        .list_by_status(Status::Active, PageRequest::new(2))
+        .await
+        .unwrap();
+    let cursor = active.next.clone().expect("more active users");
+    let msg = invalid_cursor(
+        repo.list_by_status(Status::Inactive, PageRequest::new(2).after(cursor.clone()))
+            .await,
+        "an active cursor on the inactive listing",
+    );
+    assert!(msg.contains("another listing"), "{msg}");
+    invalid_cursor(
+        repo.list_all(PageRequest::new(2).after(cursor.clone())).await,
+        "an index cursor on list_all",
+    );
+    let all = repo.list_all(PageRequest::new(3)).await.unwrap();
+    invalid_cursor(
+        repo.list_by_status(Status::Active, PageRequest::new(2).after(all.next.unwrap()))
+            .await,
+        "a list_all cursor on an index",
+    );
+    // Its own listing takes it, also after a trip through text.
+    let text: Cursor = cursor.to_string().parse().unwrap();
+    let next = repo
+        .list_by_status(Status::Active, PageRequest::new(2).after(text))
+        .await
+        .unwrap();
+    assert_eq!(ids(&next), ["a2", "a3"]);
+}
+
+/// Page 2 asked for without `.descending()` continues a descending
+/// listing where page 1 stopped; asking for the other direction than the
+/// cursor's is refused.
+pub async fn next_page_continues_in_the_cursor_direction<H: Harness>(h: &H) {
+    let repo = seed(h).await;
+    let mut seen = Vec::new();
+    let mut page = repo
+        .list_by_status(Status::Active, PageRequest::new(2).descending())
+        .await
+        .unwrap();
+    loop {
+        seen.extend(ids(&page).into_iter().map(str::to_owned));
+        let Some(c) = page.next.take() else { break };
+        page = repo
+            .list_by_status(Status::Active, PageRequest::new(2).after(c))
+            .await
+            .unwrap();
+    }
+    assert_eq!(seen, ["a4", "a3", "a2", "a1", "a0"]);
+
+    let asc = repo
+        .list_by_status(Status::Active, PageRequest::new(2))
+        .await
+        .unwrap();
+    let msg = invalid_cursor(
+        repo.list_by_status(
+            Status::Active,
+            PageRequest::new(2).after(asc.next.unwrap()).descending(),
+        )
+        .await,
+        "descending after an ascending cursor",
+    );
+    assert!(msg.contains("ascending listing"), "{msg}");
+}
+
+/// Bounds are values of the `order_by` type (a `Timestamp` here), as
+/// owned values or references.
+pub async fn bounds_take_the_order_by_type<H: Harness>(h: &H) {
+    let repo = seed(h).await;
+    let from = ts("2026-01-02T00:00:00Z");
+    let page = repo
+        .list_by_status(
+            Status::Active,
+            PageRequest::new(10)
+                .start_at(from)
+                .end_before(&ts("2026-01-04T00:00:00Z")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["a1", "a2"]);
+    let page = repo
+        .list_by_status(Status::Active, PageRequest::new(10).start_after(&from).descending())
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["a4", "a3", "a2"]);
+}
