@@ -15,6 +15,7 @@ macro_rules! suite {
             pages::cursor_of_another_listing_is_refused,
             pages::next_page_continues_in_the_cursor_direction,
             pages::bounds_take_the_order_by_type,
+            pages::bounds_on_buckets_cover_the_bucket,
             methods::get_many_takes_owned_and_borrowed_keys,
             methods::exists_and_count_all,
             methods::upsert_creates_then_replaces_atomically,

@@ -2,7 +2,8 @@
 //! listing's `order_by` type.
 
 use kvmodel::conformance::Harness;
-use kvmodel::{Cursor, Error, Page, PageRequest};
+use kvmodel::{Cursor, Date, Error, KvEntity, Page, PageRequest, Timestamp};
+use serde::{Deserialize, Serialize};
 
 use super::model::*;
 
@@ -120,4 +121,49 @@ pub async fn bounds_take_the_order_by_type<H: Harness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(ids(&page), ["a4", "a3", "a2"]);
+}
+
+/// Readings listed by the hour, day and month of `at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "bucket", key = "reading:{id}")]
+#[kv(index(name = "by_hour", fields(sensor), order_by = hour(at)))]
+#[kv(index(name = "by_day", fields(sensor), order_by = day(at)))]
+#[kv(index(name = "by_month", fields(sensor), order_by = month(at)))]
+pub struct Reading {
+    pub id: String,
+    pub sensor: String,
+    pub at: Timestamp,
+}
+
+/// A bound on a bucketed listing is bucketed too: `start_at(05:30)` on
+/// an hour listing keeps the readings of 05:00–05:59, a `Date` bound on a
+/// month listing means that date's month.
+pub async fn bounds_on_buckets_cover_the_bucket<H: Harness>(h: &H) {
+    let repo = ReadingRepo::new(h.store());
+    let at = ["2026-03-01T04:10:00Z", "2026-03-01T05:10:00Z", "2026-03-02T05:50:00Z", "2026-04-01T00:00:00Z"];
+    for (i, a) in at.iter().enumerate() {
+        let r = Reading { id: format!("r{i}"), sensor: "s".into(), at: ts(a) };
+        repo.create(&r).await.unwrap();
+    }
+    let ids = |p: Page<Reading>| p.items.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let hour = repo
+        .list_by_hour("s", PageRequest::new(10).start_at(ts("2026-03-01T05:30:00Z")))
+        .await
+        .unwrap();
+    assert_eq!(ids(hour), ["r1", "r2", "r3"]);
+    let day = repo
+        .list_by_day("s", PageRequest::new(10).end_at(Date::from_ymd(2026, 3, 1).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(ids(day), ["r0", "r1"]);
+    let month = repo
+        .list_by_month("s", PageRequest::new(10).start_at(Date::from_ymd(2026, 3, 31).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(ids(month), ["r0", "r1", "r2", "r3"]);
+    let april = repo
+        .list_by_month("s", PageRequest::new(10).start_after(Date::from_ymd(2026, 3, 31).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(ids(april), ["r3"]);
 }
