@@ -139,7 +139,7 @@ async fn shop_works<H: Harness>(h: &H) {
     );
     assert!(rest.next.is_none());
     let cheap = products
-        .list_by_category("books", PageRequest::new(10).end_before(&300i64))
+        .list_by_category("books", PageRequest::new(10).end_before(300i64))
         .await
         .unwrap();
     assert_eq!(cheap.items.len(), 2);
@@ -242,7 +242,7 @@ async fn activity_works<H: Harness>(h: &H) {
     // A time range of one subject, read in pages of 4.
     let from = Timestamp::from_unix_millis(1_772_359_200_000 + 6 * 600_000).unwrap();
     let to = Timestamp::from_unix_millis(1_772_359_200_000 + 20 * 600_000).unwrap();
-    let mut page = PageRequest::new(4).start_at(&from).end_before(&to);
+    let mut page = PageRequest::new(4).start_at(from).end_before(to);
     let mut seen = Vec::new();
     loop {
         let p = events
@@ -251,7 +251,7 @@ async fn activity_works<H: Harness>(h: &H) {
             .unwrap();
         seen.extend(p.items.iter().map(|e| e.at));
         match p.next {
-            Some(c) => page = PageRequest::new(4).start_at(&from).end_before(&to).after(c),
+            Some(c) => page = PageRequest::new(4).start_at(from).end_before(to).after(c),
             None => break,
         }
     }

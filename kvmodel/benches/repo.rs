@@ -44,7 +44,8 @@ fn user(i: u64) -> User {
         email: format!("u{i}@example.com"),
         name: "Ada Lovelace".into(),
         status: Status::Active,
-        created_at: Timestamp::from_unix_millis(1_700_000_000_000 + i as i64).expect("a 2023 instant"),
+        created_at: Timestamp::from_unix_millis(1_700_000_000_000 + i as i64)
+            .expect("a 2023 instant"),
     }
 }
 

@@ -170,7 +170,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         " Stores new `{ename}` records in one commit, all or none: a stored or repeated key or a taken or repeated unique value fails the whole batch with `Error::Bulk`, naming the record."
     );
     let try_modify_doc = format!(
-        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written. Store errors come back converted into `X` (`X: From<Error>`); `f` may run more than once."
+        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into `X` (`X: From<Error>`); `f` may run more than once."
     );
     let delete_doc = format!(
         " Deletes a `{ename}` with its index entries and counter contributions; `false` if it did not exist."
@@ -369,19 +369,17 @@ fn page_of(cx: &Ctx<'_>, order: Option<&Sp<FieldExpr>>) -> (TokenStream, TokenSt
         )
     };
     match order.map(|o| &o.value) {
-        None => (
-            quote!(#k::PageRequest),
-            quote!(#p::ListRequest::from(page)),
-        ),
-        Some(FieldExpr::Field(f)) => typed(cx.rust_type(&cx.field_type(f)), quote!(#p::sort_of(__v))),
+        None => (quote!(#k::PageRequest), quote!(#p::ListRequest::from(page))),
+        Some(FieldExpr::Field(f)) => {
+            typed(cx.rust_type(&cx.field_type(f)), quote!(#p::sort_of(__v)))
+        }
         Some(FieldExpr::Hour(_)) => typed(
             quote!(#k::Timestamp),
             quote!(#p::sort_of(&__v.start_of_hour())),
         ),
         Some(FieldExpr::Day(_)) => typed(quote!(#k::Date), quote!(#p::sort_of(__v))),
-        Some(FieldExpr::Month(_)) => typed(
-            quote!(#k::Date),
-            quote!(#p::sort_of(&__v.first_of_month())),
-        ),
+        Some(FieldExpr::Month(_)) => {
+            typed(quote!(#k::Date), quote!(#p::sort_of(&__v.first_of_month())))
+        }
     }
 }

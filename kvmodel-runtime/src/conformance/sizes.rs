@@ -18,7 +18,11 @@ pub async fn collection_len_counts_live_members<H: Harness>(h: &H) {
     assert_eq!(len(&s, &k).await, 0, "absent");
     let mut b = Batch::new();
     for i in 0..1500u32 {
-        b.add(&k, (i % 7).to_be_bytes().to_vec(), i.to_string().into_bytes());
+        b.add(
+            &k,
+            (i % 7).to_be_bytes().to_vec(),
+            i.to_string().into_bytes(),
+        );
     }
     b.add(&other, vec![], b"x".to_vec());
     assert!(s.commit(b).await.expect("commit").is_applied());

@@ -446,7 +446,9 @@ mod tests {
     #[test]
     fn a_cursor_serves_only_its_listing_and_direction() {
         let c = Cursor::new("a", Direction::Ascending, vec![1]);
-        let other = PageRequest::<i64>::new(5).after(c.clone()).resolve(|_| vec![]);
+        let other = PageRequest::<i64>::new(5)
+            .after(c.clone())
+            .resolve(|_| vec![]);
         let err = other.range("b").unwrap_err();
         assert!(err.to_string().contains("another listing"), "{err}");
         let flipped = PageRequest::<i64>::new(5).after(c.clone()).descending();
@@ -459,7 +461,14 @@ mod tests {
 
     #[test]
     fn bounds_take_the_order_type() {
-        let p = PageRequest::<String>::new(3).start_at("m").end_before(&"t".to_owned());
+        let upper = "t".to_owned();
+        let p = PageRequest::<String>::new(3)
+            .start_at("m")
+            .end_before(&upper);
+        assert_eq!(
+            upper, "t",
+            "a reference bound leaves the value to its owner"
+        );
         let r = p.resolve(|s| s.as_bytes().to_vec()).range("x").unwrap();
         assert_eq!(r.lower, Bound::Included(b"m".to_vec()));
         assert_eq!(r.upper, Bound::Excluded(b"t".to_vec()));

@@ -338,7 +338,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// keys, read with one `get_many`. Members whose record expired are
     /// skipped and removed. A cursor of another listing is refused.
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
-        let range = self.store.range(collection, page.range(collection)?).await?;
+        let range = self
+            .store
+            .range(collection, page.range(collection)?)
+            .await?;
         let keys: Vec<String> = range
             .members
             .iter()

@@ -42,7 +42,10 @@ pub async fn get_many_takes_owned_and_borrowed_keys<H: Harness>(h: &H) {
     };
     docs.create(&doc).await.unwrap();
     let keys = vec![("t1".to_owned(), 7), ("t1".to_owned(), 8)];
-    assert_eq!(docs.get_many(&keys).await.unwrap(), vec![Some(doc.clone()), None]);
+    assert_eq!(
+        docs.get_many(&keys).await.unwrap(),
+        vec![Some(doc.clone()), None]
+    );
     assert_eq!(docs.get_many(&[("t1", 7)]).await.unwrap(), vec![Some(doc)]);
 }
 
@@ -65,7 +68,11 @@ pub async fn exists_and_count_all<H: Harness>(h: &H) {
     assert_eq!(repo.count_all().await.unwrap(), 2);
     let docs = DocRepo::new(h.store());
     assert!(!docs.exists("t1", 1).await.unwrap());
-    assert_eq!(docs.count_all().await.unwrap(), 0, "each entity counts its own");
+    assert_eq!(
+        docs.count_all().await.unwrap(),
+        0,
+        "each entity counts its own"
+    );
 }
 
 /// `upsert` creates a missing record, replaces a stored one with its
@@ -88,11 +95,23 @@ pub async fn upsert_creates_then_replaces_atomically<H: Harness>(h: &H) {
     assert!(listed::<H>(&repo, Status::Active).await.is_empty());
     assert_eq!(listed::<H>(&repo, Status::Suspended).await, ["ada"]);
     assert_eq!(repo.find_by_email("ada@x.io").await.unwrap(), None);
-    assert_eq!(repo.find_by_email("ada@new.io").await.unwrap(), Some(ada.clone()));
+    assert_eq!(
+        repo.find_by_email("ada@new.io").await.unwrap(),
+        Some(ada.clone())
+    );
 
     let bob = user("bob", "ADA@new.io", Status::Active, "2026-01-02T00:00:00Z");
     let err = repo.upsert(&bob).await.unwrap_err();
-    assert!(matches!(err, Error::UniqueViolation { index: "by_email", .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::UniqueViolation {
+                index: "by_email",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(!repo.exists("bob").await.unwrap(), "nothing written");
     assert_eq!(repo.count_total().await.unwrap(), 1);
     assert!(repo.verify(100).await.unwrap().is_clean());
@@ -155,8 +174,17 @@ pub async fn create_many_is_one_commit<H: Harness>(h: &H) {
     repo.create_many(&[]).await.unwrap();
     let batch: Vec<User> = (0..20)
         .map(|i| {
-            let status = if i % 2 == 0 { Status::Active } else { Status::Inactive };
-            user(&format!("u{i:02}"), &format!("u{i}@x.io"), status, "2026-01-01T00:00:00Z")
+            let status = if i % 2 == 0 {
+                Status::Active
+            } else {
+                Status::Inactive
+            };
+            user(
+                &format!("u{i:02}"),
+                &format!("u{i}@x.io"),
+                status,
+                "2026-01-01T00:00:00Z",
+            )
         })
         .collect();
     repo.create_many(&batch).await.unwrap();
@@ -164,7 +192,10 @@ pub async fn create_many_is_one_commit<H: Harness>(h: &H) {
     assert_eq!(repo.count_total().await.unwrap(), 20);
     assert_eq!(repo.count_by_status(Status::Active).await.unwrap(), 10);
     assert_eq!(listed::<H>(&repo, Status::Inactive).await.len(), 10);
-    assert_eq!(repo.find_by_email("u7@x.io").await.unwrap(), Some(batch[7].clone()));
+    assert_eq!(
+        repo.find_by_email("u7@x.io").await.unwrap(),
+        Some(batch[7].clone())
+    );
     assert!(repo.verify(100).await.unwrap().is_clean());
 }
 
@@ -177,10 +208,42 @@ pub async fn create_many_names_the_failing_record<H: Harness>(h: &H) {
     repo.create(&stored).await.unwrap();
     let fresh = |id: &str, email: &str| user(id, email, Status::Inactive, "2026-01-02T00:00:00Z");
     let cases = [
-        (vec![fresh("n1", "n1@x.io"), fresh("old", "n2@x.io"), fresh("n3", "n3@x.io")], 1, "old", "AlreadyExists"),
-        (vec![fresh("n1", "n1@x.io"), fresh("n2", "n2@x.io"), fresh("n1", "n4@x.io")], 2, "n1", "InvalidBatch"),
-        (vec![fresh("n1", "n1@x.io"), fresh("n2", "N1@x.io")], 1, "n2", "UniqueViolation"),
-        (vec![fresh("n1", "n1@x.io"), fresh("n2", "n2@x.io"), fresh("n3", "OLD@x.io")], 2, "n3", "UniqueViolation"),
+        (
+            vec![
+                fresh("n1", "n1@x.io"),
+                fresh("old", "n2@x.io"),
+                fresh("n3", "n3@x.io"),
+            ],
+            1,
+            "old",
+            "AlreadyExists",
+        ),
+        (
+            vec![
+                fresh("n1", "n1@x.io"),
+                fresh("n2", "n2@x.io"),
+                fresh("n1", "n4@x.io"),
+            ],
+            2,
+            "n1",
+            "InvalidBatch",
+        ),
+        (
+            vec![fresh("n1", "n1@x.io"), fresh("n2", "N1@x.io")],
+            1,
+            "n2",
+            "UniqueViolation",
+        ),
+        (
+            vec![
+                fresh("n1", "n1@x.io"),
+                fresh("n2", "n2@x.io"),
+                fresh("n3", "OLD@x.io"),
+            ],
+            2,
+            "n3",
+            "UniqueViolation",
+        ),
     ];
     for (batch, want_index, want_id, want_source) in cases {
         let err = repo.create_many(&batch).await.unwrap_err();
@@ -190,7 +253,10 @@ pub async fn create_many_names_the_failing_record<H: Harness>(h: &H) {
         assert_eq!(*index, want_index, "{err}");
         assert_eq!(key, &UserKeys::record(want_id), "{err}");
         assert!(format!("{source:?}").starts_with(want_source), "{source:?}");
-        assert!(err.to_string().contains("nothing in the batch was"), "{err}");
+        assert!(
+            err.to_string().contains("nothing in the batch was"),
+            "{err}"
+        );
         for u in &batch {
             if u.id != "old" {
                 assert!(!repo.exists(&u.id).await.unwrap(), "{} was written", u.id);

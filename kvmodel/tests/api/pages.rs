@@ -15,12 +15,22 @@ async fn seed<H: Harness>(h: &H) -> UserRepo<H::Store> {
     let repo = UserRepo::new(h.store());
     for i in 0..5 {
         let at = format!("2026-01-0{}T00:00:00Z", i + 1);
-        repo.create(&user(&format!("a{i}"), &format!("a{i}@x.io"), Status::Active, &at))
-            .await
-            .unwrap();
-        repo.create(&user(&format!("i{i}"), &format!("i{i}@x.io"), Status::Inactive, &at))
-            .await
-            .unwrap();
+        repo.create(&user(
+            &format!("a{i}"),
+            &format!("a{i}@x.io"),
+            Status::Active,
+            &at,
+        ))
+        .await
+        .unwrap();
+        repo.create(&user(
+            &format!("i{i}"),
+            &format!("i{i}@x.io"),
+            Status::Inactive,
+            &at,
+        ))
+        .await
+        .unwrap();
     }
     repo
 }
@@ -48,7 +58,8 @@ pub async fn cursor_of_another_listing_is_refused<H: Harness>(h: &H) {
     );
     assert!(msg.contains("another listing"), "{msg}");
     invalid_cursor(
-        repo.list_all(PageRequest::new(2).after(cursor.clone())).await,
+        repo.list_all(PageRequest::new(2).after(cursor.clone()))
+            .await,
         "an index cursor on list_all",
     );
     let all = repo.list_all(PageRequest::new(3)).await.unwrap();
@@ -101,8 +112,7 @@ pub async fn next_page_continues_in_the_cursor_direction<H: Harness>(h: &H) {
     assert!(msg.contains("ascending listing"), "{msg}");
 }
 
-/// Bounds are values of the `order_by` type (a `Timestamp` here), as
-/// owned values or references.
+/// Bounds are values of the `order_by` type (a `Timestamp` here).
 pub async fn bounds_take_the_order_by_type<H: Harness>(h: &H) {
     let repo = seed(h).await;
     let from = ts("2026-01-02T00:00:00Z");
@@ -111,16 +121,25 @@ pub async fn bounds_take_the_order_by_type<H: Harness>(h: &H) {
             Status::Active,
             PageRequest::new(10)
                 .start_at(from)
-                .end_before(&ts("2026-01-04T00:00:00Z")),
+                .end_before(ts("2026-01-04T00:00:00Z")),
         )
         .await
         .unwrap();
     assert_eq!(ids(&page), ["a1", "a2"]);
     let page = repo
-        .list_by_status(Status::Active, PageRequest::new(10).start_after(&from).descending())
+        .list_by_status(
+            Status::Active,
+            PageRequest::new(10).start_after(from).descending(),
+        )
         .await
         .unwrap();
     assert_eq!(ids(&page), ["a4", "a3", "a2"]);
+    // A bound includes its own value when asked to.
+    let page = repo
+        .list_by_status(Status::Active, PageRequest::new(10).end_at(from))
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), ["a0", "a1"]);
 }
 
 /// Readings listed by the hour, day and month of `at`.
@@ -140,29 +159,50 @@ pub struct Reading {
 /// month listing means that date's month.
 pub async fn bounds_on_buckets_cover_the_bucket<H: Harness>(h: &H) {
     let repo = ReadingRepo::new(h.store());
-    let at = ["2026-03-01T04:10:00Z", "2026-03-01T05:10:00Z", "2026-03-02T05:50:00Z", "2026-04-01T00:00:00Z"];
+    let at = [
+        "2026-03-01T04:10:00Z",
+        "2026-03-01T05:10:00Z",
+        "2026-03-02T05:50:00Z",
+        "2026-04-01T00:00:00Z",
+    ];
     for (i, a) in at.iter().enumerate() {
-        let r = Reading { id: format!("r{i}"), sensor: "s".into(), at: ts(a) };
+        let r = Reading {
+            id: format!("r{i}"),
+            sensor: "s".into(),
+            at: ts(a),
+        };
         repo.create(&r).await.unwrap();
     }
     let ids = |p: Page<Reading>| p.items.into_iter().map(|r| r.id).collect::<Vec<_>>();
     let hour = repo
-        .list_by_hour("s", PageRequest::new(10).start_at(ts("2026-03-01T05:30:00Z")))
+        .list_by_hour(
+            "s",
+            PageRequest::new(10).start_at(ts("2026-03-01T05:30:00Z")),
+        )
         .await
         .unwrap();
     assert_eq!(ids(hour), ["r1", "r2", "r3"]);
     let day = repo
-        .list_by_day("s", PageRequest::new(10).end_at(Date::from_ymd(2026, 3, 1).unwrap()))
+        .list_by_day(
+            "s",
+            PageRequest::new(10).end_at(Date::from_ymd(2026, 3, 1).unwrap()),
+        )
         .await
         .unwrap();
     assert_eq!(ids(day), ["r0", "r1"]);
     let month = repo
-        .list_by_month("s", PageRequest::new(10).start_at(Date::from_ymd(2026, 3, 31).unwrap()))
+        .list_by_month(
+            "s",
+            PageRequest::new(10).start_at(Date::from_ymd(2026, 3, 31).unwrap()),
+        )
         .await
         .unwrap();
     assert_eq!(ids(month), ["r0", "r1", "r2", "r3"]);
     let april = repo
-        .list_by_month("s", PageRequest::new(10).start_after(Date::from_ymd(2026, 3, 31).unwrap()))
+        .list_by_month(
+            "s",
+            PageRequest::new(10).start_after(Date::from_ymd(2026, 3, 31).unwrap()),
+        )
         .await
         .unwrap();
     assert_eq!(ids(april), ["r3"]);

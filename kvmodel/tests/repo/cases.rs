@@ -291,7 +291,7 @@ pub async fn relation_pages_in_order<H: Harness>(h: &H) {
     );
     let from = ts("2026-05-01T00:20:00Z");
     let bounded = orders
-        .list_by_user("u1", PageRequest::new(100).start_at(&from))
+        .list_by_user("u1", PageRequest::new(100).start_at(from))
         .await
         .unwrap();
     assert_eq!(bounded.items.len(), 5);

@@ -146,9 +146,8 @@ impl Timestamp {
     /// The current time from the system clock (clamped to the range, which
     /// a working clock never leaves).
     pub fn now() -> Self {
-        Timestamp::try_from(SystemTime::now()).unwrap_or_else(|e| {
-            Timestamp(e.unix_millis.clamp(MIN_MS, MAX_MS))
-        })
+        Timestamp::try_from(SystemTime::now())
+            .unwrap_or_else(|e| Timestamp(e.unix_millis.clamp(MIN_MS, MAX_MS)))
     }
 
     /// The date this instant falls on (UTC).
@@ -333,7 +332,10 @@ mod tests {
         assert_eq!(Date::MAX, Timestamp::MAX.date());
         for ms in [MIN_MS - 1, MAX_MS + 1, i64::MIN, i64::MAX] {
             let err = Timestamp::from_unix_millis(ms).unwrap_err();
-            assert!(err.to_string().contains("outside the years 0000 to 9999"), "{err}");
+            assert!(
+                err.to_string().contains("outside the years 0000 to 9999"),
+                "{err}"
+            );
         }
         assert_eq!(Timestamp::MIN.plus_millis(-1), Timestamp::MIN);
         assert_eq!(Timestamp::MAX.plus_millis(i64::MAX), Timestamp::MAX);

@@ -282,12 +282,18 @@ mod tests {
         ] {
             let err = s.parse::<Timestamp>().unwrap_err();
             assert!(err.is_out_of_range(), "{s}: {err}");
-            assert!(err.to_string().contains("outside the years 0000 to 9999"), "{err}");
+            assert!(
+                err.to_string().contains("outside the years 0000 to 9999"),
+                "{err}"
+            );
         }
         // An offset can bring a date just past the edge back in.
         let t: Timestamp = "9999-12-31T23:30:00+01:00".parse().unwrap();
         assert_eq!(t.to_string(), "9999-12-31T22:30:00.000Z");
         let bad = serde_json::from_str::<Timestamp>("\"10000-01-01T00:00:00Z\"").unwrap_err();
-        assert!(bad.to_string().contains("outside the years 0000 to 9999"), "{bad}");
+        assert!(
+            bad.to_string().contains("outside the years 0000 to 9999"),
+            "{bad}"
+        );
     }
 }
