@@ -101,3 +101,20 @@ async fn open_of_an_unreachable_redis_fails_fast() {
     assert!(started.elapsed() < Duration::from_secs(2), "{err}");
     assert!(matches!(err, Error::Backend { .. }), "{err}");
 }
+
+/// `AnyStore` forwards `collection_len` to the backend's one-read answer
+/// instead of the trait's page-by-page default.
+#[tokio::test]
+async fn collection_len_is_one_round_trip_through_any_store() {
+    let h = RedisHarness::start().await;
+    let redis = h.store();
+    let mut b = Batch::new();
+    for i in 0..2500u32 {
+        b.add("len", vec![], i.to_string().into_bytes());
+    }
+    assert!(redis.commit(b).await.unwrap().is_applied());
+    let any = AnyStore::from(redis.clone());
+    let before = redis.round_trips();
+    assert_eq!(any.collection_len("len").await.unwrap(), 2500);
+    assert_eq!(redis.round_trips() - before, 1);
+}

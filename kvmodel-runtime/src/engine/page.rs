@@ -35,7 +35,7 @@ fn listing_tag(listing: &str) -> u64 {
 ///
 /// Its `Debug` form is short: the direction, the hex of at most the first 8
 /// bytes of the position and, when there are more, its length
-/// (`Cursor(ascending, 0001ff61…, 40 bytes)`).
+/// (`Cursor(asc, 0001ff61…, 40 bytes)`).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Cursor {
     listing: u64,
@@ -77,21 +77,11 @@ impl Cursor {
 impl fmt::Debug for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const SHOWN: usize = 8;
-        f.write_str("Cursor(")?;
-        for b in self.0.iter().take(SHOWN) {
-            write!(f, "{b:02x}")?;
-        }
-        if self.0.len() > SHOWN {
-            write!(f, "…, {} bytes", self.0.len())?;
-        }
-        f.write_str(")")
-    }
-}
-
-impl fmt::Debug for Cursor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const SHOWN: usize = 8;
-        write!(f, "Cursor({}, ", direction_name(self.direction))?;
+        let dir = match self.direction {
+            Direction::Ascending => "asc",
+            Direction::Descending => "desc",
+        };
+        write!(f, "Cursor({dir}, ")?;
         for b in self.position.iter().take(SHOWN) {
             write!(f, "{b:02x}")?;
         }
@@ -412,8 +402,11 @@ mod tests {
     #[test]
     fn cursor_debug_is_short_hex() {
         assert_eq!(
-            format!("{:?}", Cursor::new("l", Direction::Ascending, vec![0, 1, 0xff, b'a'])),
-            "Cursor(ascending, 0001ff61)"
+            format!(
+                "{:?}",
+                Cursor::new("l", Direction::Ascending, vec![0, 1, 0xff, b'a'])
+            ),
+            "Cursor(asc, 0001ff61)"
         );
         let long = Cursor::new(
             "l",
@@ -422,7 +415,7 @@ mod tests {
         );
         assert_eq!(
             format!("{long:?}"),
-            "Cursor(descending, 0001020304050607…, 4096 bytes)"
+            "Cursor(desc, 0001020304050607…, 4096 bytes)"
         );
         let page = Page::<u8> {
             items: vec![],

@@ -187,6 +187,10 @@ impl Store for AnyStore {
     async fn counter(&self, key: &str) -> Result<i64> {
         each!(self, s => s.counter(key).await)
     }
+
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        each!(self, s => s.collection_len(key).await)
+    }
 }
 
 #[cfg(test)]
