@@ -25,7 +25,7 @@ pub use error::{Error, Result};
 pub use store::RedbStore;
 pub use store::{
     AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest,
-    RangeResult, Store,
+    RangeResult, ScanPage, Store,
 };
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};

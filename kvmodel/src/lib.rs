@@ -57,7 +57,7 @@ pub use kvmodel_runtime::{RedisStore, RedisStoreBuilder};
 /// Generated repositories need only `S: Store`; use these types to read or
 /// write a store directly, or to implement a backend of your own.
 pub use kvmodel_runtime::{
-    Batch, Condition, Direction, Member, Op, Outcome, RangeRequest, RangeResult, Store,
+    Batch, Condition, Direction, Member, Op, Outcome, RangeRequest, RangeResult, ScanPage, Store,
 };
 
 /// Reports of the maintenance methods every repository has (`migrate_all`,

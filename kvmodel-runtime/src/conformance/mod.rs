@@ -12,10 +12,12 @@
 
 mod cases;
 mod counters;
+mod maintenance;
 mod sizes;
 
 pub use cases::*;
 pub use counters::*;
+pub use maintenance::*;
 pub use sizes::*;
 
 use std::future::Future;
@@ -147,6 +149,7 @@ macro_rules! conformance_tests {
             counter_syntax_is_one_rule, counter_overflow_is_exact, kinds_do_not_mix,
             sub_millisecond_ttls_are_accepted, reading_a_non_counter_is_a_read_error,
             collection_len_counts_live_members,
+            scan_lists_keys_by_prefix, now_ms_is_the_ttl_clock,
         }
     };
 }

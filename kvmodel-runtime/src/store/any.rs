@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::memory::MemoryStore;
-use crate::store::{RangeRequest, RangeResult, Store};
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
 
 /// One of the built-in stores, chosen at run time (for example from a
 /// configuration value): [`Store`] is generic, not `dyn`, so a program that
@@ -190,6 +190,14 @@ impl Store for AnyStore {
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
         each!(self, s => s.collection_len(key).await)
+    }
+
+    async fn now_ms(&self) -> Result<u64> {
+        each!(self, s => s.now_ms().await)
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        each!(self, s => s.scan(prefix, cursor, count).await)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ops::Bound;
 
-use super::{Direction, Member, RangeRequest, RangeResult};
+use super::{Direction, Member, RangeRequest, RangeResult, ScanPage};
 use crate::codec::key::{read_terminated, write_terminated};
 use crate::error::{Error, Result};
 
@@ -103,4 +103,23 @@ pub fn page_from_entries(mut entries: Vec<Vec<u8>>, limit: usize) -> Result<Rang
         .map(|e| decode_entry(e))
         .collect::<Result<Vec<_>>>()?;
     Ok(RangeResult { members, next })
+}
+
+/// A [`ScanPage`] from up to `count + 1` keys in byte order, all past the
+/// cursor: at most `count` keys, and the last of them as the next cursor
+/// when there were more.
+pub(crate) fn scan_page(mut keys: Vec<String>, count: usize) -> ScanPage {
+    let more = keys.len() > count;
+    keys.truncate(count);
+    let next = if more {
+        keys.last().map(|k| k.as_bytes().to_vec())
+    } else {
+        None
+    };
+    ScanPage { keys, next }
+}
+
+/// The page size of a scan asked for `count` keys: at least one.
+pub(crate) fn scan_count(count: usize) -> usize {
+    count.clamp(1, 10_000)
 }

@@ -9,8 +9,8 @@ use crate::store::batch::{Batch, Op, Outcome};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, Store, bounds_empty, check, encode_entry,
-    entry_bounds, page_from_entries,
+    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, bounds_empty, check,
+    encode_entry, entry_bounds, page_from_entries, scan_count, scan_page,
 };
 
 #[derive(Debug, Default)]
@@ -172,6 +172,25 @@ impl MemoryStore {
         Ok(Outcome::Applied)
     }
 
+    fn scan_now(&self, prefix: &str, after: Option<&[u8]>, count: usize) -> ScanPage {
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        let wanted = |k: &String| k.starts_with(prefix) && after.is_none_or(|a| k.as_bytes() > a);
+        let values = inner
+            .values
+            .iter()
+            .filter(|(k, (_, exp))| live(*exp, now) && wanted(k))
+            .map(|(k, _)| k);
+        let sets = inner
+            .sets
+            .iter()
+            .filter(|(k, (set, exp))| live(*exp, now) && !set.is_empty() && wanted(k))
+            .map(|(k, _)| k);
+        let count = scan_count(count);
+        let keys: BTreeSet<&String> = values.chain(sets).collect();
+        scan_page(keys.into_iter().take(count + 1).cloned().collect(), count)
+    }
+
     fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
         let inner = self.lock();
         let Some(set) = inner.set(key, self.clock.now_ms()) else {
@@ -219,6 +238,14 @@ impl Store for MemoryStore {
         Ok(inner
             .set(key, self.clock.now_ms())
             .map_or(0, |s| s.len() as u64))
+    }
+
+    async fn now_ms(&self) -> Result<u64> {
+        Ok(self.clock.now_ms())
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        Ok(self.scan_now(prefix, cursor.as_deref(), count))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {

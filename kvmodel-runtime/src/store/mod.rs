@@ -28,6 +28,7 @@ pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome};
 pub use check::{Held, check};
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
+pub(crate) use entries::{scan_count, scan_page};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
@@ -89,6 +90,15 @@ pub struct RangeResult {
     /// Members in scan order.
     pub members: Vec<Member>,
     /// Position to resume from, or `None` when the range is exhausted.
+    pub next: Option<Vec<u8>>,
+}
+
+/// A page of a maintenance key scan ([`Store::scan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScanPage {
+    /// Keys that start with the prefix (values, counters and collections).
+    pub keys: Vec<String>,
+    /// Where the next page starts, or `None` when the scan is complete.
     pub next: Option<Vec<u8>>,
 }
 
@@ -154,6 +164,45 @@ pub trait Store: Clone + Send + Sync + 'static {
                     None => return Ok(n),
                 }
             }
+        }
+    }
+
+    /// The store's clock, in milliseconds since the Unix epoch: the clock
+    /// its TTLs count on, as far as the store can tell (the default, and
+    /// Redis, read the system clock of this process). Expiry bookkeeping
+    /// uses it to tell which records are due.
+    fn now_ms(&self) -> impl Future<Output = Result<u64>> + Send {
+        async { Ok(clock::Clock::now_ms(&clock::SystemClock)) }
+    }
+
+    /// Maintenance only (`verify`, `reconcile`, `purge`), never in normal
+    /// operation: a page of the keys that start with `prefix`, from `cursor`
+    /// (`None`: the start; then a [`ScanPage::next`]). `count` is a hint
+    /// for the page size; a page may be empty while `next` is set.
+    ///
+    /// Every key that holds a live value, counter or non-empty collection
+    /// under the prefix for the whole scan is returned at least once; keys
+    /// written or removed meanwhile may or may not be, and a key may be
+    /// returned twice (Redis `SCAN`). Memory and redb return each key once,
+    /// in byte order.
+    ///
+    /// The default fails: a store that cannot list keys cannot look for
+    /// orphans.
+    fn scan(
+        &self,
+        prefix: &str,
+        cursor: Option<Vec<u8>>,
+        count: usize,
+    ) -> impl Future<Output = Result<ScanPage>> + Send {
+        let _ = (prefix, cursor, count);
+        let backend = self.backend();
+        async move {
+            Err(crate::Error::backend(
+                backend,
+                "list keys by prefix",
+                "this store does not implement `Store::scan`; implement it to run verify, \
+                 reconcile and purge, which look for entries no record owns",
+            ))
         }
     }
 

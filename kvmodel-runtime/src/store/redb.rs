@@ -20,8 +20,8 @@ use crate::store::batch::{Batch, Op, Outcome};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, Store, check, encode_entry, entry_bounds,
-    page_from_entries,
+    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, check, encode_entry,
+    entry_bounds, page_from_entries, scan_count, scan_page,
 };
 
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
@@ -252,6 +252,71 @@ impl RedbStore {
         Ok(n)
     }
 
+    /// Up to `count + 1` live keys under `prefix` past `after`, from both the
+    /// value table and the collections, merged in byte order.
+    fn scan_now(&self, prefix: &str, after: Option<&str>, count: usize) -> Result<ScanPage> {
+        let now = self.clock.now_ms();
+        let count = scan_count(count);
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        let start = match after {
+            Some(a) if a >= prefix => a,
+            _ => prefix,
+        };
+        let past = |k: &str| after.is_none_or(|a| k > a);
+        let mut keys = Vec::new();
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        for item in kv.range::<&str>(start..).map_err(e("scan keys"))? {
+            let (k, v) = item.map_err(e("scan keys"))?;
+            let k = k.value();
+            if !k.starts_with(prefix) || keys.len() > count {
+                break;
+            }
+            let expiry = split_value(v.value()).map_or(0, |(exp, _)| exp);
+            if past(k) && live(expiry, now) {
+                keys.push(k.to_owned());
+            }
+        }
+        let ttls = if self.collection_ttls.load(Ordering::Acquire) {
+            Some(txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?)
+        } else {
+            None
+        };
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let mut from = start.to_owned();
+        let mut collections = 0;
+        while collections <= count {
+            let next = members
+                .range::<(&str, &[u8])>((from.as_str(), &[][..])..)
+                .map_err(e("scan collections"))?
+                .next();
+            let Some(item) = next else { break };
+            let (k, _) = item.map_err(e("scan collections"))?;
+            let name = k.value().0.to_owned();
+            if !name.starts_with(prefix) {
+                break;
+            }
+            from = after_collection(&name);
+            let expired = match &ttls {
+                Some(t) => t
+                    .get(name.as_str())
+                    .map_err(e("read a collection expiry"))?
+                    .is_some_and(|exp| !live(exp.value(), now)),
+                None => false,
+            };
+            if past(&name) && !expired {
+                keys.push(name);
+                collections += 1;
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        keys.truncate(count + 1);
+        Ok(scan_page(keys, count))
+    }
+
     /// Runs blocking work without stalling the async runtime: in place on a
     /// multi-threaded runtime (tokio moves other tasks off this worker), on
     /// the blocking pool on a current-thread runtime, directly outside tokio.
@@ -465,6 +530,20 @@ impl Store for RedbStore {
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
         self.collection_len_now(key)
+    }
+
+    async fn now_ms(&self) -> Result<u64> {
+        Ok(self.clock.now_ms())
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        let after = match cursor {
+            Some(c) => Some(String::from_utf8(c).map_err(|_| Error::InvalidCursor {
+                reason: "it is not a key of this store".to_owned(),
+            })?),
+            None => None,
+        };
+        self.scan_now(prefix, after.as_deref(), count)
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

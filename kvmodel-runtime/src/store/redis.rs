@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op, Outcome};
 use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::{
-    Direction, RangeRequest, RangeResult, Store, encode_entry, entry_bounds, page_from_entries,
+    Direction, RangeRequest, RangeResult, ScanPage, Store, encode_entry, entry_bounds,
+    page_from_entries, scan_count,
 };
 
 const SCRIPT: &str = include_str!("redis.lua");
@@ -222,6 +223,20 @@ fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
     }
 }
 
+/// A `SCAN MATCH` pattern for the keys that start with `prefix`: the glob
+/// characters of the prefix escaped, then `*`.
+fn prefix_pattern(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 2);
+    for c in prefix.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^' | '-') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('*');
+    out
+}
+
 fn script_error(reply: &[Value]) -> Error {
     let text = |v: Option<&Value>| match v {
         Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
@@ -310,6 +325,29 @@ impl Store for RedisStore {
         let mut cmd = redis::cmd("ZCARD");
         cmd.arg(key);
         self.query(&cmd, "count a sorted collection").await
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        let cursor = match cursor {
+            Some(c) => std::str::from_utf8(&c)
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or_else(|| Error::InvalidCursor {
+                    reason: "it is not a Redis SCAN cursor".to_owned(),
+                })?,
+            None => 0,
+        };
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(prefix_pattern(prefix))
+            .arg("COUNT")
+            .arg(scan_count(count));
+        let (next, keys): (u64, Vec<String>) = self.query(&cmd, "scan keys").await?;
+        Ok(ScanPage {
+            keys,
+            next: (next != 0).then(|| next.to_string().into_bytes()),
+        })
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

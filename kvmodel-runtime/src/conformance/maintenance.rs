@@ -1,0 +1,86 @@
+//! Conformance cases of the maintenance calls: the store's clock and the
+//! key scan by prefix.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use super::Harness;
+use crate::store::Store;
+use crate::store::batch::Batch;
+
+/// Every key a full scan of `prefix` returns, in pages of `count`.
+async fn scan_all<S: Store>(s: &S, prefix: &str, count: usize) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    let mut cursor = None;
+    for _ in 0..10_000 {
+        let page = s.scan(prefix, cursor.take(), count).await.expect("scan");
+        keys.extend(page.keys);
+        match page.next {
+            Some(n) => cursor = Some(n),
+            None => return keys,
+        }
+    }
+    panic!("the scan of `{prefix}` did not end");
+}
+
+/// `scan` finds every live value, counter and collection under a prefix,
+/// across pages, and nothing else: not a key outside the prefix (also when
+/// the prefix holds glob characters), not an expired value, not an emptied
+/// collection.
+pub async fn scan_lists_keys_by_prefix<H: Harness>(h: &H) {
+    let s = h.store();
+    let prefix = h.key("scan*?[x]\\^-:");
+    let mut b = Batch::new();
+    let mut want = BTreeSet::new();
+    for i in 0..25 {
+        let k = format!("{prefix}v{i:02}");
+        b.put(&k, b"x".to_vec(), None);
+        want.insert(k);
+    }
+    for i in 0..5 {
+        let k = format!("{prefix}c{i}");
+        b.incr(&k, 3);
+        want.insert(k);
+        let k = format!("{prefix}z{i}");
+        b.add(&k, vec![1], b"m".to_vec());
+        want.insert(k);
+    }
+    // Outside the prefix: the glob characters must not match anything else.
+    for outside in ["scanX?[x]\\^-:v", "scan*?[y]\\^-:v", "scan", "other"] {
+        b.put(h.key(outside), b"x".to_vec(), None);
+    }
+    let emptied = format!("{prefix}emptied");
+    b.add(&emptied, Vec::new(), b"m".to_vec());
+    b.remove(&emptied, Vec::new(), b"m".to_vec());
+    b.put(
+        format!("{prefix}short-lived"),
+        b"x".to_vec(),
+        Some(Duration::from_millis(50)),
+    );
+    assert!(s.commit(b).await.expect("commit").is_applied());
+    h.pass(Duration::from_millis(120)).await;
+
+    for count in [1, 7, 1000] {
+        assert_eq!(scan_all(&s, &prefix, count).await, want, "pages of {count}");
+    }
+    assert!(scan_all(&s, &h.key("nothing-here:"), 10).await.is_empty());
+}
+
+/// `now_ms` is the clock TTLs count on: a value put with a TTL is gone
+/// once `now_ms` has passed its deadline, and present before.
+pub async fn now_ms_is_the_ttl_clock<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = h.key("clock:v");
+    let before = s.now_ms().await.expect("now_ms");
+    let mut b = Batch::new();
+    b.put(&k, b"x".to_vec(), Some(Duration::from_millis(300)));
+    assert!(s.commit(b).await.expect("commit").is_applied());
+    let after = s.now_ms().await.expect("now_ms");
+    assert!(after >= before, "{after} < {before}");
+    assert!(after < before + 300, "the clock ran {} ms", after - before);
+    assert!(s.get(&k).await.expect("get").is_some());
+    h.pass(Duration::from_millis(400)).await;
+    let later = s.now_ms().await.expect("now_ms");
+    assert!(later >= before + 300, "{later} < {before} + 300");
+    assert!(s.get(&k).await.expect("get").is_none());
+}
