@@ -19,7 +19,9 @@ pub mod __private;
 pub mod conformance;
 
 pub use codec::time::{Date, ParseTimeError, TimeRangeError, Timestamp};
+pub use engine::expiry::Sweep;
 pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unordered};
+pub use engine::skipped::Skipped;
 pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;

@@ -43,7 +43,7 @@
 
 pub use kvmodel_runtime::{Error, Result};
 
-pub use kvmodel_runtime::{Cursor, OrderValue, Page, PageRequest, Unordered};
+pub use kvmodel_runtime::{Cursor, OrderValue, Page, PageRequest, Skipped, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 
 #[cfg(feature = "redb")]
@@ -61,8 +61,9 @@ pub use kvmodel_runtime::{
 };
 
 /// Reports of the maintenance methods every repository has (`migrate_all`,
-/// `verify`, `reconcile`).
+/// `verify`, `reconcile`, `sweep_expired`).
 pub use kvmodel_runtime::engine::maintenance::{CounterDrift, Drift, Progress};
+pub use kvmodel_runtime::engine::expiry::Sweep;
 
 /// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
 /// makes TTLs testable without sleeping.

@@ -108,6 +108,23 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let e = cx.e;
     let mut facts = Vec::new();
     let mut claim_arms = Vec::new();
+    // The declared names by kind, for maintenance (`Entity::declared`).
+    let mut declared = Vec::new();
+    for ix in &e.indexes {
+        let kind = if ix.unique {
+            super::Derived::Claim
+        } else {
+            super::Derived::Index
+        };
+        declared.push((cx.derived(kind), ix.name.as_str()));
+    }
+    for r in &e.relations {
+        declared.push((cx.derived(super::Derived::Relation), r.name.as_str()));
+    }
+    for c in &e.counters {
+        declared.push((cx.derived(super::Derived::Counter), c.name.as_str()));
+    }
+    let declared = declared.iter().map(|(k, n)| quote!((#k, #n)));
 
     for ix in &e.indexes {
         let mut fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
@@ -233,6 +250,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 
             fn record_key(&self) -> ::std::string::String {
                 #keys::record(#(#key_args),*)
+            }
+
+            fn declared() -> &'static [(#p::Derived, &'static str)] {
+                &[#(#declared),*]
             }
 
             #[allow(unused_variables)]

@@ -183,6 +183,12 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let verify_doc = format!(
         " Recomputes every claim, index entry and counter of `{ename}` from the records and reports what is out of step; writes nothing."
     );
+    let sweep_doc = format!(
+        " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false`, counters equal the live records. Writes of an expiring entity also sweep in small steps."
+    );
+    let purge_doc = format!(
+        " Removes the `{ename}` at this key even when it cannot be decoded, with the entries found to point to it (a record that decodes is deleted as `delete` does); `false` if there was none. Without an expiry receipt its counter amounts are unknown: run `reconcile` afterwards."
+    );
     let reconcile_doc = format!(
         " Like `verify`, and repairs what it finds in the `{ename}` indexes and counters (run while writers are paused, or verify again after)."
     );
@@ -293,6 +299,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             #[doc = #verify_doc]
             #vis async fn verify(&self, page_size: usize) -> #k::Result<#k::Drift> {
                 self.engine.verify(page_size).await
+            }
+
+            #[doc = #sweep_doc]
+            #vis async fn sweep_expired(&self, limit: usize) -> #k::Result<#k::Sweep> {
+                self.engine.sweep_expired(limit).await
+            }
+
+            #[doc = #purge_doc]
+            #vis async fn purge(&self, #key_params) -> #k::Result<bool> {
+                self.engine.purge(&#key_call).await
             }
 
             #[doc = #reconcile_doc]

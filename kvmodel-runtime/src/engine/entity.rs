@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::key::{Derived, KeyBuilder};
 use crate::codec::record::{self, Encoding};
 use crate::error::{Error, Result};
 
@@ -81,14 +82,53 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// `claim_key` (false when a field it needs is `None`).
     fn claims(&self, index: &str, claim_key: &str) -> bool;
 
+    /// The declared indexes, relations and counters by kind and name
+    /// (unique indexes are [`Derived::Claim`]), so maintenance can tell the
+    /// entity's own derived keys from those of another version of it.
+    /// Generated code lists them; the default lists none, and maintenance
+    /// then leaves such keys alone.
+    fn declared() -> &'static [(Derived, &'static str)] {
+        &[]
+    }
+
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
-        crate::codec::key::KeyBuilder::derived(
-            Self::META.namespace,
-            Self::META.key_space,
-            crate::codec::key::Derived::Discovery,
-        )
-        .finish()
+        KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Discovery)
+            .finish()
+    }
+
+    /// The expiry ledger: record keys under the time their last write is
+    /// due to expire (only expiring entities write to it).
+    fn ledger_key() -> String {
+        KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Expiry).finish()
+    }
+
+    /// The receipt of the record at `record_key`: what its last write
+    /// contributed, kept while the record is live and until its expiry has
+    /// been swept (only expiring entities write them).
+    fn receipt_key(record_key: &str) -> String {
+        let prefix = KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
+            .finish();
+        let rest = record_key
+            .strip_prefix(Self::META.namespace)
+            .and_then(|r| r.strip_prefix(':'))
+            .unwrap_or(record_key);
+        format!("{prefix}:{rest}")
+    }
+
+    /// The record key a receipt key belongs to (the inverse of
+    /// [`receipt_key`](Entity::receipt_key)).
+    fn record_of_receipt(receipt_key: &str) -> Option<String> {
+        let prefix = KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
+            .lit("")
+            .finish();
+        let rest = receipt_key.strip_prefix(&prefix)?;
+        Some(format!("{}:{rest}", Self::META.namespace))
+    }
+
+    /// The prefix of every derived key of the entity.
+    fn derived_prefix() -> String {
+        format!("{}:{}#", Self::META.namespace, Self::META.key_space)
     }
 }
 
@@ -171,6 +211,57 @@ impl Facts {
         value.facts(&mut f);
         f
     }
+
+    /// The facts a record stored at `version` has: those of `value` less
+    /// what was introduced after `version`.
+    pub fn stored<E: Entity>(value: &E, version: u32) -> Facts {
+        let mut f = Facts::of(value);
+        f.retain_since(version);
+        f
+    }
+
+    /// Whether these facts hold the membership `(collection, sort)`.
+    pub fn has_member(&self, collection: &str, sort: &[u8]) -> bool {
+        self.members
+            .iter()
+            .any(|m| m.collection == collection && m.sort == sort)
+    }
+
+    /// Whether these facts hold the claim `key`.
+    pub fn has_claim(&self, key: &str) -> bool {
+        self.claims.iter().any(|c| c.key == key)
+    }
+
+    /// Whether both hold the same entries (claim keys, memberships and
+    /// counter amounts), whatever their order and `since`.
+    pub fn same_entries(&self, other: &Facts) -> bool {
+        fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+            v.sort();
+            v
+        }
+        let claims = |f: &Facts| sorted(f.claims.iter().map(|c| c.key.clone()).collect());
+        let members = |f: &Facts| {
+            sorted(
+                f.members
+                    .iter()
+                    .map(|m| (m.collection.clone(), m.sort.clone()))
+                    .collect(),
+            )
+        };
+        let counters = |f: &Facts| {
+            let mut net = std::collections::BTreeMap::<&str, i128>::new();
+            for c in &f.counters {
+                *net.entry(&c.key).or_default() += c.delta;
+            }
+            net.retain(|_, d| *d != 0);
+            net.into_iter()
+                .map(|(k, d)| (k.to_owned(), d))
+                .collect::<Vec<_>>()
+        };
+        claims(self) == claims(other)
+            && members(self) == members(other)
+            && counters(self) == counters(other)
+    }
 }
 
 /// Decodes a stored record of `E`, migrating older versions; returns the
@@ -196,6 +287,24 @@ pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     }
     let (version, value) = record::decode_value(key, bytes)?;
     Ok((version, E::upcast(key, version, value)?))
+}
+
+/// Decodes the record stored at `key` like [`decode`], and checks that it
+/// is the record of that key: bytes copied under another key are not
+/// that key's record.
+pub fn decode_at<E: Entity>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
+    let (version, value) = decode::<E>(key, bytes)?;
+    let own = value.record_key();
+    if own != key {
+        return Err(Error::decode(
+            key,
+            format!(
+                "it holds the record of `{own}`, not of this key; move it back or purge this key"
+            ),
+            None,
+        ));
+    }
+    Ok((version, value))
 }
 
 /// Encodes `value` at its current version.

@@ -5,8 +5,11 @@
 
 mod api;
 pub mod entity;
+pub mod expiry;
 pub mod maintenance;
+pub mod orphans;
 pub mod page;
 pub mod repo;
+pub mod skipped;
 
 pub use repo::{Engine, MAX_ATTEMPTS};

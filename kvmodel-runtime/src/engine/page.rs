@@ -384,6 +384,10 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// Where the next page starts; `None` on the last page.
     pub next: Option<Cursor>,
+    /// Records of this page that could not be read (undecodable bytes, a
+    /// newer version), with their keys and errors; the listing went on
+    /// without them. Usually empty.
+    pub skipped: Vec<crate::engine::skipped::Skipped>,
 }
 
 impl<T> Default for Page<T> {
@@ -391,6 +395,7 @@ impl<T> Default for Page<T> {
         Page {
             items: Vec::new(),
             next: None,
+            skipped: Vec::new(),
         }
     }
 }
@@ -420,6 +425,7 @@ mod tests {
         let page = Page::<u8> {
             items: vec![],
             next: Some(long),
+            skipped: vec![],
         };
         assert!(format!("{page:?}").len() < 80, "{page:?}");
     }

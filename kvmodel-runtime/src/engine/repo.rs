@@ -9,7 +9,9 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
+use crate::engine::expiry::{Receipt, Stored, move_receipt, read_record};
 use crate::engine::page::{ListRequest, Page, PageRequest};
+use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
@@ -53,13 +55,15 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for Engine<E, S> {
 ///   rewritten only to renew a TTL); claims only `old` has are deleted;
 /// - collection members only `old` has are removed, those only `new` has added;
 /// - counters move by the exact net difference (`new` minus `old`), as
-///   [`Batch::incr_wide`] expresses it; a contribution a 64-bit counter cannot
-///   hold is refused;
+///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
+///   cannot hold is refused, an old one is skipped (this code never added it);
 /// - the discovery member at `discovery` is added while a record exists (again
 ///   on every write, which repairs drift) and removed with it.
 ///
 /// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
-/// passes the entries it found as `old` and those the record implies as `new`.
+/// passes the entries it found as `old` and those the record implies as `new`;
+/// the expiry sweep passes an expired write's receipt as `old`. Writes of an
+/// expiring entity also call [`move_receipt`](crate::engine::expiry::move_receipt).
 pub(crate) fn transition(
     b: &mut Batch,
     owner: &str,
@@ -106,6 +110,12 @@ pub(crate) fn transition(
     for (facts, sign) in [(from, -1), (to, 1)] {
         for c in &facts.counters {
             if i64::try_from(c.delta).is_err() {
+                if sign < 0 {
+                    // Never written by this code (it refuses such amounts),
+                    // so there is nothing to take back: a record stored by
+                    // older code stays updatable and deletable.
+                    continue;
+                }
                 return Err(Error::InvalidBatch {
                     key: c.key.clone(),
                     reason: format!(
@@ -129,6 +139,23 @@ pub(crate) fn transition(
         b.remove(discovery, Vec::new(), owner_bytes.to_vec());
     }
     Ok(checked)
+}
+
+/// A decode error of the record at `key` that a delete met, pointing to
+/// `purge`.
+fn purge_hint(key: &str, e: Error) -> Error {
+    match e {
+        Error::Decode { key: k, reason, source } => Error::Decode {
+            key: k,
+            reason: format!(
+                "{reason}; so its entries cannot be computed and `delete` leaves it: `purge` \
+                 removes it with the entries found to point to it"
+            ),
+            source,
+        },
+        Error::FutureVersion { .. } => e,
+        other => Error::decode(key, other, None),
+    }
 }
 
 /// A collection membership as (collection, sort key).
@@ -178,33 +205,62 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// Stores a new record with all its derived entries, in one commit.
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
-        let bytes = entity::encode(&key, value)?;
-        let ttl = E::META.ttl.map(|t| t.sample());
-        let mut b = Batch::new();
-        b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
         let facts = Facts::of(value);
-        let checked = transition(&mut b, &key, None, Some(&facts), ttl, &E::all_key())?;
-        match self.store.commit(b).await? {
-            Outcome::Applied => Ok(()),
-            Outcome::Failed { index: 0 } => Err(Error::AlreadyExists {
-                entity: E::META.name,
-                key,
-            }),
-            Outcome::Failed { index } => match checked.get(index - 1) {
-                Some(claim) => Err(self.unique_violation(claim)),
-                None => Err(Error::Conflict {
-                    entity: E::META.name,
-                    key,
-                    attempts: 1,
-                }),
-            },
+        let mut encoded = Some(entity::encode(&key, value)?);
+        for attempt in 0..MAX_ATTEMPTS {
+            let bytes = match encoded.take() {
+                Some(b) => b,
+                None => entity::encode(&key, value)?,
+            };
+            let ttl = E::META.ttl.map(|t| t.sample());
+            let mut b = Batch::new();
+            b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
+            if let Some(t) = ttl {
+                let receipt = Receipt::new(self.due_at(t).await?, &facts);
+                move_receipt::<E>(&mut b, &key, None, Some(&receipt))?;
+            }
+            let first = b.conditions().len();
+            let checked = transition(&mut b, &key, None, Some(&facts), ttl, &E::all_key())?;
+            match self.store.commit(b).await? {
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(());
+                }
+                Outcome::Failed { index: 0 } => {
+                    return Err(Error::AlreadyExists {
+                        entity: E::META.name,
+                        key,
+                    });
+                }
+                // The receipt of an earlier record at this key, expired but
+                // not yet swept: sweep it, then create.
+                Outcome::Failed { index } if index < first => {
+                    self.expire_leftover(&key).await?;
+                    backoff(attempt).await;
+                }
+                Outcome::Failed { index } => {
+                    return match checked.get(index - first) {
+                        Some(claim) => Err(self.unique_violation(claim)),
+                        None => Err(Error::Conflict {
+                            entity: E::META.name,
+                            key,
+                            attempts: 1,
+                        }),
+                    };
+                }
+            }
         }
+        Err(Error::Conflict {
+            entity: E::META.name,
+            key,
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
     /// Reads the record at `key`, migrating it if it is older.
     pub async fn get(&self, key: &str) -> Result<Option<E>> {
         match self.store.get(key).await? {
-            Some(bytes) => Ok(Some(entity::decode(key, &bytes)?.1)),
+            Some(bytes) => Ok(Some(entity::decode_at(key, &bytes)?.1)),
             None => Ok(None),
         }
     }
@@ -214,25 +270,32 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let values = self.store.get_many(&keys).await?;
         keys.iter()
             .zip(values)
-            .map(|(k, v)| v.map(|b| entity::decode(k, &b).map(|(_, e)| e)).transpose())
+            .map(|(k, v)| v.map(|b| entity::decode_at(k, &b).map(|(_, e)| e)).transpose())
             .collect()
     }
 
-    /// Builds the batch that moves the stored image `old` to `new`.
-    fn update_batch(
+    /// Builds the batch that moves the stored image `old` to `new`, and the
+    /// index of its first claim condition.
+    async fn update_batch(
         &self,
         key: &str,
+        stored: &Stored,
         old_bytes: Vec<u8>,
         old: &Facts,
         new_value: &E,
         new: &Facts,
-    ) -> Result<(Batch, Vec<ClaimFact>)> {
+    ) -> Result<(Batch, usize, Vec<ClaimFact>)> {
         let bytes = entity::encode(key, new_value)?;
         let ttl = E::META.ttl.map(|t| t.sample());
         let mut b = Batch::new();
         b.equals(key, old_bytes).put(key, bytes, ttl);
+        if let Some(t) = ttl {
+            let receipt = Receipt::new(self.due_at(t).await?, new);
+            move_receipt::<E>(&mut b, key, stored.receipt.as_ref(), Some(&receipt))?;
+        }
+        let first = b.conditions().len();
         let checked = transition(&mut b, key, Some(old), Some(new), ttl, &E::all_key())?;
-        Ok((b, checked))
+        Ok((b, first, checked))
     }
 
     /// Reads the record at `key`, lets `change` produce the new image, and
@@ -243,13 +306,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
         mut change: impl FnMut(E) -> Result<E> + Send,
     ) -> Result<E> {
         for attempt in 0..MAX_ATTEMPTS {
-            let Some(old_bytes) = self.store.get(key).await? else {
+            let mut stored = self.read_stored(key).await?;
+            let Some(old_bytes) = stored.bytes.take() else {
                 return Err(Error::NotFound {
                     entity: E::META.name,
                     key: key.to_owned(),
                 });
             };
-            let (stored_version, old_value) = entity::decode::<E>(key, &old_bytes)?;
+            let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)?;
             let mut old = Facts::of(&old_value);
             old.retain_since(stored_version);
             let new_value = change(old_value)?;
@@ -260,11 +324,18 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 });
             }
             let new = Facts::of(&new_value);
-            let (batch, checked) = self.update_batch(key, old_bytes, &old, &new_value, &new)?;
+            let (batch, first, checked) = self
+                .update_batch(key, &stored, old_bytes, &old, &new_value, &new)
+                .await?;
             match self.store.commit(batch).await? {
-                Outcome::Applied => return Ok(new_value),
-                Outcome::Failed { index: 0 } => backoff(attempt).await,
-                Outcome::Failed { index } => return Err(self.unique_violation(&checked[index - 1])),
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(new_value);
+                }
+                Outcome::Failed { index } if index < first => backoff(attempt).await,
+                Outcome::Failed { index } => {
+                    return Err(self.unique_violation(&checked[index - first]));
+                }
             }
         }
         Err(Error::Conflict {
@@ -291,19 +362,32 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Deletes a record and every derived entry; `false` if it did not exist.
+    /// A record that cannot be decoded is an error pointing to `purge`.
     pub async fn delete(&self, key: &str) -> Result<bool> {
         for attempt in 0..MAX_ATTEMPTS {
-            let Some(old_bytes) = self.store.get(key).await? else {
+            let mut stored = self.read_stored(key).await?;
+            let Some(old_bytes) = stored.bytes.take() else {
+                if stored.receipt.is_some() {
+                    // Expired, not yet swept: sweep it now.
+                    self.expire_leftover(key).await?;
+                }
                 return Ok(false);
             };
-            let (stored_version, old_value) = entity::decode::<E>(key, &old_bytes)?;
+            let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)
+                .map_err(|e| purge_hint(key, e))?;
             let mut old = Facts::of(&old_value);
             old.retain_since(stored_version);
             let mut b = Batch::new();
             b.equals(key, old_bytes).delete(key);
+            if Self::expiring() || stored.receipt.is_some() {
+                move_receipt::<E>(&mut b, key, stored.receipt.as_ref(), None)?;
+            }
             transition(&mut b, key, Some(&old), None, None, &E::all_key())?;
             match self.store.commit(b).await? {
-                Outcome::Applied => return Ok(true),
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(true);
+                }
                 Outcome::Failed { .. } => backoff(attempt).await,
             }
         }
@@ -335,41 +419,59 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// A page of the sorted collection at `collection`: members are record
-    /// keys, read with one `get_many`. Members whose record expired are
-    /// skipped and removed. A cursor of another listing is refused.
+    /// keys, read with one `get_many`. Each member is checked against the
+    /// record it reaches: a record that is gone, or that (at its stored
+    /// version) no longer derives this collection and sort key, is not
+    /// listed, and its member is removed (conditionally: a record written
+    /// again meanwhile keeps its entry). A record that cannot be decoded is
+    /// reported in [`Page::skipped`] and the listing goes on. A cursor of
+    /// another listing is refused.
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
         let range = self
             .store
             .range(collection, page.range(collection)?)
             .await?;
+        let discovery = collection == E::all_key();
         let keys: Vec<String> = range
             .members
             .iter()
-            .map(|m| {
-                String::from_utf8(m.member.clone()).map_err(|_| {
-                    Error::decode(collection, "a collection member is not a record key", None)
-                })
-            })
-            .collect::<Result<_>>()?;
+            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+            .collect();
         let values = self.store.get_many(&keys).await?;
         let mut items = Vec::with_capacity(values.len());
+        let mut skipped = Vec::new();
         let mut sweep = Batch::new();
         for ((key, value), member) in keys.iter().zip(values).zip(&range.members) {
-            match value {
-                Some(bytes) => items.push(entity::decode::<E>(key, &bytes)?.1),
-                None => {
-                    sweep.absent(key);
-                    sweep.remove(collection, member.sort.clone(), member.member.clone());
+            let Some(bytes) = value else {
+                sweep.absent(key);
+                sweep.remove(collection, member.sort.clone(), member.member.clone());
+                continue;
+            };
+            match read_record::<E>(key, &bytes) {
+                Ok((value, facts)) => {
+                    let derived = if discovery {
+                        member.sort.is_empty()
+                    } else {
+                        facts.has_member(collection, &member.sort)
+                    };
+                    if derived && key.as_bytes() == member.member.as_slice() {
+                        items.push(value);
+                    } else {
+                        sweep.equals(key, bytes);
+                        sweep.remove(collection, member.sort.clone(), member.member.clone());
+                    }
                 }
+                Err(e) => skipped.push(Skipped::new(key.clone(), e)),
             }
         }
         if !sweep.is_empty() {
-            // Conditional: a record re-created meanwhile keeps its entry.
+            // Conditional: a record written again meanwhile keeps its entry.
             let _ = self.store.commit(sweep).await?;
         }
         Ok(Page {
             items,
             next: range.next.map(|p| page.next_cursor(collection, p)),
+            skipped,
         })
     }
 

@@ -22,6 +22,13 @@ pub enum Derived {
     Counter,
     /// The discovery set of every record of an entity.
     Discovery,
+    /// The expiry ledger of an expiring entity: a sorted collection of
+    /// record keys under the time their write is due to expire.
+    Expiry,
+    /// A receipt: what the last write of one expiring record contributed
+    /// (claims, collection members, counter amounts) and when it is due,
+    /// so that its expiry can undo exactly that.
+    Receipt,
 }
 
 impl Derived {
@@ -34,6 +41,8 @@ impl Derived {
             Derived::Relation => "rel",
             Derived::Counter => "count",
             Derived::Discovery => "all",
+            Derived::Expiry => "exp",
+            Derived::Receipt => "rcpt",
         }
     }
 }
@@ -91,6 +100,19 @@ impl KeyBuilder {
     pub fn finish(self) -> String {
         self.buf
     }
+}
+
+impl Derived {
+    /// Every kind, for reading keys back.
+    pub const ALL: [Derived; 7] = [
+        Derived::Claim,
+        Derived::Index,
+        Derived::Relation,
+        Derived::Counter,
+        Derived::Discovery,
+        Derived::Expiry,
+        Derived::Receipt,
+    ];
 }
 
 /// The unescaped components after `…#{kind}:{name}:` of a derived key built

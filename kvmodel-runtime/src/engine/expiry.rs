@@ -1,0 +1,488 @@
+//! How expiry reaches derived data.
+//!
+//! A store expires a record by itself, without telling anyone, so the
+//! derived entries of an expiring entity need bookkeeping that outlives the
+//! record. Every write of an expiring record commits, with the record:
+//!
+//! - its **receipt** (`{ns}:{space}#rcpt:{record key}`, no TTL): what this
+//!   write contributed (claim keys, collection memberships, counter amounts)
+//!   and the time `at` it is due to expire, by the store's clock
+//!   ([`Store::now_ms`]) plus the TTL it was written with, so never later
+//!   than the record really expires;
+//! - its **ledger entry**: the record key in the entity's expiry ledger
+//!   (`{ns}:{space}#exp`, a sorted collection) under `at`, replacing the
+//!   entry of the write before (whose `at` the old receipt tells).
+//!
+//! A **sweep** reads the ledger up to the store's "now" and, for each due
+//! entry whose record is gone and whose receipt is still the one of that
+//! entry, undoes exactly what the receipt lists, in one conditional commit
+//! (the record still absent, the receipt unchanged): members removed,
+//! counters decremented, the discovery member removed, receipt and ledger
+//! entry deleted. Claims are left alone: they carry the record's TTL and
+//! expire with it, and one may meanwhile belong to another record.
+//!
+//! A record whose key is written again after it expired cannot take over
+//! the old write's entries unnoticed: `create` requires the receipt to be
+//! absent, and when it is not, sweeps that one record first. Sweeps run
+//! explicitly ([`Engine::sweep_expired`], `XRepo::sweep_expired`), inside
+//! `reconcile`, and in small bounded steps after a share of the writes of
+//! an expiring entity.
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::entity::{self, ClaimFact, Entity, Facts};
+use crate::engine::repo::{Engine, transition};
+use crate::engine::skipped::Skipped;
+use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Outcome};
+use crate::store::{Member, RangeRequest, Store};
+
+/// One in this many writes of an expiring entity is followed by a sweep
+/// step of [`STEP`] due entries.
+const STEP_ONE_IN: u32 = 8;
+
+/// Due entries a sweep step after a write examines at most.
+const STEP: usize = 32;
+
+/// Due entries read per page of a sweep.
+const PAGE: usize = 256;
+
+/// What one call of `sweep_expired` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Due ledger entries examined.
+    pub examined: u64,
+    /// Expired records whose derived entries were removed and whose counter
+    /// amounts were taken back.
+    pub expired: u64,
+    /// Records whose receipt could not be read; `purge` removes them.
+    pub skipped: Vec<Skipped>,
+    /// True when more due entries remain than the limit let it examine:
+    /// call again.
+    pub more: bool,
+}
+
+/// What the last write of an expiring record contributed, and when it is
+/// due to expire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Receipt {
+    /// Due time, milliseconds since the Unix epoch on the store's clock.
+    pub(crate) at: u64,
+    /// The entries the write contributed.
+    pub(crate) facts: Facts,
+}
+
+/// The stored form: JSON, readable with `redis-cli GET`; sort keys in hex.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    at: u64,
+    claims: Vec<String>,
+    members: Vec<(String, String)>,
+    counters: Vec<(String, i64)>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+impl Receipt {
+    /// The receipt of a write contributing `facts`, due at `at`.
+    pub(crate) fn new(at: u64, facts: &Facts) -> Receipt {
+        Receipt {
+            at,
+            facts: facts.clone(),
+        }
+    }
+
+    /// The stored bytes. Counter amounts beyond 64 bits are refused (the
+    /// transition of the same write refuses them first).
+    pub(crate) fn encode(&self, key: &str) -> Result<Vec<u8>> {
+        let counters = self
+            .facts
+            .counters
+            .iter()
+            .map(|c| {
+                i64::try_from(c.delta)
+                    .map(|d| (c.key.clone(), d))
+                    .map_err(|_| Error::Encode {
+                        key: key.to_owned(),
+                        reason: format!("the counter amount {} does not fit 64 bits", c.delta),
+                    })
+            })
+            .collect::<Result<_>>()?;
+        let wire = Wire {
+            at: self.at,
+            claims: self.facts.claims.iter().map(|c| c.key.clone()).collect(),
+            members: self
+                .facts
+                .members
+                .iter()
+                .map(|m| (m.collection.clone(), hex(&m.sort)))
+                .collect(),
+            counters,
+        };
+        serde_json::to_vec(&wire).map_err(|e| Error::Encode {
+            key: key.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Reads stored bytes back.
+    pub(crate) fn decode(key: &str, bytes: &[u8]) -> Result<Receipt> {
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|e| {
+            Error::decode(key, "it is not a kvmodel expiry receipt", Some(Box::new(e)))
+        })?;
+        let mut facts = Facts::default();
+        for c in wire.claims {
+            facts.claims.push(ClaimFact {
+                index: "",
+                key: c,
+                since: 1,
+            });
+        }
+        for (collection, sort) in wire.members {
+            let sort = unhex(&sort).ok_or_else(|| {
+                Error::decode(key, "a sort key in the receipt is not hex", None)
+            })?;
+            facts.member(1, collection, sort);
+        }
+        for (counter, delta) in wire.counters {
+            facts.count(1, counter, i128::from(delta));
+        }
+        Ok(Receipt { at: wire.at, facts })
+    }
+}
+
+/// A receipt as read: its bytes (what a write conditions on) and their
+/// reading.
+pub(crate) struct StoredReceipt {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) receipt: Result<Receipt>,
+}
+
+impl StoredReceipt {
+    pub(crate) fn new(key: &str, bytes: Vec<u8>) -> StoredReceipt {
+        let receipt = Receipt::decode(key, &bytes);
+        StoredReceipt { bytes, receipt }
+    }
+}
+
+/// A record as a write reads it: its bytes and, for an expiring entity,
+/// its receipt (one round trip either way).
+pub(crate) struct Stored {
+    pub(crate) bytes: Option<Vec<u8>>,
+    pub(crate) receipt: Option<StoredReceipt>,
+}
+
+/// The ledger sort key of a due time: big-endian, so byte order is time order.
+pub(crate) fn due(at: u64) -> Vec<u8> {
+    at.to_be_bytes().to_vec()
+}
+
+/// The due time a ledger sort key holds.
+fn due_time(sort: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(sort.try_into().ok()?))
+}
+
+/// Adds the receipt side of a write of the record at `key` to `b`: a
+/// condition that its receipt is still `old` (absent when `None`), the
+/// removal of the old ledger entry, and while a record remains (`new`) the
+/// new receipt and its ledger entry. Every write of an expiring entity
+/// calls it, next to [`transition`].
+pub(crate) fn move_receipt<E: Entity>(
+    b: &mut Batch,
+    key: &str,
+    old: Option<&StoredReceipt>,
+    new: Option<&Receipt>,
+) -> Result<()> {
+    let receipt_key = E::receipt_key(key);
+    let member = key.as_bytes().to_vec();
+    match old {
+        Some(o) => {
+            b.equals(&receipt_key, o.bytes.clone());
+            if let Ok(r) = &o.receipt {
+                b.remove(E::ledger_key(), due(r.at), member.clone());
+            }
+        }
+        None => {
+            b.absent(&receipt_key);
+        }
+    }
+    match new {
+        Some(r) => {
+            b.put(&receipt_key, r.encode(&receipt_key)?, None);
+            b.add(E::ledger_key(), due(r.at), member);
+        }
+        None if old.is_some() => {
+            b.delete(&receipt_key);
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Adds to `b` the undoing of the expired write of the record at `key`
+/// whose receipt is `stored` (read as `receipt`): conditional on the record
+/// being absent and the receipt unchanged.
+fn expire_ops<E: Entity>(
+    b: &mut Batch,
+    key: &str,
+    stored: &[u8],
+    receipt: &Receipt,
+) -> Result<()> {
+    b.absent(key);
+    let mut facts = receipt.facts.clone();
+    // Claims carry the record's TTL and expired with it; one may belong to
+    // another record by now.
+    facts.claims.clear();
+    transition(b, key, Some(&facts), None, None, &E::all_key())?;
+    let old = StoredReceipt {
+        bytes: stored.to_vec(),
+        receipt: Ok(receipt.clone()),
+    };
+    move_receipt::<E>(b, key, Some(&old), None)
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// Whether records of this entity expire.
+    pub(crate) fn expiring() -> bool {
+        E::META.ttl.is_some()
+    }
+
+    /// The due time of a write made now with `ttl`, on the store's clock.
+    pub(crate) async fn due_at(&self, ttl: Duration) -> Result<u64> {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        Ok(self.store().now_ms().await?.saturating_add(ms))
+    }
+
+    /// Reads the record at `key` for a write: with its receipt when the
+    /// entity expires.
+    pub(crate) async fn read_stored(&self, key: &str) -> Result<Stored> {
+        if !Self::expiring() {
+            return Ok(Stored {
+                bytes: self.store().get(key).await?,
+                receipt: None,
+            });
+        }
+        let receipt_key = E::receipt_key(key);
+        let mut values = self
+            .store()
+            .get_many(&[key.to_owned(), receipt_key.clone()])
+            .await?;
+        let receipt = values
+            .pop()
+            .flatten()
+            .map(|b| StoredReceipt::new(&receipt_key, b));
+        Ok(Stored {
+            bytes: values.pop().flatten(),
+            receipt,
+        })
+    }
+
+    /// Undoes the expired write of the record at `key` if its record is
+    /// gone and its receipt remains (a `create` of the key found it);
+    /// whether it did. A receipt that cannot be read is an error naming the
+    /// way out.
+    pub(crate) async fn expire_leftover(&self, key: &str) -> Result<bool> {
+        let stored = self.read_stored(key).await?;
+        let (None, Some(r)) = (&stored.bytes, &stored.receipt) else {
+            return Ok(false);
+        };
+        let receipt = r.receipt.as_ref().map_err(|e| {
+            Error::decode(
+                E::receipt_key(key),
+                format!(
+                    "{e}; the earlier record at `{key}` cannot be swept, so nothing can be \
+                     created there until `purge` removes it"
+                ),
+                None,
+            )
+        })?;
+        self.expire_receipt(key, &r.bytes, receipt).await
+    }
+
+    /// Undoes the expired write of the record at `key` whose receipt is
+    /// stored as `bytes` (read as `receipt`), if the record is still absent
+    /// and the receipt unchanged; whether it did.
+    pub(crate) async fn expire_receipt(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        receipt: &Receipt,
+    ) -> Result<bool> {
+        let mut b = Batch::new();
+        expire_ops::<E>(&mut b, key, bytes, receipt)?;
+        Ok(self.store().commit(b).await?.is_applied())
+    }
+
+    /// A sweep step after a write of an expiring entity: one in
+    /// [`STEP_ONE_IN`] writes examines up to [`STEP`] due entries. The write
+    /// has succeeded already, so a failing step is left for the next one.
+    pub(crate) async fn sweep_step(&self) {
+        if Self::expiring() && fastrand::u32(..STEP_ONE_IN) == 0 {
+            let _ = self.sweep_expired(STEP).await;
+        }
+    }
+
+    /// Lets expiry reach derived data: examines up to `limit` entries of
+    /// the expiry ledger that are due by the store's clock and, for each
+    /// record that is gone (and was not written again since), removes its
+    /// collection and discovery members and takes its counter amounts back,
+    /// in conditional commits. After a sweep that returns `more: false`,
+    /// the counters of the entity equal its live records and no collection
+    /// holds an expired member.
+    pub async fn sweep_expired(&self, limit: usize) -> Result<Sweep> {
+        let mut out = Sweep::default();
+        let now = self.store().now_ms().await?;
+        let ledger = E::ledger_key();
+        let mut after = None;
+        let mut left = limit;
+        while left > 0 {
+            let mut req = RangeRequest::all(left.min(PAGE));
+            req.upper = Bound::Included(due(now));
+            req.after = after.take();
+            let range = self.store().range(&ledger, req).await?;
+            left = left.saturating_sub(range.members.len());
+            out.examined += range.members.len() as u64;
+            self.sweep_entries(&range.members, &mut out).await?;
+            match range.next {
+                Some(n) => after = Some(n),
+                None => return Ok(out),
+            }
+        }
+        out.more = true;
+        Ok(out)
+    }
+
+    /// Sweeps one page of due ledger entries: one commit for the page, or
+    /// one per entry when a condition of the page failed.
+    async fn sweep_entries(&self, entries: &[Member], out: &mut Sweep) -> Result<()> {
+        let ledger = E::ledger_key();
+        let keys: Vec<String> = entries
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+            .collect();
+        let mut reads: Vec<String> = keys.clone();
+        reads.extend(keys.iter().map(|k| E::receipt_key(k)));
+        let mut values = self.store().get_many(&reads).await?;
+        let receipts = values.split_off(keys.len());
+        let mut plans: Vec<(Batch, bool)> = Vec::new();
+        for (((entry, key), record), stored) in entries.iter().zip(&keys).zip(values).zip(receipts)
+        {
+            let mut b = Batch::new();
+            let stale = |b: &mut Batch, stored: &Option<Vec<u8>>| {
+                match stored {
+                    Some(bytes) => b.equals(E::receipt_key(key), bytes.clone()),
+                    None => b.absent(E::receipt_key(key)),
+                };
+                b.remove(&ledger, entry.sort.clone(), entry.member.clone());
+            };
+            let receipt = match &stored {
+                Some(bytes) => match Receipt::decode(&E::receipt_key(key), bytes) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        out.skipped.push(Skipped::new(key.clone(), e));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            match receipt {
+                Some(r) if Some(r.at) == due_time(&entry.sort) => {
+                    if record.is_some() {
+                        continue; // due by the estimate, not yet expired
+                    }
+                    let bytes = stored.as_deref().unwrap_or_default();
+                    expire_ops::<E>(&mut b, key, bytes, &r)?;
+                    plans.push((b, true));
+                }
+                // No receipt, or one of a later write: the entry is stale.
+                _ => {
+                    stale(&mut b, &stored);
+                    plans.push((b, false));
+                }
+            }
+        }
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let mut all = Batch::new();
+        for (b, _) in &plans {
+            for c in b.conditions() {
+                all.condition(c.clone());
+            }
+            for op in b.ops() {
+                all.op(op.clone());
+            }
+        }
+        if let Ok(Outcome::Applied) = self.store().commit(all).await {
+            out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
+            return Ok(());
+        }
+        // Something changed meanwhile (or one entry cannot be applied): each
+        // on its own, so the others go through.
+        for (b, expires) in plans {
+            match self.store().commit(b).await {
+                Ok(Outcome::Applied) if expires => out.expired += 1,
+                Ok(_) => {}
+                Err(e @ Error::InvalidBatch { .. }) => {
+                    let key = e_key(&e);
+                    out.skipped.push(Skipped::new(key, e));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The key an invalid batch names.
+fn e_key(e: &Error) -> String {
+    match e {
+        Error::InvalidBatch { key, .. } => key.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Decodes `bytes` as the record at `key` for a listing or a walk: the
+/// record and the facts it has at its stored version.
+pub(crate) fn read_record<E: Entity>(key: &str, bytes: &[u8]) -> Result<(E, Facts)> {
+    let (version, value) = entity::decode_at::<E>(key, bytes)?;
+    let facts = Facts::stored(&value, version);
+    Ok((value, facts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receipts_round_trip() {
+        let mut facts = Facts::default();
+        facts.claim("by_x", 1, "ns:e#uniq:by_x:v".into());
+        facts.member(1, "ns:e#idx:by_y:a".into(), vec![0, 1, 0xff]);
+        facts.count(1, "ns:e#count:total".into(), -7);
+        let r = Receipt::new(1_700_000_000_123, &facts);
+        let bytes = r.encode("k").unwrap();
+        let back = Receipt::decode("k", &bytes).unwrap();
+        assert_eq!(back.at, r.at);
+        assert!(back.facts.same_entries(&facts));
+        assert!(Receipt::decode("k", b"{}").is_err());
+        assert!(Receipt::decode("k", b"\x00").is_err());
+        assert_eq!(due_time(&due(42)), Some(42));
+        assert_eq!(due_time(&[1, 2]), None);
+    }
+}

@@ -1,0 +1,312 @@
+//! The cases, generic over the store.
+
+use std::time::Duration;
+
+use kvmodel::conformance::Harness;
+use kvmodel::{Batch, Error, PageRequest, RangeRequest, Store};
+
+use super::model::*;
+
+/// The members of the collection at `key`, as record keys.
+async fn members<S: Store>(s: &S, key: &str) -> Vec<String> {
+    s.range(key, RangeRequest::all(100_000))
+        .await
+        .unwrap()
+        .members
+        .into_iter()
+        .map(|m| String::from_utf8(m.member).unwrap())
+        .collect()
+}
+
+/// The expiry ledger of sessions.
+fn ledger() -> String {
+    <Session as kvmodel::__private::Entity>::ledger_key()
+}
+
+/// The expiry receipt of a session.
+fn receipt(token: &str) -> String {
+    <Session as kvmodel::__private::Entity>::receipt_key(&SessionKeys::record(token))
+}
+
+async fn put<S: Store>(s: &S, key: &str, value: &[u8]) {
+    let mut b = Batch::new();
+    b.put(key, value.to_vec(), None);
+    assert!(s.commit(b).await.unwrap().is_applied());
+}
+
+/// Item: a session expires and its token is created again for another
+/// user; the first user's listing and counters must not show it.
+pub async fn recreated_session_leaves_its_old_user<H: Harness>(h: &H) {
+    let repo = SessionRepo::new(h.store());
+    repo.create(&session("tok", "u1")).await.unwrap();
+    h.pass(Duration::from_millis(1_200)).await;
+    assert_eq!(repo.get("tok").await.unwrap(), None, "expired");
+    repo.create(&session("tok", "u2")).await.unwrap();
+
+    let u1 = repo.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    assert!(u1.items.is_empty(), "u1 lists {:?}", u1.items);
+    assert_eq!(repo.count_per_user("u1").await.unwrap(), 0);
+    assert_eq!(repo.sum_hits_per_user("u1").await.unwrap(), 0);
+    let u2 = repo.list_by_user("u2", PageRequest::new(10)).await.unwrap();
+    assert_eq!(u2.items, vec![session("tok", "u2")]);
+    assert_eq!(repo.count_per_user("u2").await.unwrap(), 1);
+    let drift = repo.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+}
+
+/// Item: a member whose record no longer derives it (here: put there by
+/// hand, as drift or old code leaves it) is not listed, and is removed.
+pub async fn stale_members_are_dropped_from_listings<H: Harness>(h: &H) {
+    let store = h.store();
+    let orders = OrderRepo::new(store.clone());
+    orders.create(&order("1", "u1", 5)).await.unwrap();
+    orders.create(&order("2", "u2", 7)).await.unwrap();
+    // Order 2 belongs to u2, but u1's relation lists it too (same sort key
+    // as its real entry, and another one).
+    let u1 = OrderKeys::relation_user("u1");
+    let sort = kvmodel::__private::sort_of(&ts("2026-01-01T00:00:00Z"));
+    let mut b = Batch::new();
+    b.add(&u1, sort.clone(), OrderKeys::record("2").into_bytes())
+        .add(&u1, Vec::new(), OrderKeys::record("1").into_bytes());
+    assert!(store.commit(b).await.unwrap().is_applied());
+
+    let page = orders.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    assert_eq!(page.items, vec![order("1", "u1", 5)]);
+    assert_eq!(members(&store, &u1).await, vec![OrderKeys::record("1")]);
+
+    // A record stored under a key that is not its own is not listed as
+    // that key's record.
+    let copy = store.get(&OrderKeys::record("1")).await.unwrap().unwrap();
+    put(&store, &OrderKeys::record("3"), &copy).await;
+    let mut b = Batch::new();
+    b.add(OrderKeys::all(), Vec::new(), OrderKeys::record("3").into_bytes());
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let all = orders.list_all(PageRequest::new(10)).await.unwrap();
+    assert_eq!(all.items, vec![order("1", "u1", 5), order("2", "u2", 7)]);
+
+    // Expiring records: the same check.
+    let sessions = SessionRepo::new(store.clone());
+    sessions.create(&session("a", "u1")).await.unwrap();
+    let mut b = Batch::new();
+    b.add(
+        SessionKeys::relation_user("u9"),
+        Vec::new(),
+        SessionKeys::record("a").into_bytes(),
+    );
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let page = sessions.list_by_user("u9", PageRequest::new(10)).await.unwrap();
+    assert!(page.items.is_empty(), "{:?}", page.items);
+    assert!(members(&store, &SessionKeys::relation_user("u9")).await.is_empty());
+}
+
+/// Item: expiry reaches derived data. After the records expire and one
+/// sweep runs, counters equal the live records and no collection holds an
+/// expired member.
+pub async fn expiry_reaches_counters_and_collections<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    let users = 10;
+    let n = 300;
+    for i in 0..n {
+        repo.create(&session(&format!("t{i}"), &format!("u{}", i % users)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(repo.count_per_user("u3").await.unwrap(), 30);
+    h.pass(Duration::from_millis(1_300)).await;
+    // One live session written after the others expired.
+    repo.create(&session("live", "u3")).await.unwrap();
+    let sweep = repo.sweep_expired(10_000).await.unwrap();
+    assert!(!sweep.more, "{sweep:?}");
+    assert!(sweep.skipped.is_empty(), "{sweep:?}");
+
+    for u in 0..users {
+        let user = format!("u{u}");
+        let live = i64::from(u == 3);
+        assert_eq!(repo.count_per_user(&user).await.unwrap(), live, "{user}");
+        assert_eq!(repo.sum_hits_per_user(&user).await.unwrap(), 3 * live);
+        assert_eq!(
+            members(&store, &SessionKeys::relation_user(&user)).await.len() as i64,
+            live,
+            "{user}"
+        );
+    }
+    assert_eq!(
+        members(&store, &SessionKeys::all()).await,
+        vec![SessionKeys::record("live")]
+    );
+    assert_eq!(
+        members(&store, &SessionKeys::by_role("member")).await,
+        vec![SessionKeys::record("live")]
+    );
+    assert!(members(&store, &ledger()).await == vec![SessionKeys::record("live")]);
+    let drift = repo.verify(100).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+    assert_eq!(drift.expired, 0, "{drift:?}");
+
+    // A second sweep finds nothing; the live session expires too.
+    assert_eq!(repo.sweep_expired(10_000).await.unwrap().expired, 0);
+    h.pass(Duration::from_millis(1_300)).await;
+    let drift = repo.verify(100).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+    assert_eq!(drift.expired, 1, "verify counts an expired write until swept");
+    assert_eq!(repo.sweep_expired(10).await.unwrap().expired, 1);
+    assert_eq!(repo.count_per_user("u3").await.unwrap(), 0);
+    assert!(members(&store, &SessionKeys::all()).await.is_empty());
+    assert!(members(&store, &ledger()).await.is_empty());
+    assert_eq!(store.get(&receipt("live")).await.unwrap(), None);
+}
+
+/// Item: garbage under one record key: listings and maintenance report the
+/// key and go on; `get` names it; the record can be removed.
+pub async fn corrupt_record_stops_nothing<H: Harness>(h: &H) {
+    let store = h.store();
+    let orders = OrderRepo::new(store.clone());
+    for (id, user) in [("1", "u1"), ("2", "u1"), ("3", "u2")] {
+        orders.create(&order(id, user, 10)).await.unwrap();
+    }
+    let bad = OrderKeys::record("2");
+    put(&store, &bad, b"\x00garbage").await;
+
+    let all = orders.list_all(PageRequest::new(10)).await.unwrap();
+    assert_eq!(all.items, vec![order("1", "u1", 10), order("3", "u2", 10)]);
+    assert_eq!(skipped_keys(&all.skipped), vec![bad.clone()]);
+    assert!(matches!(*all.skipped[0].error, Error::Decode { .. }));
+    let u1 = orders.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    assert_eq!(u1.items, vec![order("1", "u1", 10)]);
+    assert_eq!(skipped_keys(&u1.skipped), vec![bad.clone()]);
+    let err = orders.get("2").await.unwrap_err();
+    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    let err = orders.modify("2", |_| {}).await.unwrap_err();
+    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    let drift = orders.verify(10).await.unwrap();
+    assert_eq!(drift.records, 2, "{drift:?}");
+    assert_eq!(skipped_keys(&drift.undecodable), vec![bad.clone()]);
+    let progress = orders.migrate_all(10, |_| {}).await.unwrap();
+    assert_eq!(progress.visited, 3);
+    let err = orders.delete("2").await.unwrap_err();
+    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    assert!(err.to_string().contains("`purge`"), "{err}");
+
+    // purge removes it with its claim and members; reconcile then
+    // corrects the counters it could not know.
+    assert!(orders.purge("2").await.unwrap());
+    assert_eq!(orders.get("2").await.unwrap(), None);
+    assert_eq!(store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(), None);
+    assert_eq!(
+        members(&store, &OrderKeys::relation_user("u1")).await,
+        vec![OrderKeys::record("1")]
+    );
+    assert!(!members(&store, &OrderKeys::all()).await.contains(&bad));
+    assert!(!orders.purge("2").await.unwrap(), "nothing left to purge");
+    let drift = orders.reconcile(10).await.unwrap();
+    assert_eq!(drift.counters.len(), 2, "{drift:?}");
+    assert_eq!(orders.count_per_user("u1").await.unwrap(), 1);
+    assert_eq!(orders.sum_amount_per_user("u1").await.unwrap(), 10);
+    assert!(orders.verify(10).await.unwrap().is_clean());
+
+    // An expiring record: its receipt says exactly what to remove.
+    let sessions = SessionRepo::new(store.clone());
+    sessions.create(&session("s", "u1")).await.unwrap();
+    sessions.create(&session("t", "u1")).await.unwrap();
+    put(&store, &SessionKeys::record("s"), b"{\"v\":1,\"d\":[]}").await;
+    let page = sessions.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    assert_eq!(page.items, vec![session("t", "u1")]);
+    assert_eq!(skipped_keys(&page.skipped), vec![SessionKeys::record("s")]);
+    assert!(sessions.purge("s").await.unwrap());
+    assert_eq!(sessions.count_per_user("u1").await.unwrap(), 1);
+    assert_eq!(sessions.sum_hits_per_user("u1").await.unwrap(), 3);
+    assert_eq!(store.get(&SessionKeys::by_handle("h-s")).await.unwrap(), None);
+    assert!(sessions.verify(10).await.unwrap().is_clean());
+}
+
+fn skipped_keys(skipped: &[kvmodel::Skipped]) -> Vec<String> {
+    skipped.iter().map(|s| s.key.clone()).collect()
+}
+
+/// Item: a record written by old code with a sum contribution beyond what
+/// a 64-bit counter holds can still be deleted.
+pub async fn oversized_sum_from_old_code_is_deletable<H: Harness>(h: &H) {
+    let store = h.store();
+    let orders = OrderRepo::new(store.clone());
+    orders.create(&order("1", "u1", 10)).await.unwrap();
+    let huge = order("2", "u1", u64::MAX);
+    let key = OrderKeys::record("2");
+    let bytes = format!(
+        r#"{{"v":1,"d":{}}}"#,
+        kvmodel::__private::serde_json::to_string(&huge).unwrap()
+    );
+    let mut b = Batch::new();
+    b.put(&key, bytes.into_bytes(), None)
+        .add(OrderKeys::all(), Vec::new(), key.clone().into_bytes())
+        .put(OrderKeys::by_reference("ref-2"), key.clone().into_bytes(), None)
+        .incr(OrderKeys::counter_per_user("u1"), 1);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert_eq!(orders.get("2").await.unwrap(), Some(huge));
+    assert!(orders.delete("2").await.unwrap());
+    assert_eq!(orders.get("2").await.unwrap(), None);
+    assert_eq!(store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(), None);
+    assert_eq!(orders.count_per_user("u1").await.unwrap(), 1);
+}
+
+/// Item: verify and reconcile find and repair orphans: a counter of a
+/// group with no records, members and claims whose records are gone.
+pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
+    let store = h.store();
+    let orders = OrderRepo::new(store.clone());
+    orders.create(&order("1", "u1", 10)).await.unwrap();
+    let ghost = OrderKeys::record("ghost");
+    let mut b = Batch::new();
+    b.incr(OrderKeys::counter_per_user("nobody"), 41)
+        .add(OrderKeys::relation_user("u1"), Vec::new(), ghost.clone().into_bytes())
+        .put(OrderKeys::by_reference("ref-ghost"), ghost.clone().into_bytes(), None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+
+    let drift = orders.verify(10).await.unwrap();
+    assert!(!drift.is_clean(), "{drift:?}");
+    assert_eq!(
+        drift.orphan_members,
+        vec![(OrderKeys::relation_user("u1"), ghost.clone())]
+    );
+    assert_eq!(
+        drift.orphan_claims,
+        vec![(OrderKeys::by_reference("ref-ghost"), ghost.clone())]
+    );
+    assert!(
+        drift
+            .counters
+            .iter()
+            .any(|c| c.key == OrderKeys::counter_per_user("nobody") && c.expected == 0 && c.actual == 41),
+        "{drift:?}"
+    );
+    orders.reconcile(10).await.unwrap();
+    assert_eq!(orders.count_per_user("nobody").await.unwrap(), 0);
+    assert_eq!(
+        members(&store, &OrderKeys::relation_user("u1")).await,
+        vec![OrderKeys::record("1")]
+    );
+    assert_eq!(store.get(&OrderKeys::by_reference("ref-ghost")).await.unwrap(), None);
+    let drift = orders.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+
+    // Expiring records: members and counters left by an expired write
+    // whose receipt is gone, and a ledger entry no receipt matches.
+    let sessions = SessionRepo::new(store.clone());
+    sessions.create(&session("s1", "u1")).await.unwrap();
+    h.pass(Duration::from_millis(1_300)).await;
+    let mut b = Batch::new();
+    b.delete(receipt("s1"))
+        .add(ledger(), vec![0; 8], b"truth:session:nope".to_vec());
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let drift = sessions.verify(10).await.unwrap();
+    assert!(drift.orphan_members.contains(&(SessionKeys::relation_user("u1"), SessionKeys::record("s1"))), "{drift:?}");
+    assert!(drift.orphan_members.contains(&(ledger(), "truth:session:nope".to_owned())), "{drift:?}");
+    assert!(drift.counters.iter().any(|c| c.key == SessionKeys::counter_per_user("u1") && c.actual == 1 && c.expected == 0), "{drift:?}");
+    sessions.reconcile(10).await.unwrap();
+    assert_eq!(sessions.count_per_user("u1").await.unwrap(), 0);
+    assert!(members(&store, &SessionKeys::relation_user("u1")).await.is_empty());
+    assert!(members(&store, &ledger()).await.is_empty());
+    assert!(members(&store, &SessionKeys::all()).await.is_empty());
+    let drift = sessions.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+}

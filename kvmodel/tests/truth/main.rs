@@ -1,0 +1,39 @@
+//! Derived data never lies about the records: listings check every member
+//! against its record, expiry reaches indexes and counters, one corrupt
+//! record stops nothing, and maintenance finds orphans. Every case runs on
+//! the in-memory, embedded and Redis stores.
+
+mod cases;
+mod model;
+
+macro_rules! suite {
+    ($harness:expr) => {
+        suite!(@each $harness;
+            recreated_session_leaves_its_old_user,
+            stale_members_are_dropped_from_listings,
+            expiry_reaches_counters_and_collections,
+            corrupt_record_stops_nothing,
+            oversized_sum_from_old_code_is_deletable,
+            orphans_are_found_and_repaired,
+        );
+    };
+    (@each $harness:expr; $($case:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            let harness = $harness.await;
+            crate::cases::$case(&harness).await;
+        }
+    )*};
+}
+
+mod memory {
+    suite!(async { kvmodel::conformance::MemoryHarness::new() });
+}
+
+mod redb {
+    suite!(async { kvmodel::conformance::RedbHarness::new() });
+}
+
+mod redis {
+    suite!(kvmodel::conformance::RedisHarness::start());
+}
