@@ -185,6 +185,27 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         example: x,
         note: "sorted collection of every record key (list_all; no SCAN)".into(),
     });
+    if e.ttl.is_some() {
+        let (p, x) = derived(Derived::Expiry, None, &[]);
+        out.push(Row {
+            kind: "ledger",
+            pattern: p,
+            example: x,
+            note: "sorted collection of record keys by the time their last write expires (the expiry sweep reads it)".into(),
+        });
+        let (p, x) = derived(Derived::Receipt, None, &[]);
+        let record = |full: &str| {
+            full.strip_prefix(&format!("{ns}:"))
+                .unwrap_or(full)
+                .to_owned()
+        };
+        out.push(Row {
+            kind: "receipt",
+            pattern: format!("{p}:{}", record(&out[0].pattern)),
+            example: format!("{x}:{}", record(&out[0].example)),
+            note: "JSON: what the record's last write contributed and when it expires; no TTL, removed by the sweep".into(),
+        });
+    }
     out
 }
 
@@ -199,10 +220,29 @@ fn accesses(e: &Entity) -> Vec<Access> {
     let members = e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1;
     let counters = e.counters.len();
     let write = format!("{claims} claim(s), {members} member(s), {counters} counter(s)");
+    let (absent, put, read, unchanged, moved, gone) = if e.ttl.is_some() {
+        (
+            "record and receipt absent",
+            "put record and receipt, add ledger entry",
+            "get_many of record and receipt",
+            "record and receipt unchanged",
+            "; replace receipt and ledger entry",
+            "; delete receipt and ledger entry",
+        )
+    } else {
+        (
+            "record absent",
+            "put record",
+            "get record",
+            "record unchanged",
+            "",
+            "",
+        )
+    };
     let mut out = vec![
         Access {
             method: "create".into(),
-            ops: format!("commit: record absent + claims free; put record, add {write}"),
+            ops: format!("commit: {absent} + claims free; {put}, add {write}"),
             calls: 1,
         },
         Access {
@@ -217,12 +257,12 @@ fn accesses(e: &Entity) -> Vec<Access> {
         },
         Access {
             method: "update / modify".into(),
-            ops: format!("get record; commit: record unchanged; move {write}"),
+            ops: format!("{read}; commit: {unchanged}; move {write}{moved}"),
             calls: 2,
         },
         Access {
             method: "delete".into(),
-            ops: format!("get record; commit: record unchanged; remove {write}"),
+            ops: format!("{read}; commit: {unchanged}; remove {write}{gone}"),
             calls: 2,
         },
     ];
@@ -261,6 +301,13 @@ fn accesses(e: &Entity) -> Vec<Access> {
         ops: "range over the discovery set; get_many".into(),
         calls: 2,
     });
+    if e.ttl.is_some() {
+        out.push(Access {
+            method: "sweep_expired".into(),
+            ops: "range over the ledger up to now; get_many of records and receipts; commit (per page of due entries)".into(),
+            calls: 3,
+        });
+    }
     out
 }
 
@@ -307,8 +354,8 @@ pub fn report(model: &Model, format: Format) -> String {
         }
     }
     out.push_str(match format {
-        Format::Markdown => "Updates and deletes retry their read and commit when another writer changed the record meanwhile; listings add one commit when they remove entries of expired records.\n",
-        Format::Text => "Updates and deletes retry their read and commit when another writer changed the record meanwhile;\nlistings add one commit when they remove entries of expired records.\n",
+        Format::Markdown => "Updates and deletes retry their read and commit when another writer changed the record meanwhile; listings add one commit when they remove entries of expired records or entries their records no longer derive; one write in 8 of an expiring entity is followed by a sweep step.\n",
+        Format::Text => "Updates and deletes retry their read and commit when another writer changed the record meanwhile;\nlistings add one commit when they remove entries of expired records or entries their records no\nlonger derive; one write in 8 of an expiring entity is followed by a sweep step.\n",
     });
     out
 }

@@ -63,13 +63,15 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
         }
         for ix in e.indexes.iter().filter(|i| !i.unique) {
             // W002: a collection per value of a low-cardinality field grows
-            // with the whole table and never shrinks.
+            // with the whole table and never shrinks. A TTL bounds it:
+            // expired records leave their collections (and counters) at the
+            // expiry sweep, which writes run in small steps.
             if e.ttl.is_none() && ix.fields.iter().all(|f| low_cardinality(e, f, model)) {
                 diags.push(warn(
                     "W002",
                     &ix.name.origin,
                     format!("index `{}` of `{}` groups by a field with few values, so each of its collections holds a large share of all records without bound", *ix.name, *e.name),
-                    "add a higher-cardinality field or a time bucket to `fields`, or give the entity a `ttl`",
+                    "add a higher-cardinality field or a time bucket to `fields`, or give the entity a `ttl` (expired records then leave their collections at the expiry sweep)",
                 ));
             }
         }

@@ -60,10 +60,10 @@ pub use kvmodel_runtime::{
     Batch, Condition, Direction, Member, Op, Outcome, RangeRequest, RangeResult, ScanPage, Store,
 };
 
+pub use kvmodel_runtime::engine::expiry::Sweep;
 /// Reports of the maintenance methods every repository has (`migrate_all`,
 /// `verify`, `reconcile`, `sweep_expired`).
 pub use kvmodel_runtime::engine::maintenance::{CounterDrift, Drift, Progress};
-pub use kvmodel_runtime::engine::expiry::Sweep;
 
 /// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
 /// makes TTLs testable without sleeping.

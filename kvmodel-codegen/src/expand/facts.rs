@@ -124,7 +124,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     for c in &e.counters {
         declared.push((cx.derived(super::Derived::Counter), c.name.as_str()));
     }
-    let declared = declared.iter().map(|(k, n)| quote!((#k, #n)));
+    let declared = if declared.is_empty() {
+        TokenStream::new()
+    } else {
+        let items = declared.iter().map(|(k, n)| quote!((#k, #n)));
+        quote! {
+            fn declared() -> &'static [(#p::Derived, &'static str)] {
+                &[#(#items),*]
+            }
+        }
+    };
 
     for ix in &e.indexes {
         let mut fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
@@ -252,9 +261,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 #keys::record(#(#key_args),*)
             }
 
-            fn declared() -> &'static [(#p::Derived, &'static str)] {
-                &[#(#declared),*]
-            }
+            #declared
 
             #[allow(unused_variables)]
             fn facts(&self, __facts: &mut #p::Facts) {

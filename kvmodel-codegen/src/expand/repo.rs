@@ -183,9 +183,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let verify_doc = format!(
         " Recomputes every claim, index entry and counter of `{ename}` from the records and reports what is out of step; writes nothing."
     );
-    let sweep_doc = format!(
-        " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false`, counters equal the live records. Writes of an expiring entity also sweep in small steps."
-    );
+    let sweep_doc = if e.ttl.is_some() {
+        format!(
+            " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false`, counters equal the live records. Writes also sweep, in small steps."
+        )
+    } else {
+        format!(
+            " Lets expiry reach derived data. `{ename}` records do not expire, so this finds work only for records written while an earlier schema gave them a TTL."
+        )
+    };
     let purge_doc = format!(
         " Removes the `{ename}` at this key even when it cannot be decoded, with the entries found to point to it (a record that decodes is deleted as `delete` does); `false` if there was none. Without an expiry receipt its counter amounts are unknown: run `reconcile` afterwards."
     );

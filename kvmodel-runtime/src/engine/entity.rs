@@ -93,8 +93,12 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
 
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
-        KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Discovery)
-            .finish()
+        KeyBuilder::derived(
+            Self::META.namespace,
+            Self::META.key_space,
+            Derived::Discovery,
+        )
+        .finish()
     }
 
     /// The expiry ledger: record keys under the time their last write is
@@ -107,8 +111,9 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// contributed, kept while the record is live and until its expiry has
     /// been swept (only expiring entities write them).
     fn receipt_key(record_key: &str) -> String {
-        let prefix = KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
-            .finish();
+        let prefix =
+            KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
+                .finish();
         let rest = record_key
             .strip_prefix(Self::META.namespace)
             .and_then(|r| r.strip_prefix(':'))
@@ -119,9 +124,10 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// The record key a receipt key belongs to (the inverse of
     /// [`receipt_key`](Entity::receipt_key)).
     fn record_of_receipt(receipt_key: &str) -> Option<String> {
-        let prefix = KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
-            .lit("")
-            .finish();
+        let prefix =
+            KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
+                .lit("")
+                .finish();
         let rest = receipt_key.strip_prefix(&prefix)?;
         Some(format!("{}:{rest}", Self::META.namespace))
     }

@@ -154,9 +154,8 @@ impl Receipt {
             });
         }
         for (collection, sort) in wire.members {
-            let sort = unhex(&sort).ok_or_else(|| {
-                Error::decode(key, "a sort key in the receipt is not hex", None)
-            })?;
+            let sort = unhex(&sort)
+                .ok_or_else(|| Error::decode(key, "a sort key in the receipt is not hex", None))?;
             facts.member(1, collection, sort);
         }
         for (counter, delta) in wire.counters {
@@ -237,12 +236,7 @@ pub(crate) fn move_receipt<E: Entity>(
 /// Adds to `b` the undoing of the expired write of the record at `key`
 /// whose receipt is `stored` (read as `receipt`): conditional on the record
 /// being absent and the receipt unchanged.
-fn expire_ops<E: Entity>(
-    b: &mut Batch,
-    key: &str,
-    stored: &[u8],
-    receipt: &Receipt,
-) -> Result<()> {
+fn expire_ops<E: Entity>(b: &mut Batch, key: &str, stored: &[u8], receipt: &Receipt) -> Result<()> {
     b.absent(key);
     let mut facts = receipt.facts.clone();
     // Claims carry the record's TTL and expired with it; one may belong to

@@ -165,7 +165,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 .map(|m| String::from_utf8_lossy(&m.member).into_owned())
                 .collect();
             let (records, receipts) = self.read_records(&keys).await?;
-            for (((m, key), record), receipt) in members.iter().zip(&keys).zip(records).zip(receipts)
+            for (((m, key), record), receipt) in
+                members.iter().zip(&keys).zip(records).zip(receipts)
             {
                 let mut fix = Batch::new();
                 let orphan = match (record, &receipt) {
@@ -179,11 +180,22 @@ impl<E: Entity, S: Store> Engine<E, S> {
                             false
                         }
                     },
-                    (None, Some(StoredReceipt { receipt: Ok(r), bytes })) => {
+                    (
+                        None,
+                        Some(StoredReceipt {
+                            receipt: Ok(r),
+                            bytes,
+                        }),
+                    ) => {
                         fix.absent(key).equals(E::receipt_key(key), bytes.clone());
                         !r.facts.has_member(collection, &m.sort)
                     }
-                    (None, Some(StoredReceipt { receipt: Err(_), .. })) => false,
+                    (
+                        None,
+                        Some(StoredReceipt {
+                            receipt: Err(_), ..
+                        }),
+                    ) => false,
                     (None, None) => {
                         fix.absent(key);
                         if Self::expiring() {
@@ -219,13 +231,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let receipt_keys: Vec<String> = keys.iter().map(|k| E::receipt_key(k)).collect();
             let receipts = self.store().get_many(&receipt_keys).await?;
             for ((m, key), stored) in members.iter().zip(&keys).zip(receipts) {
-                let matches = stored.as_deref().is_some_and(|b| {
-                    Receipt::decode(key, b).is_ok_and(|r| due(r.at) == m.sort)
-                });
+                let matches = stored
+                    .as_deref()
+                    .is_some_and(|b| Receipt::decode(key, b).is_ok_and(|r| due(r.at) == m.sort));
                 if matches {
                     continue;
                 }
-                walk.drift.orphan_members.push((ledger.clone(), key.clone()));
+                walk.drift
+                    .orphan_members
+                    .push((ledger.clone(), key.clone()));
                 if walk.repair {
                     let mut fix = Batch::new();
                     match stored {
@@ -252,7 +266,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .map(|h| String::from_utf8_lossy(h.as_deref().unwrap_or_default()).into_owned())
             .collect();
         let records = self.store().get_many(&owners).await?;
-        for (((claim, holder), owner), record) in claims.iter().zip(holders).zip(&owners).zip(records)
+        for (((claim, holder), owner), record) in
+            claims.iter().zip(holders).zip(&owners).zip(records)
         {
             let Some(holder) = holder else { continue };
             let mut fix = Batch::new();
@@ -351,7 +366,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 (Some(bytes), _) if read_record::<E>(key, bytes).is_ok() => {
                     return self.delete(key).await;
                 }
-                (None, Some(StoredReceipt { receipt: Ok(r), bytes })) => {
+                (
+                    None,
+                    Some(StoredReceipt {
+                        receipt: Ok(r),
+                        bytes,
+                    }),
+                ) => {
                     self.expire_receipt(key, bytes, r).await?;
                     return Ok(true);
                 }

@@ -378,7 +378,7 @@ impl ListRequest {
 }
 
 /// One page of a listing.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Page<T> {
     /// The items, in listing order.
     pub items: Vec<T>,
@@ -388,6 +388,18 @@ pub struct Page<T> {
     /// newer version), with their keys and errors; the listing went on
     /// without them. Usually empty.
     pub skipped: Vec<crate::engine::skipped::Skipped>,
+}
+
+/// `skipped` is shown only when a record was skipped, which is rare.
+impl<T: fmt::Debug> fmt::Debug for Page<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Page");
+        d.field("items", &self.items).field("next", &self.next);
+        if !self.skipped.is_empty() {
+            d.field("skipped", &self.skipped);
+        }
+        d.finish()
+    }
 }
 
 impl<T> Default for Page<T> {

@@ -145,7 +145,11 @@ pub(crate) fn transition(
 /// `purge`.
 fn purge_hint(key: &str, e: Error) -> Error {
     match e {
-        Error::Decode { key: k, reason, source } => Error::Decode {
+        Error::Decode {
+            key: k,
+            reason,
+            source,
+        } => Error::Decode {
             key: k,
             reason: format!(
                 "{reason}; so its entries cannot be computed and `delete` leaves it: `purge` \
@@ -270,7 +274,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let values = self.store.get_many(&keys).await?;
         keys.iter()
             .zip(values)
-            .map(|(k, v)| v.map(|b| entity::decode_at(k, &b).map(|(_, e)| e)).transpose())
+            .map(|(k, v)| {
+                v.map(|b| entity::decode_at(k, &b).map(|(_, e)| e))
+                    .transpose()
+            })
             .collect()
     }
 
@@ -373,8 +380,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
                 return Ok(false);
             };
-            let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)
-                .map_err(|e| purge_hint(key, e))?;
+            let (stored_version, old_value) =
+                entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
             let mut old = Facts::of(&old_value);
             old.retain_since(stored_version);
             let mut b = Batch::new();

@@ -20,8 +20,8 @@ use crate::store::batch::{Batch, Op, Outcome};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, check, encode_entry,
-    entry_bounds, page_from_entries, scan_count, scan_page,
+    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, check, encode_entry, entry_bounds,
+    page_from_entries, scan_count, scan_page,
 };
 
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");

@@ -70,7 +70,10 @@ pub async fn stale_members_are_dropped_from_listings<H: Harness>(h: &H) {
         .add(&u1, Vec::new(), OrderKeys::record("1").into_bytes());
     assert!(store.commit(b).await.unwrap().is_applied());
 
-    let page = orders.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    let page = orders
+        .list_by_user("u1", PageRequest::new(10))
+        .await
+        .unwrap();
     assert_eq!(page.items, vec![order("1", "u1", 5)]);
     assert_eq!(members(&store, &u1).await, vec![OrderKeys::record("1")]);
 
@@ -79,7 +82,11 @@ pub async fn stale_members_are_dropped_from_listings<H: Harness>(h: &H) {
     let copy = store.get(&OrderKeys::record("1")).await.unwrap().unwrap();
     put(&store, &OrderKeys::record("3"), &copy).await;
     let mut b = Batch::new();
-    b.add(OrderKeys::all(), Vec::new(), OrderKeys::record("3").into_bytes());
+    b.add(
+        OrderKeys::all(),
+        Vec::new(),
+        OrderKeys::record("3").into_bytes(),
+    );
     assert!(store.commit(b).await.unwrap().is_applied());
     let all = orders.list_all(PageRequest::new(10)).await.unwrap();
     assert_eq!(all.items, vec![order("1", "u1", 5), order("2", "u2", 7)]);
@@ -94,9 +101,16 @@ pub async fn stale_members_are_dropped_from_listings<H: Harness>(h: &H) {
         SessionKeys::record("a").into_bytes(),
     );
     assert!(store.commit(b).await.unwrap().is_applied());
-    let page = sessions.list_by_user("u9", PageRequest::new(10)).await.unwrap();
+    let page = sessions
+        .list_by_user("u9", PageRequest::new(10))
+        .await
+        .unwrap();
     assert!(page.items.is_empty(), "{:?}", page.items);
-    assert!(members(&store, &SessionKeys::relation_user("u9")).await.is_empty());
+    assert!(
+        members(&store, &SessionKeys::relation_user("u9"))
+            .await
+            .is_empty()
+    );
 }
 
 /// Item: expiry reaches derived data. After the records expire and one
@@ -126,7 +140,9 @@ pub async fn expiry_reaches_counters_and_collections<H: Harness>(h: &H) {
         assert_eq!(repo.count_per_user(&user).await.unwrap(), live, "{user}");
         assert_eq!(repo.sum_hits_per_user(&user).await.unwrap(), 3 * live);
         assert_eq!(
-            members(&store, &SessionKeys::relation_user(&user)).await.len() as i64,
+            members(&store, &SessionKeys::relation_user(&user))
+                .await
+                .len() as i64,
             live,
             "{user}"
         );
@@ -149,7 +165,10 @@ pub async fn expiry_reaches_counters_and_collections<H: Harness>(h: &H) {
     h.pass(Duration::from_millis(1_300)).await;
     let drift = repo.verify(100).await.unwrap();
     assert!(drift.is_clean(), "{drift:?}");
-    assert_eq!(drift.expired, 1, "verify counts an expired write until swept");
+    assert_eq!(
+        drift.expired, 1,
+        "verify counts an expired write until swept"
+    );
     assert_eq!(repo.sweep_expired(10).await.unwrap().expired, 1);
     assert_eq!(repo.count_per_user("u3").await.unwrap(), 0);
     assert!(members(&store, &SessionKeys::all()).await.is_empty());
@@ -172,27 +191,42 @@ pub async fn corrupt_record_stops_nothing<H: Harness>(h: &H) {
     assert_eq!(all.items, vec![order("1", "u1", 10), order("3", "u2", 10)]);
     assert_eq!(skipped_keys(&all.skipped), vec![bad.clone()]);
     assert!(matches!(*all.skipped[0].error, Error::Decode { .. }));
-    let u1 = orders.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    let u1 = orders
+        .list_by_user("u1", PageRequest::new(10))
+        .await
+        .unwrap();
     assert_eq!(u1.items, vec![order("1", "u1", 10)]);
     assert_eq!(skipped_keys(&u1.skipped), vec![bad.clone()]);
     let err = orders.get("2").await.unwrap_err();
-    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    assert!(
+        matches!(&err, Error::Decode { key, .. } if *key == bad),
+        "{err}"
+    );
     let err = orders.modify("2", |_| {}).await.unwrap_err();
-    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    assert!(
+        matches!(&err, Error::Decode { key, .. } if *key == bad),
+        "{err}"
+    );
     let drift = orders.verify(10).await.unwrap();
     assert_eq!(drift.records, 2, "{drift:?}");
     assert_eq!(skipped_keys(&drift.undecodable), vec![bad.clone()]);
     let progress = orders.migrate_all(10, |_| {}).await.unwrap();
     assert_eq!(progress.visited, 3);
     let err = orders.delete("2").await.unwrap_err();
-    assert!(matches!(&err, Error::Decode { key, .. } if *key == bad), "{err}");
+    assert!(
+        matches!(&err, Error::Decode { key, .. } if *key == bad),
+        "{err}"
+    );
     assert!(err.to_string().contains("`purge`"), "{err}");
 
     // purge removes it with its claim and members; reconcile then
     // corrects the counters it could not know.
     assert!(orders.purge("2").await.unwrap());
     assert_eq!(orders.get("2").await.unwrap(), None);
-    assert_eq!(store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(), None);
+    assert_eq!(
+        store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(),
+        None
+    );
     assert_eq!(
         members(&store, &OrderKeys::relation_user("u1")).await,
         vec![OrderKeys::record("1")]
@@ -210,13 +244,19 @@ pub async fn corrupt_record_stops_nothing<H: Harness>(h: &H) {
     sessions.create(&session("s", "u1")).await.unwrap();
     sessions.create(&session("t", "u1")).await.unwrap();
     put(&store, &SessionKeys::record("s"), b"{\"v\":1,\"d\":[]}").await;
-    let page = sessions.list_by_user("u1", PageRequest::new(10)).await.unwrap();
+    let page = sessions
+        .list_by_user("u1", PageRequest::new(10))
+        .await
+        .unwrap();
     assert_eq!(page.items, vec![session("t", "u1")]);
     assert_eq!(skipped_keys(&page.skipped), vec![SessionKeys::record("s")]);
     assert!(sessions.purge("s").await.unwrap());
     assert_eq!(sessions.count_per_user("u1").await.unwrap(), 1);
     assert_eq!(sessions.sum_hits_per_user("u1").await.unwrap(), 3);
-    assert_eq!(store.get(&SessionKeys::by_handle("h-s")).await.unwrap(), None);
+    assert_eq!(
+        store.get(&SessionKeys::by_handle("h-s")).await.unwrap(),
+        None
+    );
     assert!(sessions.verify(10).await.unwrap().is_clean());
 }
 
@@ -239,13 +279,20 @@ pub async fn oversized_sum_from_old_code_is_deletable<H: Harness>(h: &H) {
     let mut b = Batch::new();
     b.put(&key, bytes.into_bytes(), None)
         .add(OrderKeys::all(), Vec::new(), key.clone().into_bytes())
-        .put(OrderKeys::by_reference("ref-2"), key.clone().into_bytes(), None)
+        .put(
+            OrderKeys::by_reference("ref-2"),
+            key.clone().into_bytes(),
+            None,
+        )
         .incr(OrderKeys::counter_per_user("u1"), 1);
     assert!(store.commit(b).await.unwrap().is_applied());
     assert_eq!(orders.get("2").await.unwrap(), Some(huge));
     assert!(orders.delete("2").await.unwrap());
     assert_eq!(orders.get("2").await.unwrap(), None);
-    assert_eq!(store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(), None);
+    assert_eq!(
+        store.get(&OrderKeys::by_reference("ref-2")).await.unwrap(),
+        None
+    );
     assert_eq!(orders.count_per_user("u1").await.unwrap(), 1);
 }
 
@@ -258,8 +305,16 @@ pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
     let ghost = OrderKeys::record("ghost");
     let mut b = Batch::new();
     b.incr(OrderKeys::counter_per_user("nobody"), 41)
-        .add(OrderKeys::relation_user("u1"), Vec::new(), ghost.clone().into_bytes())
-        .put(OrderKeys::by_reference("ref-ghost"), ghost.clone().into_bytes(), None);
+        .add(
+            OrderKeys::relation_user("u1"),
+            Vec::new(),
+            ghost.clone().into_bytes(),
+        )
+        .put(
+            OrderKeys::by_reference("ref-ghost"),
+            ghost.clone().into_bytes(),
+            None,
+        );
     assert!(store.commit(b).await.unwrap().is_applied());
 
     let drift = orders.verify(10).await.unwrap();
@@ -276,7 +331,9 @@ pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
         drift
             .counters
             .iter()
-            .any(|c| c.key == OrderKeys::counter_per_user("nobody") && c.expected == 0 && c.actual == 41),
+            .any(|c| c.key == OrderKeys::counter_per_user("nobody")
+                && c.expected == 0
+                && c.actual == 41),
         "{drift:?}"
     );
     orders.reconcile(10).await.unwrap();
@@ -285,7 +342,13 @@ pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
         members(&store, &OrderKeys::relation_user("u1")).await,
         vec![OrderKeys::record("1")]
     );
-    assert_eq!(store.get(&OrderKeys::by_reference("ref-ghost")).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get(&OrderKeys::by_reference("ref-ghost"))
+            .await
+            .unwrap(),
+        None
+    );
     let drift = orders.verify(10).await.unwrap();
     assert!(drift.is_clean(), "{drift:?}");
 
@@ -299,12 +362,34 @@ pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
         .add(ledger(), vec![0; 8], b"truth:session:nope".to_vec());
     assert!(store.commit(b).await.unwrap().is_applied());
     let drift = sessions.verify(10).await.unwrap();
-    assert!(drift.orphan_members.contains(&(SessionKeys::relation_user("u1"), SessionKeys::record("s1"))), "{drift:?}");
-    assert!(drift.orphan_members.contains(&(ledger(), "truth:session:nope".to_owned())), "{drift:?}");
-    assert!(drift.counters.iter().any(|c| c.key == SessionKeys::counter_per_user("u1") && c.actual == 1 && c.expected == 0), "{drift:?}");
+    assert!(
+        drift
+            .orphan_members
+            .contains(&(SessionKeys::relation_user("u1"), SessionKeys::record("s1"))),
+        "{drift:?}"
+    );
+    assert!(
+        drift
+            .orphan_members
+            .contains(&(ledger(), "truth:session:nope".to_owned())),
+        "{drift:?}"
+    );
+    assert!(
+        drift
+            .counters
+            .iter()
+            .any(|c| c.key == SessionKeys::counter_per_user("u1")
+                && c.actual == 1
+                && c.expected == 0),
+        "{drift:?}"
+    );
     sessions.reconcile(10).await.unwrap();
     assert_eq!(sessions.count_per_user("u1").await.unwrap(), 0);
-    assert!(members(&store, &SessionKeys::relation_user("u1")).await.is_empty());
+    assert!(
+        members(&store, &SessionKeys::relation_user("u1"))
+            .await
+            .is_empty()
+    );
     assert!(members(&store, &ledger()).await.is_empty());
     assert!(members(&store, &SessionKeys::all()).await.is_empty());
     let drift = sessions.verify(10).await.unwrap();
