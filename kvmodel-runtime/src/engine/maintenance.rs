@@ -430,6 +430,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
         old: Option<&StoredReceipt>,
         facts: &Facts,
     ) -> Result<()> {
+        // "Now" first, then the time left: their sum is never later than
+        // the record's real expiry, so the sweep never comes too late.
+        let now = self.store().now_ms().await?;
         let left = match self.store().time_to_live(key).await? {
             Some(d) => d,
             None => match E::META.ttl {
@@ -437,7 +440,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 None => return Ok(()),
             },
         };
-        let receipt = Receipt::new(self.due_at(left).await?, facts);
+        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+        let receipt = Receipt::new(now.saturating_add(ms), facts);
         let mut b = Batch::new();
         b.equals(key, bytes.to_vec());
         move_receipt::<E>(&mut b, key, old, Some(&receipt))?;

@@ -454,13 +454,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 sweep.remove(collection, member.sort.clone(), member.member.clone());
                 continue;
             };
-            match read_record::<E>(key, &bytes) {
-                Ok((value, facts)) => {
-                    let derived = if discovery {
-                        member.sort.is_empty()
-                    } else {
-                        facts.has_member(collection, &member.sort)
-                    };
+            let read = if discovery {
+                // Every record of the entity derives its discovery member.
+                entity::decode_at::<E>(key, &bytes).map(|(_, v)| (v, member.sort.is_empty()))
+            } else {
+                read_record::<E>(key, &bytes)
+                    .map(|(v, facts)| (v, facts.has_member(collection, &member.sort)))
+            };
+            match read {
+                Ok((value, derived)) => {
                     if derived && key.as_bytes() == member.member.as_slice() {
                         items.push(value);
                     } else {

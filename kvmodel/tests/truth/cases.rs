@@ -395,3 +395,94 @@ pub async fn orphans_are_found_and_repaired<H: Harness>(h: &H) {
     let drift = sessions.verify(10).await.unwrap();
     assert!(drift.is_clean(), "{drift:?}");
 }
+
+/// Expiry reaches derived data without an explicit sweep too: writes of an
+/// expiring entity sweep in small steps.
+pub async fn writes_sweep_in_small_steps<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    for i in 0..64 {
+        repo.create(&session(&format!("old{i}"), "old")).await.unwrap();
+    }
+    h.pass(Duration::from_millis(1_300)).await;
+    // One step in 8 writes examines 32 due entries: 300 writes sweep 64
+    // expired sessions unless fewer than 2 of them step (odds about 1e-16).
+    for i in 0..300 {
+        repo.create(&session(&format!("new{i}"), "new")).await.unwrap();
+    }
+    assert_eq!(repo.count_per_user("old").await.unwrap(), 0);
+    assert!(members(&store, &SessionKeys::relation_user("old")).await.is_empty());
+    assert_eq!(repo.count_per_user("new").await.unwrap(), 300);
+}
+
+/// Concurrent read-modify-writes of one expiring record keep its receipt,
+/// ledger entry, members and counters in step.
+pub async fn concurrent_writes_keep_receipts_true<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    repo.create(&session("hot", "u0")).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let repo = repo.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..5 {
+                repo.modify("hot", |s| {
+                    s.user_id = format!("u{}", (t + i) % 3);
+                    s.hits += 1;
+                })
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let live = repo.get("hot").await.unwrap().unwrap();
+    assert_eq!(live.hits, 3 + 40);
+    for u in 0..3 {
+        let user = format!("u{u}");
+        let mine = i64::from(live.user_id == user);
+        assert_eq!(repo.count_per_user(&user).await.unwrap(), mine);
+        assert_eq!(repo.sum_hits_per_user(&user).await.unwrap(), 43 * mine);
+    }
+    assert_eq!(members(&store, &ledger()).await, vec![SessionKeys::record("hot")]);
+    let drift = repo.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+
+    h.pass(Duration::from_millis(1_300)).await;
+    assert_eq!(repo.sweep_expired(100).await.unwrap().expired, 1);
+    for u in 0..3 {
+        assert_eq!(repo.count_per_user(&format!("u{u}")).await.unwrap(), 0);
+        assert_eq!(repo.sum_hits_per_user(&format!("u{u}")).await.unwrap(), 0);
+    }
+}
+
+/// A live record without a receipt (written before receipts existed) is
+/// reported, and `reconcile` writes its receipt, so its expiry then
+/// reaches its entries like any other.
+pub async fn records_without_receipts_are_repaired<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    repo.create(&session("a", "u1")).await.unwrap();
+    repo.create(&session("b", "u1")).await.unwrap();
+    let mut b = Batch::new();
+    b.delete(receipt("a")).delete(ledger());
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let drift = repo.verify(10).await.unwrap();
+    assert_eq!(
+        drift.receipts,
+        vec![SessionKeys::record("a"), SessionKeys::record("b")]
+    );
+    let drift = repo.reconcile(10).await.unwrap();
+    assert_eq!(drift.receipts.len(), 2, "{drift:?}");
+    let drift = repo.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+
+    h.pass(Duration::from_millis(1_300)).await;
+    let sweep = repo.sweep_expired(100).await.unwrap();
+    assert_eq!(sweep.expired, 2, "{sweep:?}");
+    assert_eq!(repo.count_per_user("u1").await.unwrap(), 0);
+    assert!(members(&store, &SessionKeys::all()).await.is_empty());
+    assert!(repo.verify(10).await.unwrap().is_clean());
+}

@@ -15,6 +15,9 @@ macro_rules! suite {
             corrupt_record_stops_nothing,
             oversized_sum_from_old_code_is_deletable,
             orphans_are_found_and_repaired,
+            writes_sweep_in_small_steps,
+            concurrent_writes_keep_receipts_true,
+            records_without_receipts_are_repaired,
         );
     };
     (@each $harness:expr; $($case:ident),* $(,)?) => {$(
