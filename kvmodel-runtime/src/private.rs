@@ -1,6 +1,6 @@
 //! What generated code uses. Not a public API: it may change in any release.
 
-pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, SortPart};
+pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::migrate;
 pub use crate::codec::record::Encoding;
 pub use crate::codec::time::{Date, Timestamp};

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::keys::{counter_fn, relation_fn};
+use super::keys::{counter_fn, relation_fn, segments_fn};
 use super::{Ctx, arg_from_ref, ident};
 use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
 use crate::origin::Sp;
@@ -102,12 +102,44 @@ fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read) -> TokenStream {
     }
 }
 
+/// One membership check of `derives_member`: when the record had the index
+/// or relation at `__version` (`since`) and has every field it reads,
+/// whether `__collection` is its collection (the key builder's segment
+/// calls, on a matcher) and `__sort` its sort key.
+fn member_check(
+    cx: &Ctx<'_>,
+    reads: &Reads,
+    since: proc_macro2::Literal,
+    segments: TokenStream,
+    args: TokenStream,
+    kind: TokenStream,
+    sort: Option<TokenStream>,
+) -> TokenStream {
+    let p = cx.p();
+    let (ns, space) = (cx.namespace(), cx.key_space());
+    let sort = match sort {
+        Some(s) => quote!(__sort == #s.as_slice()),
+        None => quote!(__sort.is_empty()),
+    };
+    let check = reads.wrap(quote! {
+        if #segments(#p::KeyMatch::derived(__collection, #ns, #space, #kind), #args).finish() {
+            return #sort;
+        }
+    });
+    quote! {
+        if #since <= __version {
+            #check
+        }
+    }
+}
+
 pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let (name, keys) = (&cx.name, &cx.keys);
     let e = cx.e;
     let mut facts = Vec::new();
     let mut claim_arms = Vec::new();
+    let mut member_checks = Vec::new();
     // The declared names by kind, for maintenance (`Entity::declared`).
     let mut declared = Vec::new();
     for ix in &e.indexes {
@@ -160,14 +192,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         );
         let body = if ix.unique {
             claim_arms.push({
-                // The same segment calls as the key builder, on a matcher.
-                let fields: Vec<&Sp<String>> = ix.fields.iter().collect();
-                let (_, parts) = super::keys::field_args(cx, &fields, ix.normalize.is_some());
-                let names = ix.fields.iter().map(|f| ident(f));
-                let (ns, space, kind) = (cx.namespace(), cx.key_space(), cx.derived(super::Derived::Claim));
+                // The key builder's own segment function, on a matcher.
+                let seg = segments_fn(&ix.name);
+                let (ns, space, kind) = (
+                    cx.namespace(),
+                    cx.key_space(),
+                    cx.derived(super::Derived::Claim),
+                );
                 let found = reads.wrap(quote! {
-                    #(let #names = #args;)*
-                    return #p::KeyMatch::derived(__claim, #ns, #space, #kind).lit(#ixname) #(#parts)* .finish();
+                    return #keys::#seg(#p::KeyMatch::derived(__claim, #ns, #space, #kind), #(#args),*).finish();
                 });
                 quote!(#ixname => { #found })
             });
@@ -177,6 +210,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 Some(o) => sort_expr(cx, o, &reads.refs[n]),
                 None => quote!(::std::vec::Vec::new()),
             };
+            let seg = segments_fn(&ix.name);
+            member_checks.push(member_check(
+                cx,
+                &reads,
+                since.clone(),
+                quote!(#keys::#seg),
+                quote!(#(#args),*),
+                cx.derived(super::Derived::Index),
+                order.map(|o| sort_expr(cx, o, &reads.refs[n])),
+            ));
             quote!(__facts.member(#since, #keys::#fname(#(#args),*), #sort);)
         };
         facts.push(reads.wrap(body));
@@ -196,6 +239,18 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let fname = relation_fn(&r.name);
         let since = proc_macro2::Literal::u32_unsuffixed(r.since.value);
         facts.push(reads.wrap(quote!(__facts.member(#since, #keys::#fname(#arg), #sort);)));
+        let seg = segments_fn(&format!("relation_{}", *r.name));
+        member_checks.push(member_check(
+            cx,
+            &reads,
+            since,
+            quote!(#keys::#seg),
+            arg,
+            cx.derived(super::Derived::Relation),
+            r.order_by
+                .as_ref()
+                .map(|o| sort_expr(cx, o, &reads.refs[1])),
+        ));
     }
 
     for c in &e.counters {
@@ -222,14 +277,18 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#fname(#(#args),*), #delta);)));
     }
 
-    let key_args = template.segments.iter().filter_map(|s| match s {
-        Segment::Field(f) => {
-            let member = ident(f);
-            let ty = cx.field_type(f);
-            Some(Read::Place(quote!(self.#member)).arg(&ty))
-        }
-        Segment::Literal(_) => None,
-    });
+    let key_args = template
+        .segments
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Field(f) => {
+                let member = ident(f);
+                let ty = cx.field_type(f);
+                Some(Read::Place(quote!(self.#member)).arg(&ty))
+            }
+            Segment::Literal(_) => None,
+        })
+        .collect::<Vec<_>>();
 
     let ns = cx.namespace();
     let space = cx.key_space();
@@ -266,6 +325,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             #[allow(unused_variables)]
             fn facts(&self, __facts: &mut #p::Facts) {
                 #(#facts)*
+            }
+
+            #[allow(unused_variables, clippy::needless_return)]
+            fn derives_member(&self, __version: u32, __collection: &str, __sort: &[u8]) -> bool {
+                #(#member_checks)*
+                false
+            }
+
+            fn is_at(&self, __key: &str) -> bool {
+                #keys::__segments_record(#p::KeyMatch::new(__key, #ns), #(#key_args),*).finish()
             }
 
             #[allow(unreachable_code, unused_variables, clippy::match_single_binding)]

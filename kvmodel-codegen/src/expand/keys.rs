@@ -56,6 +56,30 @@ pub(crate) fn relation_fn(name: &str) -> syn::Ident {
     format_ident!("relation_{}", name)
 }
 
+/// The private function that spells the segments of the key built by the
+/// key builder `name` (after its kind), for both that builder and the
+/// matchers of `Entity`: one spelling per key, so a component type without
+/// a key encoding is reported once.
+pub(crate) fn segments_fn(name: &str) -> syn::Ident {
+    format_ident!("__segments_{}", name)
+}
+
+/// The placeholder fields of a key template, in order.
+fn params_of(template: &KeyTemplate) -> Vec<&str> {
+    template
+        .segments
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Field(f) => Some(f.as_str()),
+            Segment::Literal(_) => None,
+        })
+        .collect()
+}
+
+fn arg_names(fields: &[&str]) -> Vec<syn::Ident> {
+    fields.iter().map(|f| ident(f)).collect()
+}
+
 pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let (vis, keys, name) = (&cx.vis, &cx.keys, &cx.name);
@@ -81,10 +105,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         " The key of a `{}` record: `{ns}:{}`.",
         *e.name, template.text
     );
+    let names = arg_names(&params_of(template));
     fns.push(quote! {
+        fn __segments_record<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
+            __b #(#chain)*
+        }
+
         #[doc = #doc]
         #vis fn record(#(#params),*) -> ::std::string::String {
-            #p::KeyBuilder::new(#ns) #(#chain)* .finish()
+            Self::__segments_record(#p::KeyBuilder::new(#ns), #(#names),*).finish()
         }
     });
 
@@ -108,10 +137,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 ),
             )
         };
+        let seg = segments_fn(&ix.name);
+        let names: Vec<syn::Ident> = ix.fields.iter().map(|f| ident(f)).collect();
         fns.push(quote! {
+            fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
+                __b.lit(#ixname) #(#parts)*
+            }
+
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#ixname) #(#parts)* .finish()
+                Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #(#names),*).finish()
             }
         });
     }
@@ -125,10 +160,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             " The sorted collection of relation `{rname}`: keys of the `{}` records of one `{}`.",
             *e.name, *r.belongs_to
         );
+        let seg = segments_fn(&format!("relation_{rname}"));
+        let by = ident(&r.by);
         fns.push(quote! {
+            fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
+                __b.lit(#rname) #(#parts)*
+            }
+
             #[doc = #doc]
             #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#rname) #(#parts)* .finish()
+                Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #by).finish()
             }
         });
     }

@@ -82,6 +82,19 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// `claim_key` (false when a field it needs is `None`).
     fn claims(&self, index: &str, claim_key: &str) -> bool;
 
+    /// Whether this record, stored at `version`, has the membership
+    /// `(collection, sort)`: what [`Facts::stored`] says, answered without
+    /// building every fact (generated code matches keys segment by segment).
+    fn derives_member(&self, version: u32, collection: &str, sort: &[u8]) -> bool {
+        Facts::stored(self, version).has_member(collection, sort)
+    }
+
+    /// Whether `key` is this record's key (generated code matches it
+    /// without building it).
+    fn is_at(&self, key: &str) -> bool {
+        self.record_key() == key
+    }
+
     /// The declared indexes, relations and counters by kind and name
     /// (unique indexes are [`Derived::Claim`]), so maintenance can tell the
     /// entity's own derived keys from those of another version of it.
@@ -300,8 +313,8 @@ pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
 /// that key's record.
 pub fn decode_at<E: Entity>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     let (version, value) = decode::<E>(key, bytes)?;
-    let own = value.record_key();
-    if own != key {
+    if !value.is_at(key) {
+        let own = value.record_key();
         return Err(Error::decode(
             key,
             format!(

@@ -327,7 +327,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// has succeeded already, so a failing step is left for the next one.
     pub(crate) async fn sweep_step(&self) {
         if Self::expiring() && fastrand::u32(..STEP_ONE_IN) == 0 {
-            let _ = self.sweep_expired(STEP).await;
+            // Boxed: the write's own future stays small when it does not step.
+            let _ = Box::pin(self.sweep_expired(STEP)).await;
         }
     }
 

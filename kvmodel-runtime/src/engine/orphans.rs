@@ -20,14 +20,14 @@
 //! never removes what a newer one added.
 
 use crate::codec::key::Derived;
-use crate::engine::entity::Entity;
+use crate::engine::entity::{Entity, Facts};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, move_receipt, read_record};
 use crate::engine::maintenance::{Walk, is_member};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, transition};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
-use crate::store::{Member, RangeRequest, Store};
+use crate::store::{RangeRequest, RangeResult, Store};
 
 /// Keys per page of a scan, members per page of a collection walk.
 const PAGE: usize = 500;
@@ -66,53 +66,39 @@ fn classify<E: Entity>(key: &str) -> Option<Kind> {
     }
 }
 
-/// Every page of the sorted collection at `key`, in order.
-async fn pages<S: Store>(
-    store: &S,
-    key: &str,
-    mut each: impl AsyncFnMut(Vec<Member>) -> Result<()>,
-) -> Result<()> {
-    let mut after = None;
-    loop {
-        let mut req = RangeRequest::all(PAGE);
-        req.after = after.take();
-        let range = store.range(key, req).await?;
-        each(range.members).await?;
-        match range.next {
-            Some(n) => after = Some(n),
-            None => return Ok(()),
-        }
-    }
+/// The page of the sorted collection at `key` after `after`.
+async fn page<S: Store>(store: &S, key: &str, after: Option<Vec<u8>>) -> Result<RangeResult> {
+    let mut req = RangeRequest::all(PAGE);
+    req.after = after;
+    store.range(key, req).await
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
-    /// Every scan page of the entity's derived keys, classified.
+    /// A scan page of the entity's derived keys, classified, and the cursor
+    /// of the next.
     async fn scan_derived(
         &self,
-        mut each: impl AsyncFnMut(Vec<(String, Kind)>) -> Result<()>,
-    ) -> Result<()> {
-        let prefix = E::derived_prefix();
-        let mut cursor = None;
-        loop {
-            let page = self.store().scan(&prefix, cursor.take(), PAGE).await?;
-            let keys = page
-                .keys
-                .into_iter()
-                .filter_map(|k| classify::<E>(&k).map(|kind| (k, kind)))
-                .collect();
-            each(keys).await?;
-            match page.next {
-                Some(n) => cursor = Some(n),
-                None => return Ok(()),
-            }
-        }
+        cursor: Option<Vec<u8>>,
+    ) -> Result<(Vec<(String, Kind)>, Option<Vec<u8>>)> {
+        let page = self
+            .store()
+            .scan(&E::derived_prefix(), cursor, PAGE)
+            .await?;
+        let keys = page
+            .keys
+            .into_iter()
+            .filter_map(|k| classify::<E>(&k).map(|kind| (k, kind)))
+            .collect();
+        Ok((keys, page.next))
     }
 
     /// The inward half of `verify` and `reconcile` (after the walk over the
     /// records): every derived key checked against the record it names.
     pub(crate) async fn walk_orphans(&self, walk: &mut Walk) -> Result<()> {
         let mut counters = Vec::new();
-        self.scan_derived(async |keys| {
+        let mut cursor = None;
+        loop {
+            let (keys, next) = self.scan_derived(cursor.take()).await?;
             let mut claims = Vec::new();
             let mut receipts = Vec::new();
             for (key, kind) in keys {
@@ -125,9 +111,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
             }
             self.check_claims(walk, &claims).await?;
-            self.check_receipts(walk, &receipts).await
-        })
-        .await?;
+            self.check_receipts(walk, &receipts).await?;
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
         // Counters no record contributes to must be 0.
         for key in counters {
             walk.expected.entry(key).or_insert(0);
@@ -158,16 +147,17 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Members of an index or relation collection that no record derives.
     async fn walk_collection(&self, walk: &mut Walk, collection: &str) -> Result<()> {
-        let store = self.store().clone();
-        pages(&store, collection, async |members| {
-            let keys: Vec<String> = members
+        let mut after = None;
+        loop {
+            let range = page(self.store(), collection, after.take()).await?;
+            let keys: Vec<String> = range
+                .members
                 .iter()
                 .map(|m| String::from_utf8_lossy(&m.member).into_owned())
                 .collect();
             let (records, receipts) = self.read_records(&keys).await?;
-            for (((m, key), record), receipt) in
-                members.iter().zip(&keys).zip(records).zip(receipts)
-            {
+            let rows = range.members.iter().zip(&keys).zip(records).zip(receipts);
+            for (((m, key), record), receipt) in rows {
                 let mut fix = Batch::new();
                 let orphan = match (record, &receipt) {
                     (Some(bytes), _) => match read_record::<E>(key, &bytes) {
@@ -214,23 +204,27 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     }
                 }
             }
-            Ok(())
-        })
-        .await
+            match range.next {
+                Some(n) => after = Some(n),
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Expiry ledger entries that match no receipt.
     async fn walk_ledger(&self, walk: &mut Walk) -> Result<()> {
-        let store = self.store().clone();
         let ledger = E::ledger_key();
-        pages(&store, &ledger, async |members| {
-            let keys: Vec<String> = members
+        let mut after = None;
+        loop {
+            let range = page(self.store(), &ledger, after.take()).await?;
+            let keys: Vec<String> = range
+                .members
                 .iter()
                 .map(|m| String::from_utf8_lossy(&m.member).into_owned())
                 .collect();
             let receipt_keys: Vec<String> = keys.iter().map(|k| E::receipt_key(k)).collect();
             let receipts = self.store().get_many(&receipt_keys).await?;
-            for ((m, key), stored) in members.iter().zip(&keys).zip(receipts) {
+            for ((m, key), stored) in range.members.iter().zip(&keys).zip(receipts) {
                 let matches = stored
                     .as_deref()
                     .is_some_and(|b| Receipt::decode(key, b).is_ok_and(|r| due(r.at) == m.sort));
@@ -250,9 +244,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     let _ = self.store().commit(fix).await?;
                 }
             }
-            Ok(())
-        })
-        .await
+            match range.next {
+                Some(n) => after = Some(n),
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Claims whose holder is gone or does not derive them.
@@ -414,34 +410,41 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// The claims held by `key` and the index and relation members naming
     /// it, found by walking every derived key of the entity.
-    async fn owned_entries(&self, key: &str) -> Result<crate::engine::entity::Facts> {
-        let mut owned = crate::engine::entity::Facts::default();
-        let store = self.store().clone();
-        self.scan_derived(async |keys| {
+    async fn owned_entries(&self, key: &str) -> Result<Facts> {
+        let mut owned = Facts::default();
+        let mut cursor = None;
+        loop {
+            let (keys, next) = self.scan_derived(cursor.take()).await?;
             let claims: Vec<String> = keys
                 .iter()
                 .filter(|(_, kind)| *kind == Kind::Claim)
                 .map(|(k, _)| k.clone())
                 .collect();
-            for (claim, holder) in claims.iter().zip(store.get_many(&claims).await?) {
+            let holders = self.store().get_many(&claims).await?;
+            for (claim, holder) in claims.iter().zip(holders) {
                 if holder.as_deref() == Some(key.as_bytes()) {
                     owned.claim("", 1, claim.clone());
                 }
             }
             for (collection, _) in keys.iter().filter(|(_, kind)| *kind == Kind::Collection) {
-                pages(&store, collection, async |members| {
-                    for m in members {
+                let mut after = None;
+                loop {
+                    let range = page(self.store(), collection, after.take()).await?;
+                    for m in range.members {
                         if m.member == key.as_bytes() {
                             owned.member(1, collection.clone(), m.sort);
                         }
                     }
-                    Ok(())
-                })
-                .await?;
+                    match range.next {
+                        Some(n) => after = Some(n),
+                        None => break,
+                    }
+                }
             }
-            Ok(())
-        })
-        .await?;
-        Ok(owned)
+            match next {
+                Some(n) => cursor = Some(n),
+                None => return Ok(owned),
+            }
+        }
     }
 }

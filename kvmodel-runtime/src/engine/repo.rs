@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::expiry::{Receipt, Stored, move_receipt, read_record};
+use crate::engine::expiry::{Receipt, Stored, move_receipt};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -239,7 +239,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 // The receipt of an earlier record at this key, expired but
                 // not yet swept: sweep it, then create.
                 Outcome::Failed { index } if index < first => {
-                    self.expire_leftover(&key).await?;
+                    Box::pin(self.expire_leftover(&key)).await?;
                     backoff(attempt).await;
                 }
                 Outcome::Failed { index } => {
@@ -376,7 +376,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let Some(old_bytes) = stored.bytes.take() else {
                 if stored.receipt.is_some() {
                     // Expired, not yet swept: sweep it now.
-                    self.expire_leftover(key).await?;
+                    Box::pin(self.expire_leftover(key)).await?;
                 }
                 return Ok(false);
             };
@@ -454,13 +454,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 sweep.remove(collection, member.sort.clone(), member.member.clone());
                 continue;
             };
-            let read = if discovery {
+            let read = entity::decode_at::<E>(key, &bytes).map(|(version, v)| {
                 // Every record of the entity derives its discovery member.
-                entity::decode_at::<E>(key, &bytes).map(|(_, v)| (v, member.sort.is_empty()))
-            } else {
-                read_record::<E>(key, &bytes)
-                    .map(|(v, facts)| (v, facts.has_member(collection, &member.sort)))
-            };
+                let derived = if discovery {
+                    member.sort.is_empty()
+                } else {
+                    v.derives_member(version, collection, &member.sort)
+                };
+                (v, derived)
+            });
             match read {
                 Ok((value, derived)) => {
                     if derived && key.as_bytes() == member.member.as_slice() {

@@ -402,16 +402,24 @@ pub async fn writes_sweep_in_small_steps<H: Harness>(h: &H) {
     let store = h.store();
     let repo = SessionRepo::new(store.clone());
     for i in 0..64 {
-        repo.create(&session(&format!("old{i}"), "old")).await.unwrap();
+        repo.create(&session(&format!("old{i}"), "old"))
+            .await
+            .unwrap();
     }
     h.pass(Duration::from_millis(1_300)).await;
     // One step in 8 writes examines 32 due entries: 300 writes sweep 64
     // expired sessions unless fewer than 2 of them step (odds about 1e-16).
     for i in 0..300 {
-        repo.create(&session(&format!("new{i}"), "new")).await.unwrap();
+        repo.create(&session(&format!("new{i}"), "new"))
+            .await
+            .unwrap();
     }
     assert_eq!(repo.count_per_user("old").await.unwrap(), 0);
-    assert!(members(&store, &SessionKeys::relation_user("old")).await.is_empty());
+    assert!(
+        members(&store, &SessionKeys::relation_user("old"))
+            .await
+            .is_empty()
+    );
     assert_eq!(repo.count_per_user("new").await.unwrap(), 300);
 }
 
@@ -446,9 +454,26 @@ pub async fn concurrent_writes_keep_receipts_true<H: Harness>(h: &H) {
         assert_eq!(repo.count_per_user(&user).await.unwrap(), mine);
         assert_eq!(repo.sum_hits_per_user(&user).await.unwrap(), 43 * mine);
     }
-    assert_eq!(members(&store, &ledger()).await, vec![SessionKeys::record("hot")]);
-    let drift = repo.verify(10).await.unwrap();
+    assert_eq!(
+        members(&store, &ledger()).await,
+        vec![SessionKeys::record("hot")]
+    );
+    // Maintenance futures are `Send`: they run on spawned tasks.
+    let drift = {
+        let repo = repo.clone();
+        tokio::spawn(async move { repo.verify(10).await })
+    };
+    let drift = drift.await.unwrap().unwrap();
     assert!(drift.is_clean(), "{drift:?}");
+    let maintenance = {
+        let repo = repo.clone();
+        tokio::spawn(async move {
+            repo.reconcile(10).await.unwrap();
+            repo.sweep_expired(10).await.unwrap();
+            repo.purge("absent").await.unwrap()
+        })
+    };
+    assert!(!maintenance.await.unwrap());
 
     h.pass(Duration::from_millis(1_300)).await;
     assert_eq!(repo.sweep_expired(100).await.unwrap().expired, 1);

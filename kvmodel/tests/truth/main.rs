@@ -4,6 +4,7 @@
 //! the in-memory, embedded and Redis stores.
 
 mod cases;
+mod matchers;
 mod model;
 
 macro_rules! suite {

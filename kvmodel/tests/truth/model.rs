@@ -69,3 +69,18 @@ pub fn order(id: &str, user: &str, amount: u64) -> Order {
         placed_at: ts("2026-01-01T00:00:00Z"),
     }
 }
+
+/// A composite key with a hash tag, an index over an optional field and a
+/// time bucket: the shapes the generated matchers must mirror.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "truth", key = "tenant:{tenant}:note:{id}", colocate = tenant)]
+#[kv(index(name = "by_tag", fields(tenant, tag), order_by = at))]
+#[kv(index(name = "by_hour", fields(tenant), order_by = hour(at)))]
+#[kv(relation(name = "author", belongs_to = Account, by = author))]
+pub struct Note {
+    pub tenant: String,
+    pub id: i64,
+    pub tag: Option<String>,
+    pub author: String,
+    pub at: Timestamp,
+}

@@ -211,3 +211,39 @@ impl<'a> KeyMatch<'a> {
         self.ok && self.pos == self.target.len()
     }
 }
+
+/// The segment calls [`KeyBuilder`] and [`KeyMatch`] share, so generated
+/// code spells each key's segments once, in a function generic over both:
+/// the key builder builds with it, a matcher checks a key with it.
+pub trait Segments: Sized {
+    /// A literal segment.
+    fn lit(self, segment: &str) -> Self;
+    /// An escaped component.
+    fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self;
+    /// A hash-tag segment.
+    fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self;
+}
+
+impl Segments for KeyBuilder {
+    fn lit(self, segment: &str) -> Self {
+        KeyBuilder::lit(self, segment)
+    }
+    fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        KeyBuilder::part(self, part)
+    }
+    fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        KeyBuilder::tag(self, part)
+    }
+}
+
+impl Segments for KeyMatch<'_> {
+    fn lit(self, segment: &str) -> Self {
+        KeyMatch::lit(self, segment)
+    }
+    fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        KeyMatch::part(self, part)
+    }
+    fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self {
+        KeyMatch::tag(self, part)
+    }
+}
