@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff, transition};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, backoff, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
@@ -15,6 +15,9 @@ use crate::store::batch::{Batch, Outcome};
 enum Guard {
     /// The record at this position is absent.
     Record(usize),
+    /// The record at this position has no expiry receipt left by an
+    /// expired record at its key.
+    Receipt(usize),
     /// The record at this position may take this claim.
     Claim(usize, ClaimFact),
 }
@@ -28,7 +31,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// The number of records: the size of the discovery set, one cheap read
     /// ([`Store::collection_len`]). For an entity with a TTL it also counts
-    /// records that expired and that no listing or `reconcile` has swept yet.
+    /// records that expired and that no sweep or listing has removed yet.
     pub async fn count_all(&self) -> Result<i64> {
         let n = self.store().collection_len(&E::all_key()).await?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
@@ -43,27 +46,38 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let bytes = entity::encode(&key, value)?;
         let new = Facts::of(value);
         for attempt in 0..MAX_ATTEMPTS {
+            let mut stored = self.read_stored(&key).await?;
             let mut b = Batch::new();
-            let old = match self.store().get(&key).await? {
+            let old = match stored.bytes.take() {
+                None if stored.receipt.is_some() => {
+                    // An expired record's receipt: sweep it, then write.
+                    Box::pin(self.expire_leftover(&key)).await?;
+                    continue;
+                }
                 None => {
                     b.absent(key.as_str());
                     None
                 }
                 Some(old_bytes) => {
-                    let (version, old_value) = entity::decode::<E>(&key, &old_bytes)?;
-                    let mut old = Facts::of(&old_value);
-                    old.retain_since(version);
+                    let (version, old_value) = entity::decode_at::<E>(&key, &old_bytes)?;
                     b.equals(key.as_str(), old_bytes);
-                    Some(old)
+                    Some(Facts::stored(&old_value, version))
                 }
             };
             let ttl = E::META.ttl.map(|t| t.sample());
+            let due = self.due_for(ttl).await?;
             b.put(key.as_str(), bytes.clone(), ttl);
-            let checked = transition(&mut b, &key, old.as_ref(), Some(&new), ttl, &E::all_key())?;
+            let receipt = ReceiptMove::Record {
+                old: stored.receipt.as_ref(),
+                due,
+            };
+            let checked = transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
             match self.store().commit(b).await? {
-                Outcome::Applied => return Ok(old.is_none()),
-                Outcome::Failed { index: 0 } => backoff(attempt).await,
-                Outcome::Failed { index } => match checked.get(index - 1) {
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(old.is_none());
+                }
+                Outcome::Failed { index } => match checked.claim(index) {
                     Some(claim) => return Err(self.unique_violation(claim)),
                     None => backoff(attempt).await,
                 },
@@ -116,6 +130,27 @@ impl<E: Entity, S: Store> Engine<E, S> {
         if values.is_empty() {
             return Ok(());
         }
+        for attempt in 0..MAX_ATTEMPTS {
+            match self.create_many_once(values).await? {
+                Some(index) => {
+                    // An expired record's receipt at this key: sweep it,
+                    // then try again.
+                    Box::pin(self.expire_leftover(&values[index].record_key())).await?;
+                    backoff(attempt).await;
+                }
+                None => return Ok(()),
+            }
+        }
+        Err(Error::Conflict {
+            entity: E::META.name,
+            key: values[0].record_key(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// One attempt of `create_many`: `Some(index)` when the record at
+    /// `index` met the receipt of an expired record at its key.
+    async fn create_many_once(&self, values: &[E]) -> Result<Option<usize>> {
         let all = E::all_key();
         let mut b = Batch::new();
         let mut guards = Vec::new();
@@ -142,13 +177,23 @@ impl<E: Entity, S: Store> Engine<E, S> {
             }
             let bytes = entity::encode(&key, value).map_err(bulk)?;
             let ttl = E::META.ttl.map(|t| t.sample());
+            let due = self.due_for(ttl).await?;
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             guards.push(Guard::Record(index));
-            let checked = transition(&mut b, &key, None, Some(&facts), ttl, &all).map_err(bulk)?;
-            guards.extend(checked.into_iter().map(|c| Guard::Claim(index, c)));
+            let receipt = ReceiptMove::Record { old: None, due };
+            let checked =
+                transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt).map_err(bulk)?;
+            // The receipt's condition, between the record's and the claims'.
+            while guards.len() < checked.first {
+                guards.push(Guard::Receipt(index));
+            }
+            guards.extend(checked.claims.into_iter().map(|c| Guard::Claim(index, c)));
         }
         let failed = match self.store().commit(b).await? {
-            Outcome::Applied => return Ok(()),
+            Outcome::Applied => {
+                self.sweep_step().await;
+                return Ok(None);
+            }
             Outcome::Failed { index } => guards.get(index),
         };
         let (index, source) = match failed {
@@ -159,6 +204,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     key: values[*i].record_key(),
                 },
             ),
+            Some(Guard::Receipt(i)) => return Ok(Some(*i)),
             Some(Guard::Claim(i, claim)) => (*i, self.unique_violation(claim)),
             None => {
                 return Err(Error::InvalidBatch {

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
-use crate::engine::repo::{Engine, transition};
+use crate::engine::repo::{Engine, ReceiptMove, transition};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
@@ -199,8 +199,8 @@ fn due_time(sort: &[u8]) -> Option<u64> {
 /// Adds the receipt side of a write of the record at `key` to `b`: a
 /// condition that its receipt is still `old` (absent when `None`), the
 /// removal of the old ledger entry, and while a record remains (`new`) the
-/// new receipt and its ledger entry. Every write of an expiring entity
-/// calls it, next to [`transition`].
+/// new receipt and its ledger entry. [`transition`] calls it for every
+/// write of a record ([`ReceiptMove::Record`]).
 pub(crate) fn move_receipt<E: Entity>(
     b: &mut Batch,
     key: &str,
@@ -242,7 +242,7 @@ fn expire_ops<E: Entity>(b: &mut Batch, key: &str, stored: &[u8], receipt: &Rece
     // Claims carry the record's TTL and expired with it; one may belong to
     // another record by now.
     facts.claims.clear();
-    transition(b, key, Some(&facts), None, None, &E::all_key())?;
+    transition::<E>(b, key, Some(&facts), None, None, ReceiptMove::Untouched)?;
     let old = StoredReceipt {
         bytes: stored.to_vec(),
         receipt: Ok(receipt.clone()),
@@ -256,10 +256,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
         E::META.ttl.is_some()
     }
 
-    /// The due time of a write made now with `ttl`, on the store's clock.
-    pub(crate) async fn due_at(&self, ttl: Duration) -> Result<u64> {
+    /// The due time of a write made now with `ttl`, on the store's clock
+    /// (`None` for a record that does not expire).
+    pub(crate) async fn due_for(&self, ttl: Option<Duration>) -> Result<Option<u64>> {
+        let Some(ttl) = ttl else { return Ok(None) };
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        Ok(self.store().now_ms().await?.saturating_add(ms))
+        Ok(Some(self.store().now_ms().await?.saturating_add(ms)))
     }
 
     /// Reads the record at `key` for a write: with its receipt when the

@@ -19,7 +19,7 @@ use crate::codec::record;
 use crate::engine::entity::{Entity, Facts};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, move_receipt, read_record};
 use crate::engine::page::{Cursor, ListRequest, PageRequest};
-use crate::engine::repo::{Engine, transition};
+use crate::engine::repo::{Engine, ReceiptMove, transition};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
@@ -506,7 +506,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
         };
         let mut fix = Batch::new();
         fix.equals(key, bytes);
-        transition(&mut fix, key, Some(have), Some(want), ttl, &E::all_key())?;
+        transition::<E>(
+            &mut fix,
+            key,
+            Some(have),
+            Some(want),
+            ttl,
+            ReceiptMove::Untouched,
+        )?;
         let _ = self.store().commit(fix).await?;
         Ok(())
     }

@@ -23,7 +23,7 @@ use crate::codec::key::Derived;
 use crate::engine::entity::{Entity, Facts};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, move_receipt, read_record};
 use crate::engine::maintenance::{Walk, is_member};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, transition};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, transition};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
@@ -396,7 +396,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             }
             let mut rest = owned;
             rest.claims.clear();
-            transition(&mut b, key, Some(&rest), None, None, &E::all_key())?;
+            transition::<E>(&mut b, key, Some(&rest), None, None, ReceiptMove::Untouched)?;
             if self.store().commit(b).await?.is_applied() {
                 return Ok(true);
             }

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::expiry::{Receipt, Stored, move_receipt};
+use crate::engine::expiry::{Receipt, Stored, StoredReceipt, move_receipt};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -44,34 +44,87 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for Engine<E, S> {
     }
 }
 
+/// What a write does to the expiry receipt of the record it writes (see
+/// [`expiry`](crate::engine::expiry)). [`transition`] requires one, so no
+/// write of a record can leave its receipt behind by omission.
+pub(crate) enum ReceiptMove<'a> {
+    /// Not a write of the record itself: a repair of its entries, the expiry
+    /// sweep, a purge. The caller handles the receipt.
+    Untouched,
+    /// A write of the record: the receipt stored with it (`old`, as read
+    /// in the same read as the record; `None` when there is none) gives way
+    /// to one listing the new image's entries, due at `due` (the store's
+    /// clock plus the TTL the record is written with), or to none when no
+    /// record remains or it does not expire (`due: None`). The receipt's
+    /// condition comes before the claims' conditions.
+    Record {
+        old: Option<&'a StoredReceipt>,
+        due: Option<u64>,
+    },
+}
+
+/// The conditions a [`transition`] added after the caller's own: those
+/// before `first` are the caller's and the receipt's, then one per claim.
+pub(crate) struct Checked {
+    /// The index of the first claim condition in the batch.
+    pub(crate) first: usize,
+    /// The claims conditioned on, in condition order.
+    pub(crate) claims: Vec<ClaimFact>,
+}
+
+impl Checked {
+    /// The claim whose condition is number `index` of the batch, if any.
+    pub(crate) fn claim(&self, index: usize) -> Option<&ClaimFact> {
+        index
+            .checked_sub(self.first)
+            .and_then(|i| self.claims.get(i))
+    }
+}
+
 /// The one transition behind every write: appends to `b` what moves the
 /// derived entries of the record at `owner` from the image whose facts are
 /// `old` to the one whose facts are `new` (`None`: no record), with the
-/// record's `ttl`. The caller adds the record's own condition and write.
+/// record's `ttl`, and its expiry receipt as `receipt` says. The caller adds
+/// the record's own condition and write.
 ///
+/// - the receipt moves first (a write of an expiring record: condition on
+///   the stored receipt, the new receipt and ledger entry in place of the
+///   old; see [`ReceiptMove`]);
 /// - claims `new` adds get a condition "absent or held by `owner`"; they are
-///   returned in condition order, so a failed condition maps back to its claim;
+///   returned in condition order ([`Checked`]), so a failed condition maps
+///   back to its claim;
 /// - every claim of `new` is put with `ttl` (a claim both images have is
 ///   rewritten only to renew a TTL); claims only `old` has are deleted;
 /// - collection members only `old` has are removed, those only `new` has added;
 /// - counters move by the exact net difference (`new` minus `old`), as
 ///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
 ///   cannot hold is refused, an old one is skipped (this code never added it);
-/// - the discovery member at `discovery` is added while a record exists (again
-///   on every write, which repairs drift) and removed with it.
+/// - the discovery member is added while a record exists (again on every
+///   write, which repairs drift) and removed with it.
 ///
 /// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
 /// passes the entries it found as `old` and those the record implies as `new`;
-/// the expiry sweep passes an expired write's receipt as `old`. Writes of an
-/// expiring entity also call [`move_receipt`](crate::engine::expiry::move_receipt).
-pub(crate) fn transition(
+/// the expiry sweep passes an expired write's receipt as `old`.
+pub(crate) fn transition<E: Entity>(
     b: &mut Batch,
     owner: &str,
     old: Option<&Facts>,
     new: Option<&Facts>,
     ttl: Option<Duration>,
-    discovery: &str,
-) -> Result<Vec<ClaimFact>> {
+    receipt: ReceiptMove<'_>,
+) -> Result<Checked> {
+    if let ReceiptMove::Record { old: stored, due } = receipt {
+        let next = match (new, due) {
+            (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
+            _ => None,
+        };
+        if stored.is_some() || next.is_some() {
+            move_receipt::<E>(b, owner, stored, next.as_ref())?;
+        }
+    }
+    let first = b.conditions().len();
+    let discovery = E::all_key();
+    let discovery = discovery.as_str();
     let none = Facts::default();
     let (from, to) = (old.unwrap_or(&none), new.unwrap_or(&none));
     let owner_bytes = owner.as_bytes();
@@ -138,7 +191,10 @@ pub(crate) fn transition(
     } else if old.is_some() {
         b.remove(discovery, Vec::new(), owner_bytes.to_vec());
     }
-    Ok(checked)
+    Ok(Checked {
+        first,
+        claims: checked,
+    })
 }
 
 /// A decode error of the record at `key` that a delete met, pointing to
@@ -217,14 +273,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 None => entity::encode(&key, value)?,
             };
             let ttl = E::META.ttl.map(|t| t.sample());
+            let due = self.due_for(ttl).await?;
             let mut b = Batch::new();
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
-            if let Some(t) = ttl {
-                let receipt = Receipt::new(self.due_at(t).await?, &facts);
-                move_receipt::<E>(&mut b, &key, None, Some(&receipt))?;
-            }
-            let first = b.conditions().len();
-            let checked = transition(&mut b, &key, None, Some(&facts), ttl, &E::all_key())?;
+            let receipt = ReceiptMove::Record { old: None, due };
+            let checked = transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt)?;
             match self.store.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
@@ -238,12 +291,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
                 // The receipt of an earlier record at this key, expired but
                 // not yet swept: sweep it, then create.
-                Outcome::Failed { index } if index < first => {
+                Outcome::Failed { index } if index < checked.first => {
                     Box::pin(self.expire_leftover(&key)).await?;
                     backoff(attempt).await;
                 }
                 Outcome::Failed { index } => {
-                    return match checked.get(index - first) {
+                    return match checked.claim(index) {
                         Some(claim) => Err(self.unique_violation(claim)),
                         None => Err(Error::Conflict {
                             entity: E::META.name,
@@ -281,8 +334,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .collect()
     }
 
-    /// Builds the batch that moves the stored image `old` to `new`, and the
-    /// index of its first claim condition.
+    /// Builds the batch that moves the stored image `old` to `new`, and what
+    /// its conditions guard.
     async fn update_batch(
         &self,
         key: &str,
@@ -291,18 +344,18 @@ impl<E: Entity, S: Store> Engine<E, S> {
         old: &Facts,
         new_value: &E,
         new: &Facts,
-    ) -> Result<(Batch, usize, Vec<ClaimFact>)> {
+    ) -> Result<(Batch, Checked)> {
         let bytes = entity::encode(key, new_value)?;
         let ttl = E::META.ttl.map(|t| t.sample());
+        let due = self.due_for(ttl).await?;
         let mut b = Batch::new();
         b.equals(key, old_bytes).put(key, bytes, ttl);
-        if let Some(t) = ttl {
-            let receipt = Receipt::new(self.due_at(t).await?, new);
-            move_receipt::<E>(&mut b, key, stored.receipt.as_ref(), Some(&receipt))?;
-        }
-        let first = b.conditions().len();
-        let checked = transition(&mut b, key, Some(old), Some(new), ttl, &E::all_key())?;
-        Ok((b, first, checked))
+        let receipt = ReceiptMove::Record {
+            old: stored.receipt.as_ref(),
+            due,
+        };
+        let checked = transition::<E>(&mut b, key, Some(old), Some(new), ttl, receipt)?;
+        Ok((b, checked))
     }
 
     /// Reads the record at `key`, lets `change` produce the new image, and
@@ -331,7 +384,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 });
             }
             let new = Facts::of(&new_value);
-            let (batch, first, checked) = self
+            let (batch, checked) = self
                 .update_batch(key, &stored, old_bytes, &old, &new_value, &new)
                 .await?;
             match self.store.commit(batch).await? {
@@ -339,10 +392,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(new_value);
                 }
-                Outcome::Failed { index } if index < first => backoff(attempt).await,
-                Outcome::Failed { index } => {
-                    return Err(self.unique_violation(&checked[index - first]));
-                }
+                Outcome::Failed { index } => match checked.claim(index) {
+                    Some(claim) => return Err(self.unique_violation(claim)),
+                    None => backoff(attempt).await,
+                },
             }
         }
         Err(Error::Conflict {
@@ -386,10 +439,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
             old.retain_since(stored_version);
             let mut b = Batch::new();
             b.equals(key, old_bytes).delete(key);
-            if Self::expiring() || stored.receipt.is_some() {
-                move_receipt::<E>(&mut b, key, stored.receipt.as_ref(), None)?;
-            }
-            transition(&mut b, key, Some(&old), None, None, &E::all_key())?;
+            let receipt = ReceiptMove::Record {
+                old: stored.receipt.as_ref(),
+                due: None,
+            };
+            transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
             match self.store.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;

@@ -511,3 +511,58 @@ pub async fn records_without_receipts_are_repaired<H: Harness>(h: &H) {
     assert!(members(&store, &SessionKeys::all()).await.is_empty());
     assert!(repo.verify(10).await.unwrap().is_clean());
 }
+
+/// Every write path of an expiring entity (create, upsert, create_many,
+/// modify, try_modify, update) leaves a receipt, so expiry reaches what it
+/// wrote; a key whose record expired is written again by each of them
+/// without inheriting the old entries.
+pub async fn every_write_path_keeps_receipts<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    repo.create(&session("c", "u1")).await.unwrap();
+    assert!(repo.upsert(&session("up", "u1")).await.unwrap());
+    assert!(!repo.upsert(&session("up", "u2")).await.unwrap());
+    repo.create_many(&[
+        session("m1", "u1"),
+        session("m2", "u2"),
+        session("m3", "u2"),
+    ])
+    .await
+    .unwrap();
+    repo.modify("m1", |s| s.hits += 1).await.unwrap();
+    repo.try_modify("m2", |s| {
+        s.user_id = "u1".into();
+        Ok::<(), Error>(())
+    })
+    .await
+    .unwrap();
+    let mut c = session("c", "u2");
+    c.hits = 10;
+    repo.update(&c).await.unwrap();
+    let drift = repo.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+    assert_eq!(members(&store, &ledger()).await.len(), 5);
+    assert_eq!(repo.count_per_user("u1").await.unwrap(), 2);
+    assert_eq!(repo.count_per_user("u2").await.unwrap(), 3);
+
+    h.pass(Duration::from_millis(1_300)).await;
+    // Written again after expiry, through each path, for another user.
+    assert!(repo.upsert(&session("up", "u9")).await.unwrap());
+    repo.create_many(&[session("m1", "u9")]).await.unwrap();
+    // (A write may have swept some already: one in 8 takes a sweep step.)
+    let sweep = repo.sweep_expired(100).await.unwrap();
+    assert!(!sweep.more && sweep.expired <= 3, "{sweep:?}");
+    for user in ["u1", "u2"] {
+        assert_eq!(repo.count_per_user(user).await.unwrap(), 0, "{user}");
+        assert_eq!(repo.sum_hits_per_user(user).await.unwrap(), 0, "{user}");
+        assert!(
+            members(&store, &SessionKeys::relation_user(user))
+                .await
+                .is_empty()
+        );
+    }
+    assert_eq!(repo.count_per_user("u9").await.unwrap(), 2);
+    assert_eq!(repo.count_all().await.unwrap(), 2);
+    let drift = repo.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+}

@@ -19,6 +19,7 @@ macro_rules! suite {
             writes_sweep_in_small_steps,
             concurrent_writes_keep_receipts_true,
             records_without_receipts_are_repaired,
+            every_write_path_keeps_receipts,
         );
     };
     (@each $harness:expr; $($case:ident),* $(,)?) => {$(
