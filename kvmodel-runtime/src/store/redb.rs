@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use redb::{
-    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table,
+    TableDefinition,
 };
 
 use crate::error::{Error, Result};
@@ -178,18 +179,25 @@ impl RedbStore {
         txn.open_table(KV).map_err(e("open table kv"))
     }
 
+    /// Whether collection `key` has an expiry that has passed (only looked
+    /// up once some collection has an expiry).
+    fn collection_expired(&self, txn: &ReadTransaction, key: &str, now: u64) -> Result<bool> {
+        if !self.collection_ttls.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+        let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
+        Ok(expiry.is_some_and(|exp| !live(exp.value(), now)))
+    }
+
     fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
         let now = self.clock.now_ms();
         let txn = self
             .db
             .begin_read()
             .map_err(e("begin a read transaction"))?;
-        if self.collection_ttls.load(Ordering::Acquire) {
-            let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
-            let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
-            if expiry.is_some_and(|exp| !live(exp.value(), now)) {
-                return Ok(RangeResult::default());
-            }
+        if self.collection_expired(&txn, key, now)? {
+            return Ok(RangeResult::default());
         }
         let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
         let (lo, hi) = entry_bounds(req);
@@ -232,12 +240,8 @@ impl RedbStore {
             .db
             .begin_read()
             .map_err(e("begin a read transaction"))?;
-        if self.collection_ttls.load(Ordering::Acquire) {
-            let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
-            let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
-            if expiry.is_some_and(|exp| !live(exp.value(), now)) {
-                return Ok(0);
-            }
+        if self.collection_expired(&txn, key, now)? {
+            return Ok(0);
         }
         let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
         let end = after_collection(key);
