@@ -87,6 +87,9 @@ pub use kvmodel_runtime::conformance;
 #[doc(hidden)]
 pub use kvmodel_runtime::__private;
 
+#[doc = include_str!("attributes.md")]
+pub mod attributes {}
+
 #[cfg(feature = "derive")]
 pub use kvmodel_derive::{KvEntity, KvEnum};
 
