@@ -501,11 +501,32 @@ fn check_migrations(e: &Entity, diags: &mut Diagnostics) {
     // leave records of that version unreadable. Entities without any steps
     // may still be at version > 1 if old versions were never written, but a
     // partial chain is always a mistake.
+    // Gaps are reported as ranges, walking only the declared steps, so a
+    // huge `version` costs nothing and says one thing per gap.
     if !e.migrations.is_empty() {
-        for v in 1..version {
-            if !seen.contains_key(&v) {
-                diags.error("E117", &e.version.origin, format!("migration steps must be contiguous up to version {version}, but no step goes from version {v} to {}", v + 1));
+        let mut next = 1u32;
+        let mut gaps = Vec::new();
+        for &from in seen
+            .keys()
+            .filter(|&&f| f < version)
+            .chain(std::iter::once(&version))
+        {
+            if from > next {
+                gaps.push((next, from));
             }
+            next = next.max(from.saturating_add(1));
+        }
+        for (first, end) in gaps {
+            let what = if end - first == 1 {
+                format!("no step goes from version {first} to {end}")
+            } else {
+                format!("the steps from version {first} up to version {end} are missing")
+            };
+            diags.error(
+                "E117",
+                &e.version.origin,
+                format!("migration steps must be contiguous up to version {version}, but {what}"),
+            );
         }
     }
 }
