@@ -311,6 +311,12 @@ fn accesses(e: &Entity) -> Vec<Access> {
     out
 }
 
+/// The width of an aligned column: its longest cell, but never more than a
+/// screen (longer cells overflow; a width past `u16::MAX` would not format).
+fn column_width(lengths: impl Iterator<Item = usize>) -> usize {
+    lengths.max().unwrap_or(0).min(80)
+}
+
 /// The report for a whole model.
 pub fn report(model: &Model, format: Format) -> String {
     let mut out = String::new();
@@ -337,7 +343,7 @@ pub fn report(model: &Model, format: Format) -> String {
             }
             Format::Text => {
                 out.push_str(&format!("{}\n", *e.name));
-                let w = rows.iter().map(|r| r.pattern.len()).max().unwrap_or(0);
+                let w = column_width(rows.iter().map(|r| r.pattern.len()));
                 for r in &rows {
                     out.push_str(&format!(
                         "  {:<9}  {:<w$}  e.g. {}\n             {:<w$}  {}\n",
@@ -345,7 +351,7 @@ pub fn report(model: &Model, format: Format) -> String {
                     ));
                 }
                 out.push_str("  access patterns (round trips on every backend; redb and memory make in-process calls):\n");
-                let w = acc.iter().map(|a| a.method.len()).max().unwrap_or(0);
+                let w = column_width(acc.iter().map(|a| a.method.len()));
                 for a in &acc {
                     out.push_str(&format!("    {:<w$}  {}  {}\n", a.method, a.calls, a.ops));
                 }

@@ -34,3 +34,21 @@ fn bad_input_never_panics() {
         let _ = s.render_diagnostics(false);
     }
 }
+
+#[test]
+fn huge_key_template_reports_its_keys() {
+    // A literal segment of 70,000 bytes: past any formatting width.
+    let source = format!(
+        "kvmodel: 1\nnamespace: big\nentities:\n  Thing:\n    key: \"t{}:{{id}}\"\n    fields: {{ id: string }}\n    counters: {{ total: {{}} }}\n",
+        "a".repeat(70_000)
+    );
+    let schema = kvmodel_build::load("big.yaml", &source);
+    assert!(!schema.has_errors(), "{}", schema.render_diagnostics(false));
+    for format in [
+        kvmodel_build::keys::Format::Text,
+        kvmodel_build::keys::Format::Markdown,
+    ] {
+        let report = kvmodel_build::keys::report(&schema.model, format);
+        assert!(report.contains(&"a".repeat(70_000)));
+    }
+}
