@@ -49,9 +49,10 @@ enum Command {
         /// Schema files.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
-        /// Output: a `.rs` file (one schema) or a directory (one file per schema).
+        /// Output: a `.rs` file (one schema) or a directory (one file per
+        /// schema); `-` or no `-o` prints to standard output.
         #[arg(short, long)]
-        output: PathBuf,
+        output: Option<PathBuf>,
         /// Write nothing; exit 1 if the files on disk differ from what would be written.
         #[arg(long)]
         check: bool,
@@ -129,12 +130,26 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
         .map_err(|e| usage(format_args!("cannot write output: {e}")))
 }
 
-fn generate(schemas: &[PathBuf], output: &Path, check: bool, color: bool) -> Result<(), Exit> {
+fn generate(
+    schemas: &[PathBuf],
+    output: Option<&Path>,
+    check: bool,
+    color: bool,
+) -> Result<(), Exit> {
     let loaded = load_all(schemas, color, false)?;
     let files = kvmodel_build::generate(&loaded).map_err(|e| {
         eprintln!("{e}");
         Exit(1)
     })?;
+    let Some(output) = output.filter(|o| o.as_os_str() != "-") else {
+        if check {
+            return Err(usage(format_args!(
+                "`--check` compares with files on disk; pass `-o FILE|DIR`"
+            )));
+        }
+        let text: Vec<&str> = files.iter().map(|f| f.contents.as_str()).collect();
+        return write_stdout(&text.join("\n"));
+    };
     let to_file = output.extension().is_some_and(|e| e == "rs");
     if to_file && files.len() != 1 {
         return Err(usage(format_args!(
@@ -197,7 +212,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             schemas,
             output,
             check,
-        } => generate(&schemas, &output, check, color),
+        } => generate(&schemas, output.as_deref(), check, color),
         Command::Expand { schemas } => {
             for s in load_all(&schemas, color, false)? {
                 let text = kvmodel_build::expand(&s.model).map_err(|e| {

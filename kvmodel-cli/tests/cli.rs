@@ -182,3 +182,21 @@ fn expand_and_keys_print_to_stdout() {
         2
     );
 }
+
+#[test]
+fn generate_prints_to_stdout_with_dash_or_without_output() {
+    let committed =
+        std::fs::read_to_string(repo().join("examples/src/generated/sessions.rs")).unwrap();
+    for args in [
+        &["generate", "schemas/sessions.yaml", "-o", "-"][..],
+        &["generate", "schemas/sessions.yaml"],
+    ] {
+        let o = kvmodel(args);
+        assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), committed);
+    }
+    assert!(!repo().join("-").exists(), "no file or directory named `-`");
+    let o = kvmodel(&["generate", "schemas/sessions.yaml", "--check"]);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o.stderr).contains("pass `-o FILE|DIR`"));
+}
