@@ -102,6 +102,12 @@ impl Builder {
             if self.deny_warnings && schema.has_warnings() {
                 return Err(BuildError::Schema(schema.render_diagnostics(false)));
             }
+            // Lints are not lost in a build script: Cargo shows these.
+            if std::env::var_os("CARGO").is_some() {
+                for line in schema.warning_lines() {
+                    println!("cargo:warning={line}");
+                }
+            }
             schemas.push(schema);
         }
         let files = crate::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;

@@ -63,6 +63,21 @@ impl Schema {
             .any(|d| d.severity == Severity::Warning)
     }
 
+    /// Each warning on one line (`file:line:col: warning[W…]: …`), as a
+    /// build script passes it to `cargo:warning=`.
+    pub fn warning_lines(&self) -> Vec<String> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .filter_map(|d| {
+                render(d, &self.source, false)
+                    .lines()
+                    .next()
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
     /// Every diagnostic rendered with its source line and a caret.
     pub fn render_diagnostics(&self, color: bool) -> String {
         self.diagnostics

@@ -52,3 +52,17 @@ fn huge_key_template_reports_its_keys() {
         assert!(report.contains(&"a".repeat(70_000)));
     }
 }
+
+#[test]
+fn build_scripts_get_each_warning_on_one_line() {
+    let source = "kvmodel: 1\nnamespace: app\nentities:\n  Session:\n    key: \"session:{id}\"\n    fields: { id: string }\n";
+    let schema = kvmodel_build::load("app.yaml", source);
+    assert!(!schema.has_errors());
+    let lines = schema.warning_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("app.yaml:4:3: warning[W004]: `Session` looks like short-lived data"),
+        "{}",
+        lines[0]
+    );
+}
