@@ -202,30 +202,9 @@ pub async fn odd_stored_counters_fail_the_whole_commit<H: Harness>(h: &H) {
     }
 }
 
-macro_rules! suite {
-    ($harness:expr) => {
-        suite!(@each $harness;
-            sums_reach_the_edges_exactly, overflow_writes_nothing,
-            u64_sums_beyond_i64_are_refused, odd_stored_counters_fail_the_whole_commit,
-        );
-    };
-    (@each $harness:expr; $($case:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $case() {
-            let harness = $harness.await;
-            crate::$case(&harness).await;
-        }
-    )*};
-}
-
-mod memory {
-    suite!(async { kvmodel::conformance::MemoryHarness::new() });
-}
-
-mod redb {
-    suite!(async { kvmodel::conformance::RedbHarness::new() });
-}
-
-mod redis {
-    suite!(kvmodel::conformance::RedisHarness::start());
-}
+kvmodel_runtime::on_every_backend!(
+    sums_reach_the_edges_exactly,
+    overflow_writes_nothing,
+    u64_sums_beyond_i64_are_refused,
+    odd_stored_counters_fail_the_whole_commit,
+);

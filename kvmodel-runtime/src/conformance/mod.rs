@@ -166,6 +166,42 @@ macro_rules! __conformance_each {
     )*};
 }
 
+/// Runs async test cases `async fn case<H: Harness>(h: &H)` on every
+/// backend: one `#[tokio::test]` per case in each of the modules `memory`,
+/// `redb` and `redis`, each with a fresh harness. The cases are named as they
+/// are in scope where the macro is invoked.
+///
+/// ```text
+/// kvmodel_runtime::on_every_backend!(create_writes_every_entry, delete_removes_everything);
+/// ```
+#[cfg(all(feature = "redb", feature = "redis"))]
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $crate::__on_backend!($crate::conformance::MemoryHarness::new(); $($case),*);
+        }
+        mod redb {
+            $crate::__on_backend!($crate::conformance::RedbHarness::new(); $($case),*);
+        }
+        mod redis {
+            $crate::__on_backend!($crate::conformance::RedisHarness::start().await; $($case),*);
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __on_backend {
+    ($harness:expr; $($case:ident),*) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $case() {
+            let harness = $harness;
+            super::$case(&harness).await;
+        }
+    )*};
+}
+
 /// A `redis-server` process started for tests on a free loopback port, and
 /// stopped (by its PID) when dropped. Never touches a server it did not start.
 #[cfg(feature = "redis")]

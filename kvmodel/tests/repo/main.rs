@@ -4,35 +4,21 @@
 mod cases;
 mod model;
 
-macro_rules! suite {
-    ($harness:expr) => {
-        suite!(@each $harness;
-            create_writes_every_entry, unique_conflict_leaves_nothing,
-            update_moves_claims_members_and_counters, delete_removes_everything,
-            sums_adjust_by_difference, relation_pages_in_order,
-            ttl_expires_record_claims_and_members, lazy_migration_and_since,
-            migration_from_chain, future_version_and_garbage_are_errors,
-            unique_race_has_one_winner, contended_modify_loses_nothing,
-            separators_never_collide, maintenance_migrates_verifies_and_repairs,
-        );
-    };
-    (@each $harness:expr; $($case:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $case() {
-            let harness = $harness.await;
-            crate::cases::$case(&harness).await;
-        }
-    )*};
-}
+use cases::*;
 
-mod memory {
-    suite!(async { kvmodel::conformance::MemoryHarness::new() });
-}
-
-mod redb {
-    suite!(async { kvmodel::conformance::RedbHarness::new() });
-}
-
-mod redis {
-    suite!(kvmodel::conformance::RedisHarness::start());
-}
+kvmodel_runtime::on_every_backend!(
+    create_writes_every_entry,
+    unique_conflict_leaves_nothing,
+    update_moves_claims_members_and_counters,
+    delete_removes_everything,
+    sums_adjust_by_difference,
+    relation_pages_in_order,
+    ttl_expires_record_claims_and_members,
+    lazy_migration_and_since,
+    migration_from_chain,
+    future_version_and_garbage_are_errors,
+    unique_race_has_one_winner,
+    contended_modify_loses_nothing,
+    separators_never_collide,
+    maintenance_migrates_verifies_and_repairs,
+);

@@ -7,38 +7,17 @@ mod cases;
 mod matchers;
 mod model;
 
-macro_rules! suite {
-    ($harness:expr) => {
-        suite!(@each $harness;
-            recreated_session_leaves_its_old_user,
-            stale_members_are_dropped_from_listings,
-            expiry_reaches_counters_and_collections,
-            corrupt_record_stops_nothing,
-            oversized_sum_from_old_code_is_deletable,
-            orphans_are_found_and_repaired,
-            writes_sweep_in_small_steps,
-            concurrent_writes_keep_receipts_true,
-            records_without_receipts_are_repaired,
-            every_write_path_keeps_receipts,
-        );
-    };
-    (@each $harness:expr; $($case:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $case() {
-            let harness = $harness.await;
-            crate::cases::$case(&harness).await;
-        }
-    )*};
-}
+use cases::*;
 
-mod memory {
-    suite!(async { kvmodel::conformance::MemoryHarness::new() });
-}
-
-mod redb {
-    suite!(async { kvmodel::conformance::RedbHarness::new() });
-}
-
-mod redis {
-    suite!(kvmodel::conformance::RedisHarness::start());
-}
+kvmodel_runtime::on_every_backend!(
+    recreated_session_leaves_its_old_user,
+    stale_members_are_dropped_from_listings,
+    expiry_reaches_counters_and_collections,
+    corrupt_record_stops_nothing,
+    oversized_sum_from_old_code_is_deletable,
+    orphans_are_found_and_repaired,
+    writes_sweep_in_small_steps,
+    concurrent_writes_keep_receipts_true,
+    records_without_receipts_are_repaired,
+    every_write_path_keeps_receipts,
+);
