@@ -3,6 +3,7 @@
 
 use heck::ToSnakeCase;
 use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
+use kvmodel_runtime::engine::cost::{self, Access as Cost, Shape};
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, Segment, TypeKind};
 
@@ -215,99 +216,63 @@ struct Access {
     calls: u32,
 }
 
+/// The access patterns of an entity, priced by the runtime's own table.
 fn accesses(e: &Entity) -> Vec<Access> {
-    let claims = e.indexes.iter().filter(|i| i.unique).count();
-    let members = e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1;
-    let counters = e.counters.len();
-    let write = format!("{claims} claim(s), {members} member(s), {counters} counter(s)");
-    let (absent, put, read, unchanged, moved, gone) = if e.ttl.is_some() {
-        (
-            "record and receipt absent",
-            "put record and receipt, add ledger entry",
-            "get_many of record and receipt",
-            "record and receipt unchanged",
-            "; replace receipt and ledger entry",
-            "; delete receipt and ledger entry",
-        )
-    } else {
-        (
-            "record absent",
-            "put record",
-            "get record",
-            "record unchanged",
-            "",
-            "",
-        )
+    let shape = Shape {
+        claims: e.indexes.iter().filter(|i| i.unique).count(),
+        members: e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1,
+        counters: e.counters.len(),
+        expires: e.ttl.is_some(),
+    };
+    let row = |method: String, access: Cost| Access {
+        method,
+        ops: access.operations(&shape),
+        calls: access.round_trips(),
     };
     let mut out = vec![
-        Access {
-            method: "create".into(),
-            ops: format!("commit: {absent} + claims free; {put}, add {write}"),
-            calls: 1,
-        },
-        Access {
-            method: "get".into(),
-            ops: "get record (migrated on read if older)".into(),
-            calls: 1,
-        },
-        Access {
-            method: "get_many".into(),
-            ops: "get_many (MGET on Redis)".into(),
-            calls: 1,
-        },
-        Access {
-            method: "update / modify".into(),
-            ops: format!("{read}; commit: {unchanged}; move {write}{moved}"),
-            calls: 2,
-        },
-        Access {
-            method: "delete".into(),
-            ops: format!("{read}; commit: {unchanged}; remove {write}{gone}"),
-            calls: 2,
-        },
+        row("create".into(), Cost::Create),
+        row("get".into(), Cost::Get),
+        row("get_many".into(), Cost::GetMany),
+        row("update / modify".into(), Cost::Update),
+        row("delete".into(), Cost::Delete),
     ];
     for ix in &e.indexes {
-        if ix.unique {
-            out.push(Access {
-                method: format!("find_{}", *ix.name),
-                ops: "get claim; get record".into(),
-                calls: 2,
-            });
+        out.push(if ix.unique {
+            row(format!("find_{}", *ix.name), Cost::FindUnique)
         } else {
-            out.push(Access {
-                method: format!("list_{}", *ix.name),
-                ops: "range (ZRANGEBYLEX on Redis); get_many".into(),
-                calls: 2,
-            });
-        }
+            row(format!("list_{}", *ix.name), Cost::ListCollection)
+        });
     }
     for r in &e.relations {
-        out.push(Access {
-            method: format!("list_by_{}", *r.name),
-            ops: "range (ZRANGEBYLEX on Redis); get_many".into(),
-            calls: 2,
-        });
+        out.push(row(format!("list_by_{}", *r.name), Cost::ListCollection));
     }
     for c in &e.counters {
         let m = if c.sum.is_some() { "sum" } else { "count" };
-        out.push(Access {
-            method: format!("{m}_{}", *c.name),
-            ops: "get counter".into(),
-            calls: 1,
-        });
+        out.push(row(format!("{m}_{}", *c.name), Cost::ReadCounter));
     }
-    out.push(Access {
-        method: "list_all".into(),
-        ops: "range over the discovery set; get_many".into(),
-        calls: 2,
-    });
-    if e.ttl.is_some() {
-        out.push(Access {
-            method: "sweep_expired".into(),
-            ops: "range over the ledger up to now; get_many of records and receipts; commit (per page of due entries)".into(),
-            calls: 3,
-        });
+    out.push(row("list_all".into(), Cost::ListAll));
+    if shape.expires {
+        out.push(row("sweep_expired".into(), Cost::SweepExpired));
     }
+    out
+}
+
+/// `text` broken into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out.push('\n');
     out
 }
 
@@ -359,9 +324,10 @@ pub fn report(model: &Model, format: Format) -> String {
             }
         }
     }
-    out.push_str(match format {
-        Format::Markdown => "Updates and deletes retry their read and commit when another writer changed the record meanwhile; listings add one commit when they remove entries of expired records or entries their records no longer derive; one write in 8 of an expiring entity is followed by a sweep step.\n",
-        Format::Text => "Updates and deletes retry their read and commit when another writer changed the record meanwhile;\nlistings add one commit when they remove entries of expired records or entries their records no\nlonger derive; one write in 8 of an expiring entity is followed by a sweep step.\n",
+    let footnote = cost::footnote();
+    out.push_str(&match format {
+        Format::Markdown => format!("{footnote}\n"),
+        Format::Text => wrap(&footnote, 100),
     });
     out
 }

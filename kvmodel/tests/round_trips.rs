@@ -1,62 +1,89 @@
-//! Round trips per access pattern on a real Redis server, counted by the
-//! store. These are the numbers `kvmodel keys` reports.
+//! Store calls per access pattern, counted on every backend, against the
+//! runtime's cost table: the numbers `kvmodel keys` reports. On Redis each
+//! call is one round trip, which the store's own count confirms.
 
 #[path = "repo/model.rs"]
 #[allow(dead_code, unused_imports)]
 mod model;
 
+use kvmodel::__private::Store;
 use kvmodel::PageRequest;
-use kvmodel::conformance::RedisHarness;
+use kvmodel::conformance::{CountingStore, Harness, RedisHarness};
+use kvmodel_runtime::engine::cost::Access;
 use model::*;
 
-#[tokio::test]
-async fn each_access_pattern_costs_what_is_documented() {
-    let h = RedisHarness::start().await;
-    let store = kvmodel::conformance::Harness::store(&h);
+/// Runs every access pattern of `UserRepo` once on `store`, calling
+/// `check(access, what)` after each.
+async fn each_access<S: Store>(store: CountingStore<S>, mut check: impl FnMut(Access, u64, &str)) {
     let repo = UserRepo::new(store.clone());
-    let mut measure = {
-        let store = store.clone();
-        let mut last = store.round_trips();
-        move || {
-            let now = store.round_trips();
-            let d = now - last;
-            last = now;
-            d
-        }
+    let mut last = store.calls();
+    let mut measure = |access: Access, what: &str| {
+        let now = store.calls();
+        check(access, now - last, what);
+        last = now;
     };
-    // The first commit also loads the script (EVALSHA → NOSCRIPT → SCRIPT LOAD → EVALSHA).
-    repo.create(&user(
-        "warm",
-        "warm@x.io",
-        Status::Active,
-        "2026-01-01T00:00:00Z",
-    ))
-    .await
-    .unwrap();
-    assert_eq!(measure(), 3, "first commit loads the script once");
-
-    repo.create(&user("1", "a@x.io", Status::Active, "2026-01-01T00:00:00Z"))
+    let at = "2026-01-01T00:00:00Z";
+    repo.create(&user("1", "a@x.io", Status::Active, at))
         .await
         .unwrap();
-    assert_eq!(measure(), 1, "create is one commit");
+    measure(Access::Create, "create");
+    repo.create(&user("2", "b@x.io", Status::Active, at))
+        .await
+        .unwrap();
+    measure(Access::Create, "second create");
     repo.get("1").await.unwrap();
-    assert_eq!(measure(), 1, "get is one GET");
-    repo.get_many(&["1", "warm", "none"]).await.unwrap();
-    assert_eq!(measure(), 1, "get_many is one MGET");
-    repo.find_by_email("A@x.io").await.unwrap();
-    assert_eq!(measure(), 2, "find by unique index: claim, then record");
+    measure(Access::Get, "get");
+    repo.get_many(&["1", "2", "none"]).await.unwrap();
+    measure(Access::GetMany, "get_many");
+    assert!(repo.find_by_email("A@x.io").await.unwrap().is_some());
+    measure(Access::FindUnique, "find by unique index");
     let page = repo
         .list_by_status(Status::Active, PageRequest::new(10))
         .await
         .unwrap();
     assert_eq!(page.items.len(), 2);
-    assert_eq!(measure(), 2, "a page of an ordered index: range, then MGET");
+    measure(Access::ListCollection, "a page of an ordered index");
+    assert_eq!(
+        repo.list_all(PageRequest::new(10))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    measure(Access::ListAll, "a page of list_all");
     repo.modify("1", |u| u.status = Status::Inactive)
         .await
         .unwrap();
-    assert_eq!(measure(), 2, "update: read, then one commit");
+    measure(Access::Update, "modify");
     assert_eq!(repo.count_by_status(Status::Inactive).await.unwrap(), 1);
-    assert_eq!(measure(), 1, "a counter is one GET");
+    measure(Access::ReadCounter, "a counter");
     repo.delete("1").await.unwrap();
-    assert_eq!(measure(), 2, "delete: read, then one commit");
+    measure(Access::Delete, "delete");
+}
+
+async fn matches_the_table<H: Harness>(h: &H) {
+    each_access(CountingStore::new(h.store()), |access, calls, what| {
+        assert_eq!(
+            calls,
+            u64::from(access.round_trips()),
+            "{what} on {}: store calls differ from the cost table",
+            h.store().backend()
+        );
+    })
+    .await;
+}
+
+kvmodel_runtime::on_every_backend!(matches_the_table);
+
+#[tokio::test]
+async fn redis_round_trips_are_store_calls() {
+    let h = RedisHarness::start().await;
+    let store = h.store();
+    let before = store.round_trips();
+    let counting = CountingStore::new(store.clone());
+    each_access(counting.clone(), |_, _, _| {}).await;
+    // The first commit on a connection also loads the script once
+    // (EVALSHA → NOSCRIPT → SCRIPT LOAD → EVALSHA).
+    assert_eq!(store.round_trips() - before, counting.calls() + 2);
 }

@@ -12,11 +12,13 @@
 
 mod cases;
 mod counters;
+mod counting;
 mod maintenance;
 mod sizes;
 
 pub use cases::*;
 pub use counters::*;
+pub use counting::CountingStore;
 pub use maintenance::*;
 pub use sizes::*;
 

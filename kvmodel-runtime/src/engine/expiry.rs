@@ -42,7 +42,7 @@ use crate::store::{Member, RangeRequest, Store};
 
 /// One in this many writes of an expiring entity is followed by a sweep
 /// step of [`STEP`] due entries.
-const STEP_ONE_IN: u32 = 8;
+pub(crate) const STEP_ONE_IN: u32 = 8;
 
 /// Due entries a sweep step after a write examines at most.
 const STEP: usize = 32;

@@ -4,6 +4,7 @@
 //! ([`maintenance`]).
 
 mod api;
+pub mod cost;
 pub mod entity;
 pub mod expiry;
 pub mod maintenance;

@@ -1,0 +1,76 @@
+//! A store that counts the calls made to it: the round trips an access
+//! pattern costs on a networked backend (reading the clock is not a call:
+//! every built-in backend reads it in process).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::store::{Batch, Outcome, RangeRequest, RangeResult, ScanPage, Store};
+
+/// Wraps a store and counts every call made to it.
+#[derive(Debug, Clone)]
+pub struct CountingStore<S> {
+    inner: S,
+    calls: Arc<AtomicU64>,
+}
+
+impl<S: Store> CountingStore<S> {
+    /// Counts the calls made to `inner` from now on.
+    pub fn new(inner: S) -> Self {
+        CountingStore {
+            inner,
+            calls: Arc::default(),
+        }
+    }
+
+    /// The calls made so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// The store underneath.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn call(&self) -> &S {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        &self.inner
+    }
+}
+
+impl<S: Store> Store for CountingStore<S> {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        self.call().commit(batch).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.call().get(key).await
+    }
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.call().get_many(keys).await
+    }
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        self.call().range(key, req).await
+    }
+    async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
+        self.call().time_to_live(key).await
+    }
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        self.call().collection_len(key).await
+    }
+    /// Not counted: every built-in backend reads its clock in process.
+    async fn now_ms(&self) -> Result<u64> {
+        self.inner.now_ms().await
+    }
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        self.call().scan(prefix, cursor, count).await
+    }
+    async fn counter(&self, key: &str) -> Result<i64> {
+        self.call().counter(key).await
+    }
+}
