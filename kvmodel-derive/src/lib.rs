@@ -1,6 +1,8 @@
 //! `#[derive(KvEntity)]` and `#[derive(KvEnum)]` for kvmodel: a shim over
 //! `kvmodel-codegen`, where the logic lives.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 
 /// Generates key builders (`XKeys`), a repository (`XRepo<S>`) and the

@@ -5,6 +5,7 @@
 //! Most users depend on the `kvmodel` facade, which re-exports this crate.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod codec;
 pub mod engine;

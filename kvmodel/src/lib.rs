@@ -40,6 +40,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use kvmodel_runtime::{Error, Result};
 

@@ -1,8 +1,8 @@
 //! The derive front-end: `#[kv(…)]` attributes and field types to IR.
 //!
-//! Values are read in [`value`] with the words YAML uses, and every word of
+//! Values are read in `value` with the words YAML uses, and every word of
 //! the model (encodings, time buckets, durations, names) is parsed by
-//! [`vocab`](crate::vocab), so a mistake reads the same from either
+//! [`vocab`], so a mistake reads the same from either
 //! front-end. Broken syntax stops one attribute; every other mistake is
 //! reported and parsing goes on.
 
