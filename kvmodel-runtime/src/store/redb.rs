@@ -98,23 +98,51 @@ impl RedbStore {
     }
 
     /// Opens the database with a custom clock (for TTL tests).
+    ///
+    /// A file that exists but is empty, or is not a redb database, or is
+    /// damaged so that redb cannot read it, is an error that names the
+    /// file; nothing is written to it.
     pub fn open_with_clock(path: impl AsRef<Path>, clock: impl Clock) -> Result<Self> {
         let path = path.as_ref();
-        let db = Database::create(path).map_err(|x| {
-            Error::backend(
-                "redb",
-                format!("open `{}`", path.display()),
-                redb::Error::from(x),
-            )
-        })?;
-        let txn = db.begin_write().map_err(e("begin a write transaction"))?;
-        let collection_ttls = {
-            txn.open_table(KV).map_err(e("create table kv"))?;
-            txn.open_table(MEMBERS).map_err(e("create table members"))?;
-            let ttl = txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
-            !ttl.is_empty().map_err(e("read table set_ttl"))?
+        let failed =
+            |detail: String| Error::backend("redb", format!("open `{}`", path.display()), detail);
+        // redb would start a new database in an empty file: an empty file
+        // where a store is expected is more likely a truncated store.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(failed(
+                "the file is empty, so it is not a kvmodel store (a store file is never empty): \
+                 if it was truncated, restore it from a backup; to start a new store, remove it"
+                    .into(),
+            ));
+        }
+        // A damaged file can make redb panic while it reads its pages; that
+        // panic is reported as the damage it is.
+        let opened = std::panic::catch_unwind(|| -> Result<(Database, bool)> {
+            let db =
+                Database::create(path).map_err(|x| failed(redb::Error::from(x).to_string()))?;
+            let txn = db.begin_write().map_err(e("begin a write transaction"))?;
+            let collection_ttls = {
+                txn.open_table(KV).map_err(e("create table kv"))?;
+                txn.open_table(MEMBERS).map_err(e("create table members"))?;
+                let ttl = txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
+                !ttl.is_empty().map_err(e("read table set_ttl"))?
+            };
+            txn.commit().map_err(e("commit table creation"))?;
+            Ok((db, collection_ttls))
+        });
+        let (db, collection_ttls) = match opened {
+            Ok(opened) => opened?,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("no detail");
+                return Err(failed(format!(
+                    "the file is damaged: redb could not read it ({why}); restore it from a backup"
+                )));
+            }
         };
-        txn.commit().map_err(e("commit table creation"))?;
         Ok(RedbStore {
             db: Arc::new(db),
             clock: Arc::new(clock),
