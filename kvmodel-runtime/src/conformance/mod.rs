@@ -224,7 +224,7 @@ impl RedisServer {
                 .and_then(|l| l.local_addr())
                 .expect("find a free loopback port")
                 .port();
-            if let Some(server) = Self::spawn(port) {
+            if let Some(server) = Self::spawn(port, None) {
                 return server;
             }
         }
@@ -234,31 +234,63 @@ impl RedisServer {
     /// Starts a server on `port` (one a stopped test server used, to test
     /// reconnection); panics if it does not come up.
     pub fn start_on(port: u16) -> Self {
-        Self::spawn(port).unwrap_or_else(|| panic!("redis-server did not start on port {port}"))
+        Self::spawn(port, None)
+            .unwrap_or_else(|| panic!("redis-server did not start on port {port}"))
+    }
+
+    /// Starts a durable server on `port` that keeps its data in `dir`: an
+    /// append-only file synced on every write (`appendfsync always`), which
+    /// a server started again on the same directory loads. For crash tests:
+    /// dropping the server kills it with SIGKILL. `port` 0 picks a free one.
+    pub fn start_durable(port: u16, dir: &std::path::Path) -> Self {
+        use std::net::TcpListener;
+        for _ in 0..10 {
+            let port = match port {
+                0 => TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("find a free loopback port")
+                    .port(),
+                p => p,
+            };
+            if let Some(server) = Self::spawn(port, Some(dir)) {
+                return server;
+            }
+        }
+        panic!(
+            "a durable redis-server did not start in `{}`",
+            dir.display()
+        );
     }
 
     /// A server on `port`, or `None` if it exits (the port was taken) or
-    /// does not answer within 10 s.
-    fn spawn(port: u16) -> Option<Self> {
+    /// does not answer within 10 s. With `durable`, it appends every write
+    /// to a file in that directory and syncs it before answering.
+    fn spawn(port: u16, durable: Option<&std::path::Path>) -> Option<Self> {
         use std::process::{Command, Stdio};
-        let mut child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(std::env::temp_dir())
+        let mut command = Command::new("redis-server");
+        command.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ]);
+        match durable {
+            Some(dir) => command
+                .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+                .arg(dir),
+            None => command
+                .args(["--appendonly", "no", "--dir"])
+                .arg(std::env::temp_dir()),
+        };
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // Loading a long append-only file takes a while.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
                 return None; // the port was taken meanwhile

@@ -1,0 +1,102 @@
+//! A write workload for crash tests: creates, modifies and deletes users and
+//! orders of the shop model on the store at a URL, one after another, until
+//! it is killed or a write fails. Before each write it prints `begin OP` and
+//! after it succeeds `ack OP`, flushing each line, so whoever kills it knows
+//! which writes were acknowledged and which one was in flight.
+//!
+//! ```sh
+//! crash_writer redb:/tmp/shop.redb 0        # from user 0 on, until killed
+//! ```
+
+use std::io::Write;
+
+use kvmodel::{AnyStore, Timestamp};
+use kvmodel_examples::shop::{Order, OrderRepo, User, UserRepo, UserStatus};
+
+fn user(i: u64) -> User {
+    User {
+        id: format!("u{i}"),
+        email: format!("U{i}@Example.com"),
+        name: format!("user {i}"),
+        status: UserStatus::Active,
+        age: None,
+        address: None,
+        tags: Vec::new(),
+        created_at: Timestamp::from_unix_millis(1_767_225_600_000 + i as i64 * 3_600_000)
+            .expect("a timestamp in range"),
+    }
+}
+
+fn order(i: u64) -> Order {
+    Order {
+        id: format!("o{i}"),
+        user_id: format!("u{i}"),
+        total_cents: 100 + i as i64,
+        created_at: Timestamp::from_unix_millis(1_767_225_600_000 + i as i64 * 60_000)
+            .expect("a timestamp in range"),
+    }
+}
+
+/// Prints `line` at once: the reader may kill this process right after.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Runs `write` between `begin OP` and `ack OP`; a failed write ends the
+/// workload with `fail OP: ERROR` (its outcome is unknown).
+async fn step<F: std::future::Future<Output = kvmodel::Result<()>>>(op: String, write: F) {
+    say(&format!("begin {op}"));
+    match write.await {
+        Ok(()) => say(&format!("ack {op}")),
+        Err(e) => {
+            say(&format!("fail {op}: {e}"));
+            std::process::exit(2);
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(url), Some(start)) = (args.next(), args.next()) else {
+        eprintln!("usage: crash_writer STORE_URL FIRST_USER");
+        std::process::exit(64);
+    };
+    let start: u64 = start.parse().expect("FIRST_USER is a number");
+    let store = AnyStore::open(&url).await.unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1);
+    });
+    let users = UserRepo::new(store.clone());
+    let orders = OrderRepo::new(store);
+    for i in start.. {
+        step(format!("create-user {i}"), users.create(&user(i))).await;
+        step(format!("create-order {i}"), orders.create(&order(i))).await;
+        if i > start {
+            let j = i - 1;
+            step(format!("modify-user {j}"), async {
+                users
+                    .modify(&format!("u{j}"), |u| u.status = UserStatus::Inactive)
+                    .await
+                    .map(drop)
+            })
+            .await;
+        }
+        if i >= start + 2 {
+            let j = i - 2;
+            step(format!("delete-order {j}"), async {
+                orders.delete(&format!("o{j}")).await.map(drop)
+            })
+            .await;
+        }
+        if i >= start + 3 && i % 3 == 0 {
+            let j = i - 3;
+            step(format!("delete-user {j}"), async {
+                users.delete(&format!("u{j}")).await.map(drop)
+            })
+            .await;
+        }
+    }
+}
