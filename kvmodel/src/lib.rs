@@ -42,9 +42,71 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use kvmodel_runtime::{Error, Result};
+/// Every error is one [`Error`]; match the variants a caller can act on.
+///
+/// ```
+/// # use kvmodel::{KvEntity, MemoryStore};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+/// #[kv(namespace = "app", key = "user:{id}")]
+/// pub struct User {
+///     pub id: String,
+///     #[kv(unique, normalize = "lowercase")]
+///     pub email: String,
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let users = UserRepo::new(MemoryStore::new());
+/// users.create(&User { id: "1".into(), email: "ada@example.com".into() }).await?;
+/// let again = User { id: "2".into(), email: "ADA@example.com".into() };
+/// match users.create(&again).await {
+///     Err(kvmodel::Error::UniqueViolation { index, .. }) => assert_eq!(index, "by_email"),
+///     other => panic!("expected a unique violation, got {other:?}"),
+/// }
+/// // Nothing of the refused record was written.
+/// assert!(users.get("2").await?.is_none());
+/// # Ok::<(), kvmodel::Error>(())
+/// # }).unwrap();
+/// ```
+pub use kvmodel_runtime::Error;
+pub use kvmodel_runtime::Result;
 
-pub use kvmodel_runtime::{Cursor, OrderValue, Page, PageRequest, Skipped, Unordered};
+/// A [`Page`] holds a listing's items and the cursor of the next page;
+/// pass it back with [`PageRequest::after`] until it is `None`.
+///
+/// ```
+/// # use kvmodel::{KvEntity, MemoryStore, PageRequest};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+/// #[kv(namespace = "app", key = "post:{id}")]
+/// #[kv(index(name = "by_author", fields(author), order_by = score))]
+/// pub struct Post {
+///     pub id: String,
+///     pub author: String,
+///     pub score: i64,
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let posts = PostRepo::new(MemoryStore::new());
+/// for i in 0..5 {
+///     posts.create(&Post { id: format!("p{i}"), author: "ada".into(), score: 10 - i }).await?;
+/// }
+/// let mut request = PageRequest::new(2);
+/// let mut scores = Vec::new();
+/// loop {
+///     let page = posts.list_by_author("ada", request.clone()).await?;
+///     scores.extend(page.items.iter().map(|p| p.score));
+///     match page.next {
+///         Some(cursor) => request = request.after(cursor),
+///         None => break,
+///     }
+/// }
+/// assert_eq!(scores, [6, 7, 8, 9, 10]);
+/// # Ok::<(), kvmodel::Error>(())
+/// # }).unwrap();
+/// ```
+pub use kvmodel_runtime::Page;
+pub use kvmodel_runtime::{Cursor, OrderValue, PageRequest, Skipped, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 
 #[cfg(feature = "redb")]
