@@ -24,6 +24,7 @@ mod lint;
 mod lower;
 mod node;
 mod render;
+pub mod runtime_model;
 
 use std::path::Path;
 

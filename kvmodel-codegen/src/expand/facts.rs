@@ -96,7 +96,7 @@ fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read) -> TokenStream {
     let (by_ref, v) = (r.by_ref(), r.copied());
     match &x.value {
         FieldExpr::Field(_) => quote_spanned!(span=> #p::sort_of(#by_ref)),
-        FieldExpr::Hour(_) => quote!(#p::sort_of(&#v.start_of_hour())),
+        FieldExpr::Hour(_) => quote!(#p::sort_of(&(#v).start_of_hour())),
         FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(#v))),
         FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(#v).first_of_month())),
     }

@@ -173,7 +173,9 @@ pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T>
     }
 }
 
-/// Decodes the payload as a generic value, for migration.
+/// Decodes the payload as a generic value, for migration. MessagePack byte
+/// strings (a uuid's 16 bytes) become lists of numbers, which the typed
+/// record reads back as they were.
 pub fn decode_value(key: &str, bytes: &[u8]) -> Result<(u32, serde_json::Value)> {
     match bytes.first() {
         Some(b'{') => {
@@ -181,7 +183,8 @@ pub fn decode_value(key: &str, bytes: &[u8]) -> Result<(u32, serde_json::Value)>
                 .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?;
             Ok((env.v, env.d))
         }
-        _ => rmp_serde::from_slice(bytes)
+        _ => rmp_serde::from_slice::<(u32, crate::model::Generic<false>)>(bytes)
+            .map(|(v, crate::model::Generic(value))| (v, value))
             .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e)),
     }
 }

@@ -1,0 +1,229 @@
+//! Lowers a checked model to the runtime's plain-data [`Model`], which
+//! maintenance tools use to read a store through a schema file.
+
+use kvmodel_codegen::ir::{self, FieldType, TypeKind};
+use kvmodel_runtime::__private::{Encoding, Ttl};
+use kvmodel_runtime::Timestamp;
+use kvmodel_runtime::model::{
+    CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
+    Segment, StepModel, StructModel, TypeModel,
+};
+
+/// Why a model cannot be lowered: it names a type no schema declares (the
+/// derive's own Rust types), or it has no namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LowerError(pub String);
+
+impl std::fmt::Display for LowerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+/// The run-time model of a checked schema: every entity with a key, its
+/// named types resolved.
+///
+/// ```
+/// let schema = kvmodel_build::load("s.yaml", "kvmodel: 1\nnamespace: shop\nentities:\n  User:\n    key: \"user:{id}\"\n    fields: { id: string }\n");
+/// let model = kvmodel_build::runtime_model::lower(&schema.model).unwrap();
+/// assert_eq!(model.entity("User").unwrap().key_space(), "user");
+/// ```
+pub fn lower(model: &ir::Model) -> Result<Model, LowerError> {
+    let mut namespace = String::new();
+    let mut entities = Vec::new();
+    for e in &model.entities {
+        let Some(key) = &e.key else { continue };
+        let ns = e
+            .namespace
+            .as_ref()
+            .map(|n| n.value.clone())
+            .ok_or_else(|| LowerError(format!("the entity `{}` has no namespace", *e.name)))?;
+        if namespace.is_empty() {
+            namespace = ns.clone();
+        }
+        entities.push(entity(model, e, key, ns)?);
+    }
+    Ok(Model {
+        namespace,
+        entities,
+    })
+}
+
+fn entity(
+    model: &ir::Model,
+    e: &ir::Entity,
+    key: &ir::KeyTemplate,
+    namespace: String,
+) -> Result<EntityModel, LowerError> {
+    let segments = key
+        .segments
+        .iter()
+        .map(|s| match s {
+            ir::Segment::Literal(l) => Segment::Literal(l.clone()),
+            ir::Segment::Field(f) => Segment::Field(f.clone()),
+        })
+        .collect();
+    let mut out = EntityModel::new(&e.name, &namespace, segments);
+    out.version = e.version.value;
+    out.encoding = match e.encoding.value {
+        ir::Encoding::Json => Encoding::Json,
+        ir::Encoding::MsgPack => Encoding::MsgPack,
+    };
+    out.ttl = e.ttl.as_ref().map(|t| Ttl {
+        after_ms: t.after_ms.value,
+        jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
+    });
+    out.colocate = e.colocate.as_ref().map(|c| c.value.clone());
+    out.fields = fields(model, &e.fields, &mut Vec::new())?;
+    out.indexes = e
+        .indexes
+        .iter()
+        .map(|ix| IndexModel {
+            name: ix.name.value.clone(),
+            fields: ix.fields.iter().map(|f| f.value.clone()).collect(),
+            unique: ix.unique,
+            lowercase: ix.normalize.is_some(),
+            order_by: ix.order_by.as_ref().map(|o| expr(&o.value)),
+            since: ix.since.value,
+        })
+        .collect();
+    out.relations = e
+        .relations
+        .iter()
+        .map(|r| RelationModel {
+            name: r.name.value.clone(),
+            belongs_to: r.belongs_to.value.clone(),
+            by: r.by.value.clone(),
+            order_by: r.order_by.as_ref().map(|o| expr(&o.value)),
+            since: r.since.value,
+        })
+        .collect();
+    out.counters = e
+        .counters
+        .iter()
+        .map(|c| CounterModel {
+            name: c.name.value.clone(),
+            group_by: c.group_by.iter().map(|g| expr(&g.value)).collect(),
+            sum: c.sum.as_ref().map(|s| s.value.clone()),
+            since: c.since.value,
+        })
+        .collect();
+    out.migrations = e
+        .migrations
+        .iter()
+        .map(|m| StepModel {
+            from: m.from.value,
+            rename: m
+                .rename
+                .iter()
+                .map(|(a, b)| (a.value.clone(), b.value.clone()))
+                .collect(),
+            add: m
+                .add
+                .iter()
+                .map(|(f, v)| (f.value.clone(), v.value.clone()))
+                .collect(),
+            remove: m.remove.iter().map(|f| f.value.clone()).collect(),
+        })
+        .collect();
+    if e.migrate_from.is_some() {
+        return Err(LowerError(format!(
+            "the entity `{}` migrates through a Rust `From` conversion, which only its \
+             generated code can run",
+            *e.name
+        )));
+    }
+    Ok(out)
+}
+
+fn expr(x: &ir::FieldExpr) -> FieldExpr {
+    match x {
+        ir::FieldExpr::Field(f) => FieldExpr::Field(f.clone()),
+        ir::FieldExpr::Hour(f) => FieldExpr::Hour(f.clone()),
+        ir::FieldExpr::Day(f) => FieldExpr::Day(f.clone()),
+        ir::FieldExpr::Month(f) => FieldExpr::Month(f.clone()),
+    }
+}
+
+/// The fields of an entity or struct; `path` holds the named structs being
+/// resolved, so a struct that contains itself is an error, not a loop.
+fn fields(
+    model: &ir::Model,
+    fields: &[ir::Field],
+    path: &mut Vec<String>,
+) -> Result<Vec<FieldModel>, LowerError> {
+    fields
+        .iter()
+        .map(|f| {
+            let ty = ty(model, &f.ty.value, path)?;
+            let default = match &f.default {
+                Some(d) => Some(default_value(&ty, &d.value)),
+                None => None,
+            };
+            Ok(FieldModel {
+                name: f.name.value.clone(),
+                ty,
+                optional: f.optional,
+                default,
+            })
+        })
+        .collect()
+}
+
+/// A schema default as the record holds it (a timestamp in its canonical
+/// text).
+fn default_value(ty: &TypeModel, v: &serde_json::Value) -> serde_json::Value {
+    match (ty, v) {
+        (TypeModel::Timestamp, serde_json::Value::String(s)) => s
+            .parse::<Timestamp>()
+            .map_or_else(|_| v.clone(), |t| serde_json::Value::String(t.to_string())),
+        _ => v.clone(),
+    }
+}
+
+fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeModel, LowerError> {
+    Ok(match t {
+        FieldType::String => TypeModel::String,
+        FieldType::Bool => TypeModel::Bool,
+        FieldType::I32 => TypeModel::I32,
+        FieldType::I64 => TypeModel::I64,
+        FieldType::U32 => TypeModel::U32,
+        FieldType::U64 => TypeModel::U64,
+        FieldType::F64 => TypeModel::F64,
+        FieldType::Bytes => TypeModel::Bytes,
+        FieldType::Timestamp => TypeModel::Timestamp,
+        FieldType::Date => TypeModel::Date,
+        FieldType::Uuid => TypeModel::Uuid,
+        FieldType::List(item) => TypeModel::List(Box::new(ty(model, item, path)?)),
+        FieldType::Map(item) => TypeModel::Map(Box::new(ty(model, item, path)?)),
+        FieldType::Named(n) => {
+            let name = n.to_string();
+            let def = model
+                .types
+                .iter()
+                .find(|d| *d.name == name)
+                .ok_or_else(|| {
+                    LowerError(format!(
+                        "the type `{name}` is not declared under `types:`, so its stored form is unknown"
+                    ))
+                })?;
+            match &def.kind {
+                TypeKind::Enum(variants) => TypeModel::Enum(EnumModel {
+                    name,
+                    variants: variants.iter().map(|v| v.value.clone()).collect(),
+                }),
+                TypeKind::Struct(fs) => {
+                    if path.contains(&name) {
+                        return Err(LowerError(format!("the type `{name}` contains itself")));
+                    }
+                    path.push(name.clone());
+                    let fields = fields(model, fs, path)?;
+                    path.pop();
+                    TypeModel::Struct(StructModel { name, fields })
+                }
+            }
+        }
+    })
+}
