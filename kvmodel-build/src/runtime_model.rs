@@ -158,10 +158,7 @@ fn fields(
         .iter()
         .map(|f| {
             let ty = ty(model, &f.ty.value, path)?;
-            let default = match &f.default {
-                Some(d) => Some(default_value(&ty, &d.value)),
-                None => None,
-            };
+            let default = f.default.as_ref().map(|d| default_value(&ty, &d.value));
             Ok(FieldModel {
                 name: f.name.value.clone(),
                 ty,
