@@ -25,6 +25,7 @@ enum Guard {
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Whether a record is stored at `key` (one read; an expired record is
     /// absent).
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "exists", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn exists(&self, key: &str) -> Result<bool> {
         Ok(self.store().get(key).await?.is_some())
     }
@@ -32,6 +33,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// The number of records: the size of the discovery set, one cheap read
     /// ([`Store::collection_len`]). For an entity with a TTL it also counts
     /// records that expired and that no sweep or listing has removed yet.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "count_all", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn count_all(&self) -> Result<i64> {
         let n = self.store().collection_len(&E::all_key()).await?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
@@ -41,6 +43,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// claims, collection members and counters move in the same commit.
     /// Returns `true` when it created the record. Retries while other
     /// writers change the record, then fails with [`Error::Conflict`].
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "upsert", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn upsert(&self, value: &E) -> Result<bool> {
         let key = value.record_key();
         let bytes = entity::encode(&key, value)?;
@@ -72,7 +75,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 due,
             };
             let checked = transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
-            match self.store().commit(b).await? {
+            match self.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
                     return Ok(old.is_none());
@@ -94,6 +97,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// returns an error, which comes back as is, with nothing written.
     /// Store errors come back converted into `X`. `f` may run more than
     /// once (optimistic retry).
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "try_modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn try_modify<X>(
         &self,
         key: &str,
@@ -126,6 +130,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// whose key is stored (or repeated in `values`), or whose unique value
     /// is taken (or repeated), fails the whole batch with [`Error::Bulk`]
     /// naming it.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create_many", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn create_many(&self, values: &[E]) -> Result<()> {
         if values.is_empty() {
             return Ok(());
@@ -189,7 +194,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             }
             guards.extend(checked.claims.into_iter().map(|c| Guard::Claim(index, c)));
         }
-        let failed = match self.store().commit(b).await? {
+        let failed = match self.commit(b).await? {
             Outcome::Applied => {
                 self.sweep_step().await;
                 return Ok(None);

@@ -321,7 +321,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     ) -> Result<bool> {
         let mut b = Batch::new();
         expire_ops::<E>(&mut b, key, bytes, receipt)?;
-        Ok(self.store().commit(b).await?.is_applied())
+        Ok(self.commit(b).await?.is_applied())
     }
 
     /// A sweep step after a write of an expiring entity: one in
@@ -341,6 +341,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// in conditional commits. After a sweep that returns `more: false`,
     /// the counters of the entity equal its live records and no collection
     /// holds an expired member.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "sweep_expired", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn sweep_expired(&self, limit: usize) -> Result<Sweep> {
         let mut out = Sweep::default();
         let now = self.store().now_ms().await?;
@@ -425,14 +426,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 all.op(op.clone());
             }
         }
-        if let Ok(Outcome::Applied) = self.store().commit(all).await {
+        if let Ok(Outcome::Applied) = self.commit(all).await {
             out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
             return Ok(());
         }
         // Something changed meanwhile (or one entry cannot be applied): each
         // on its own, so the others go through.
         for (b, expires) in plans {
-            match self.store().commit(b).await {
+            match self.commit(b).await {
                 Ok(Outcome::Applied) if expires => out.expired += 1,
                 Ok(_) => {}
                 Err(e @ Error::InvalidBatch { .. }) => {

@@ -145,6 +145,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// version is rewritten through `update` semantics, so indexes and
     /// counters introduced since (`since: N`) are filled in. Records that
     /// cannot be read are reported in [`Progress::skipped`].
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "migrate_page", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn migrate_page(&self, page: PageRequest, progress: &mut Progress) -> Result<()> {
         let (all, page) = (E::all_key(), ListRequest::from(page));
         let range = self.store().range(&all, page.range(&all)?).await?;
@@ -183,6 +184,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Migrates every record, `page_size` at a time, reporting progress
     /// after each page. Resume an interrupted run with `migrate_from`.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "migrate_all", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn migrate_all(
         &self,
         page_size: usize,
@@ -192,6 +194,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Migrates every record from `cursor` on (a [`Progress::next`]).
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "migrate_from", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn migrate_from(
         &self,
         cursor: Option<Cursor>,
@@ -218,6 +221,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// Recomputes every claim, collection member and counter from the
     /// records, looks for derived entries no record implies, and reports
     /// what is out of step. Writes nothing.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "verify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn verify(&self, page_size: usize) -> Result<Drift> {
         self.walk(page_size, false).await
     }
@@ -230,6 +234,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// counter no record contributes to is deleted). Claims held by another
     /// record are reported, never taken; undecodable records are reported
     /// and left for `purge`.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "reconcile", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn reconcile(&self, page_size: usize) -> Result<Drift> {
         loop {
             let sweep = self.sweep_expired(10_000).await?;
@@ -379,7 +384,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         b.absent(E::receipt_key(key));
                     }
                     b.remove(E::all_key(), Vec::new(), key.as_bytes().to_vec());
-                    let _ = self.store().commit(b).await?;
+                    let _ = self.commit(b).await?;
                 }
             }
         }
@@ -445,7 +450,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let mut b = Batch::new();
         b.equals(key, bytes.to_vec());
         move_receipt::<E>(&mut b, key, old, Some(&receipt))?;
-        let _ = self.store().commit(b).await?;
+        let _ = self.commit(b).await?;
         Ok(())
     }
 
@@ -473,7 +478,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 } else {
                     b.incr_wide(&key, want - i128::from(actual));
                 }
-                let _ = store.commit(b).await?;
+                let _ = self.commit(b).await?;
             }
             walk.drift.counters.push(CounterDrift {
                 key,
@@ -514,7 +519,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             ttl,
             ReceiptMove::Untouched,
         )?;
-        let _ = self.store().commit(fix).await?;
+        let _ = self.commit(fix).await?;
         Ok(())
     }
 }

@@ -12,5 +12,7 @@ pub mod orphans;
 pub mod page;
 pub mod repo;
 pub mod skipped;
+#[cfg(feature = "tracing")]
+pub mod trace;
 
 pub use repo::{Engine, MAX_ATTEMPTS};

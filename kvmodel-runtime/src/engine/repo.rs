@@ -228,6 +228,8 @@ fn entry(m: &MemberFact) -> (&str, &[u8]) {
 pub(crate) async fn backoff(attempt: u32) {
     let cap_us = 1_000u64 << attempt.min(6);
     let wait = std::time::Duration::from_micros(fastrand::u64(0..=cap_us));
+    #[cfg(feature = "tracing")]
+    crate::engine::trace::retry(attempt, wait);
     if tokio::runtime::Handle::try_current().is_ok() {
         tokio::time::sleep(wait).await;
     } else {
@@ -236,6 +238,19 @@ pub(crate) async fn backoff(attempt: u32) {
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
+    /// Commits `batch` to the store: every commit of the engine goes
+    /// through here, so each one is traced.
+    pub(crate) async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        #[cfg(feature = "tracing")]
+        let summary = crate::engine::trace::CommitSummary::of(&batch);
+        let outcome = self.store.commit(batch).await;
+        #[cfg(feature = "tracing")]
+        if let Some(summary) = summary {
+            summary.record(self.store.backend(), &outcome);
+        }
+        outcome
+    }
+
     /// An engine on `store`.
     pub fn new(store: S) -> Self {
         Engine {
@@ -263,6 +278,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Stores a new record with all its derived entries, in one commit.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         let facts = Facts::of(value);
@@ -278,7 +294,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             let receipt = ReceiptMove::Record { old: None, due };
             let checked = transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt)?;
-            match self.store.commit(b).await? {
+            match self.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
                     return Ok(());
@@ -315,6 +331,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Reads the record at `key`, migrating it if it is older.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "get", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn get(&self, key: &str) -> Result<Option<E>> {
         match self.store.get(key).await? {
             Some(bytes) => Ok(Some(entity::decode_at(key, &bytes)?.1)),
@@ -323,6 +340,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Reads many records in one round trip, in order.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "get_many", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn get_many(&self, keys: Vec<String>) -> Result<Vec<Option<E>>> {
         let values = self.store.get_many(&keys).await?;
         keys.iter()
@@ -387,7 +405,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let (batch, checked) = self
                 .update_batch(key, &stored, old_bytes, &old, &new_value, &new)
                 .await?;
-            match self.store.commit(batch).await? {
+            match self.commit(batch).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
                     return Ok(new_value);
@@ -406,6 +424,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Replaces a stored record; indexes and counters move atomically.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "update", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn update(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         self.read_modify_write(&key, |_| Ok(value.clone())).await?;
@@ -413,6 +432,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Read-modify-write with optimistic retry; `f` may run more than once.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn modify(&self, key: &str, mut f: impl FnMut(&mut E) + Send) -> Result<E> {
         self.read_modify_write(key, |mut v| {
             f(&mut v);
@@ -423,6 +443,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Deletes a record and every derived entry; `false` if it did not exist.
     /// A record that cannot be decoded is an error pointing to `purge`.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
         for attempt in 0..MAX_ATTEMPTS {
             let mut stored = self.read_stored(key).await?;
@@ -444,7 +465,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 due: None,
             };
             transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
-            match self.store.commit(b).await? {
+            match self.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
                     return Ok(true);
@@ -461,6 +482,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Looks a record up through the unique claim `claim_key` of index
     /// `index` (two reads: claim, record).
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "find_unique", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn find_unique(&self, index: &str, claim_key: &str) -> Result<Option<E>> {
         let Some(owner) = self.store.get(claim_key).await? else {
             return Ok(None);
@@ -487,6 +509,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// again meanwhile keeps its entry). A record that cannot be decoded is
     /// reported in [`Page::skipped`] and the listing goes on. A cursor of
     /// another listing is refused.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
         let range = self
             .store
@@ -531,7 +554,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         if !sweep.is_empty() {
             // Conditional: a record written again meanwhile keeps its entry.
-            let _ = self.store.commit(sweep).await?;
+            let _ = self.commit(sweep).await?;
         }
         Ok(Page {
             items,
@@ -541,11 +564,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// A page of every record of the entity (the discovery set, never a scan).
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list_all", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn list_all(&self, page: PageRequest) -> Result<Page<E>> {
         self.list(&E::all_key(), page.into()).await
     }
 
     /// The counter at `key`.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "count", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn count(&self, key: &str) -> Result<i64> {
         self.store.counter(key).await
     }
