@@ -110,7 +110,7 @@ fn line_col(o: &Origin) -> (u32, u32) {
 pub fn load(file: &str, source: &str) -> Schema {
     let loc = node::Locator::new(file);
     let mut diags = Diagnostics::new();
-    let model = match serde_saphyr::from_str::<serde_saphyr::Spanned<node::Value>>(source) {
+    let model = match node::parse(source, &loc, &mut diags) {
         Ok(doc) => {
             let mut lower = lower::Lower {
                 loc: loc.clone(),
@@ -128,26 +128,7 @@ pub fn load(file: &str, source: &str) -> Schema {
         }
         Err(e) => {
             let origin = e.location().map_or_else(|| loc.start(), |l| loc.loc(&l));
-            let text = e.to_string();
-            // The text is `error: line L column C: MESSAGE` and a snippet of
-            // saphyr's own; keep the sentence and drop parser-specific advice.
-            let first = text.lines().next().unwrap_or_default();
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            let message = match first.split_once(": ") {
-                Some((head, rest)) if head.starts_with("line ") => rest,
-                _ => first,
-            };
-            let message = message
-                .split(", set DuplicateKeyPolicy")
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_owned();
-            diags.error(
-                "E000",
-                &origin,
-                format!("the file is not valid YAML: {message}"),
-            );
+            diags.error("E000", &origin, node::syntax_error(&e));
             Model::default()
         }
     };

@@ -1,7 +1,8 @@
 //! The model IR, checks and code generation of kvmodel.
 //!
 //! Two front-ends build one [`ir::Model`]: the derive ([`attr`]) and the YAML
-//! schema reader (in `kvmodel-build`). Both read the words of a model
+//! schema reader (in `kvmodel-build`). Both build one located [`value`] tree
+//! and read the words of a model
 //! (encodings, field types, time buckets, durations, names) through
 //! [`vocab`]; [`check`] holds every cross-field rule; [`expand`] emits the
 //! impls, repositories and key builders.
@@ -16,6 +17,7 @@ pub mod ir;
 pub mod origin;
 pub mod syntax;
 pub mod template;
+pub mod value;
 pub mod vocab;
 
 pub use origin::{Diagnostic, Diagnostics, Origin, Severity, Sp};

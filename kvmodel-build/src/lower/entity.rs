@@ -1,8 +1,6 @@
 //! Lowering of one entity: key, version, encoding, TTL, fields, indexes,
 //! counters, relations and migration steps.
 
-use serde_saphyr::Spanned;
-
 use kvmodel_codegen::ir::{
     Counter, Entity, Field, Index, KeyTemplate, Migration, Relation, Ttl, TypeDef, default_since,
 };
@@ -10,17 +8,17 @@ use kvmodel_codegen::origin::{Diagnostic, Sp};
 use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};
 
 use super::{ENTITY_KEYS, Lower, Node, TTL_KEYS, described};
-use crate::node::Value;
+use kvmodel_codegen::value::Value;
 
 impl Lower<'_> {
     pub(super) fn entity(
         &mut self,
-        name: &Spanned<String>,
+        name: &Sp<String>,
         body: &Node,
         namespace: Option<Sp<String>>,
         types: &[TypeDef],
     ) -> Option<Entity> {
-        let origin = self.loc.at(name);
+        let origin = name.origin.clone();
         self.rule(vocab::upper_camel_case("entity", &name.value), &origin);
         let vis = syn::parse_quote!(pub);
         let mut e = Entity::new(Sp::new(name.value.clone(), origin.clone()), vis);
@@ -28,22 +26,22 @@ impl Lower<'_> {
         let what = format!("entity `{}`", name.value);
         for (k, v) in self.entries(body, ENTITY_KEYS, &what) {
             match k.value.as_str() {
-                "description" => e.description = self.description(v),
+                "description" => e.description = self.read().description(v),
                 "key" => {
-                    e.key = self.string(v, "`key`").map(KeyTemplate::new);
+                    e.key = self.read().string(v, "`key`").map(KeyTemplate::new);
                 }
                 "version" => {
-                    if let Some(n) = self.version(v, "`version`") {
+                    if let Some(n) = self.read().version(v, "`version`") {
                         e.version = n;
                     }
                 }
                 "encoding" => {
-                    if let Some(enc) = self.word(v, "`encoding`") {
+                    if let Some(enc) = self.read().word(v, "`encoding`") {
                         e.encoding = enc;
                     }
                 }
                 "ttl" => e.ttl = self.ttl(v),
-                "colocate" => e.colocate = self.name(v, "`colocate`"),
+                "colocate" => e.colocate = self.read().name(v, "`colocate`"),
                 "fields" => e.fields = self.fields(v, types),
                 "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
@@ -79,15 +77,14 @@ impl Lower<'_> {
             return Vec::new();
         };
         list.iter()
-            .filter_map(|(name, body)| {
-                let name = Sp::new(name.value.clone(), self.loc.at(name));
-                f(self, name, body)
-            })
+            .filter_map(|(name, body)| f(self, name.clone(), body))
             .collect()
     }
 
     fn since(&mut self, v: &Node) -> Sp<u32> {
-        self.version(v, "`since`").unwrap_or_else(default_since)
+        self.read()
+            .version(v, "`since`")
+            .unwrap_or_else(default_since)
     }
 
     fn index(&mut self, name: Sp<String>, body: &Node) -> Option<Index> {
@@ -95,13 +92,13 @@ impl Lower<'_> {
         let what = format!("index `{}`", *ix.name);
         for (k, v) in self.entries(body, &described(INDEX_KEYS), &what) {
             match k.value.as_str() {
-                "description" => ix.description = self.description(v),
+                "description" => ix.description = self.read().description(v),
                 "fields" => {
-                    ix.fields = self.string_list(v, "`fields`");
+                    ix.fields = self.read().names(v, "`fields`");
                 }
-                "unique" => ix.unique = self.boolean(v, "`unique`").unwrap_or(false),
-                "normalize" => ix.normalize = self.word(v, "`normalize`"),
-                "order_by" => ix.order_by = self.field_expr(v, "`order_by`"),
+                "unique" => ix.unique = self.read().boolean(v, "`unique`").unwrap_or(false),
+                "normalize" => ix.normalize = self.read().word(v, "`normalize`"),
+                "order_by" => ix.order_by = self.read().field_expr(v, "`order_by`"),
                 "since" => ix.since = self.since(v),
                 _ => {}
             }
@@ -114,18 +111,18 @@ impl Lower<'_> {
         let what = format!("counter `{}`", *c.name);
         for (k, v) in self.entries(body, &described(COUNTER_KEYS), &what) {
             match k.value.as_str() {
-                "description" => c.description = self.description(v),
+                "description" => c.description = self.read().description(v),
                 "group_by" => {
                     let items: Vec<&Node> = match &v.value {
-                        Value::Seq(items) => items.iter().collect(),
+                        Value::List(items) => items.iter().collect(),
                         _ => vec![v],
                     };
                     c.group_by = items
                         .into_iter()
-                        .filter_map(|i| self.field_expr(i, "`group_by`"))
+                        .filter_map(|i| self.read().field_expr(i, "`group_by`"))
                         .collect();
                 }
-                "sum" => c.sum = self.name(v, "`sum`"),
+                "sum" => c.sum = self.read().name(v, "`sum`"),
                 "since" => c.since = self.since(v),
                 _ => {}
             }
@@ -139,10 +136,10 @@ impl Lower<'_> {
         let mut description = None;
         for (k, v) in self.entries(body, &described(RELATION_KEYS), &what) {
             match k.value.as_str() {
-                "description" => description = self.description(v),
-                "belongs_to" => belongs_to = self.name(v, "`belongs_to`"),
-                "by" => by = self.name(v, "`by`"),
-                "order_by" => order_by = self.field_expr(v, "`order_by`"),
+                "description" => description = self.read().description(v),
+                "belongs_to" => belongs_to = self.read().name(v, "`belongs_to`"),
+                "by" => by = self.read().name(v, "`by`"),
+                "order_by" => order_by = self.read().field_expr(v, "`order_by`"),
                 "since" => since = self.since(v),
                 _ => {}
             }
@@ -160,13 +157,13 @@ impl Lower<'_> {
 
     fn ttl(&mut self, n: &Node) -> Option<Ttl> {
         let (after, jitter) = match &n.value {
-            Value::Str(_) => (self.string(n, "`ttl`"), None),
+            Value::Str(_) | Value::Plain { .. } => (self.read().string(n, "`ttl`"), None),
             _ => {
                 let (mut after, mut jitter) = (None, None);
                 for (k, v) in self.entries(n, TTL_KEYS, "`ttl`") {
                     match k.value.as_str() {
-                        "after" => after = self.string(v, "`ttl.after`"),
-                        "jitter" => jitter = self.string(v, "`ttl.jitter`"),
+                        "after" => after = self.read().string(v, "`ttl.after`"),
+                        "jitter" => jitter = self.read().string(v, "`ttl.jitter`"),
                         _ => {}
                     }
                 }
@@ -174,7 +171,7 @@ impl Lower<'_> {
             }
         };
         let Some(after) = after else {
-            let at = self.loc.at(n);
+            let at = n.origin.clone();
             let m = vocab::missing(
                 "`ttl`",
                 "`after`, the duration, such as `ttl: { after: 30m, jitter: 10% }`",
@@ -186,27 +183,26 @@ impl Lower<'_> {
     }
 
     fn migrations(&mut self, n: &Node, fields: &[Field], types: &[TypeDef]) -> Vec<Migration> {
-        let Value::Seq(items) = &n.value else {
+        let Value::List(items) = &n.value else {
             self.wrong(n, "a list of migration steps");
             return Vec::new();
         };
         let mut out = Vec::new();
         for item in items {
-            let origin = self.loc.at(item);
+            let origin = item.origin.clone();
             let mut m = Migration::new(default_since(), origin.clone());
             let (mut from, mut has_from) = (None, false);
             for (k, v) in self.entries(item, MIGRATION_KEYS, "a migration step") {
                 match k.value.as_str() {
                     "from" => {
                         has_from = true;
-                        from = self.version(v, "`from`");
+                        from = self.read().version(v, "`from`");
                     }
                     "rename" => {
                         if let Value::Map(pairs) = &v.value {
                             for (old, new) in pairs {
-                                if let Some(new) = self.name(new, "the new field name") {
-                                    m.rename
-                                        .push((Sp::new(old.value.clone(), self.loc.at(old)), new));
+                                if let Some(new) = self.read().name(new, "the new field name") {
+                                    m.rename.push((old.clone(), new));
                                 }
                             }
                         } else {
@@ -216,27 +212,25 @@ impl Lower<'_> {
                     "add" => {
                         if let Value::Map(pairs) = &v.value {
                             for (f, val) in pairs {
-                                let at = self.loc.at(val);
-                                if let Some(field) = fields.iter().find(|x| *x.name == f.value) {
-                                    self.check_value(
-                                        &val.value,
+                                let what = format!("the value added for `{}`", f.value);
+                                let value = match fields.iter().find(|x| *x.name == f.value) {
+                                    Some(field) => self.typed_value(
+                                        val,
                                         &field.ty,
                                         field.optional,
                                         types,
-                                        &at,
-                                        &format!("the value added for `{}`", f.value),
-                                    );
-                                }
-                                m.add.push((
-                                    Sp::new(f.value.clone(), self.loc.at(f)),
-                                    Sp::new(val.value.to_json(), at),
-                                ));
+                                        &what,
+                                    ),
+                                    None => kvmodel_codegen::value::to_json(val)
+                                        .unwrap_or(serde_json::Value::Null),
+                                };
+                                m.add.push((f.clone(), Sp::new(value, val.origin.clone())));
                             }
                         } else {
                             self.wrong(v, "a mapping `field: value`");
                         }
                     }
-                    "remove" => m.remove = self.string_list(v, "`remove`"),
+                    "remove" => m.remove = self.read().names(v, "`remove`"),
                     _ => {}
                 }
             }

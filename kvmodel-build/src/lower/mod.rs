@@ -5,15 +5,15 @@
 
 mod entity;
 
-use serde_saphyr::Spanned;
-
-use kvmodel_codegen::ir::{Field, FieldExpr, FieldType, Model, TypeDef, TypeKind};
+use kvmodel_codegen::ir::{Field, FieldType, Model, TypeDef, TypeKind};
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use kvmodel_codegen::vocab::{self, Mistake};
 
-use crate::node::{Locator, Value};
+use kvmodel_codegen::value::{Reader, Value};
 
-type Node = Spanned<Value>;
+use crate::node::Locator;
+
+type Node = Sp<Value>;
 
 const TOP_KEYS: &[&str] = &["kvmodel", "namespace", "entities", "types"];
 const ENTITY_KEYS: &[&str] = &[
@@ -62,8 +62,12 @@ impl Lower<'_> {
     }
 
     pub(super) fn wrong(&mut self, n: &Node, expected: &str) {
-        let at = self.loc.at(n);
-        self.report(vocab::wrong_kind(expected, n.value.kind()), &at);
+        self.report(vocab::wrong_kind(expected, n.value.kind()), &n.origin);
+    }
+
+    /// The shared reader of values, reporting here.
+    pub(super) fn read(&mut self) -> Reader<'_> {
+        Reader { diags: self.diags }
     }
 
     /// The entries of a mapping whose keys are in `known`; others are reported.
@@ -72,16 +76,15 @@ impl Lower<'_> {
         n: &'n Node,
         known: &[&str],
         what: &str,
-    ) -> Vec<(&'n Spanned<String>, &'n Node)> {
-        match &n.value {
+    ) -> Vec<(&'n Sp<String>, &'n Node)> {
+        match n.value.typed() {
             Value::Map(entries) => {
                 let mut out = Vec::new();
                 for (k, v) in entries {
                     if known.contains(&k.value.as_str()) {
                         out.push((k, v));
                     } else {
-                        let at = self.loc.at(k);
-                        self.report(vocab::unknown_key(&k.value, what, known), &at);
+                        self.report(vocab::unknown_key(&k.value, what, known), &k.origin);
                     }
                 }
                 out
@@ -94,90 +97,6 @@ impl Lower<'_> {
         }
     }
 
-    pub(super) fn string(&mut self, n: &Node, what: &str) -> Option<Sp<String>> {
-        self.text(n, "a string", what)
-    }
-
-    /// A name of something in the model (a field, an entity).
-    pub(super) fn name(&mut self, n: &Node, what: &str) -> Option<Sp<String>> {
-        self.text(n, "a name", what)
-    }
-
-    fn text(&mut self, n: &Node, expected: &str, what: &str) -> Option<Sp<String>> {
-        match &n.value {
-            Value::Str(s) => Some(Sp::new(s.clone(), self.loc.at(n))),
-            _ => {
-                self.wrong(n, &format!("{expected} for {what}"));
-                None
-            }
-        }
-    }
-
-    /// A record version (`version`, `since`, `from`).
-    pub(super) fn version(&mut self, n: &Node, what: &str) -> Option<Sp<u32>> {
-        let at = self.loc.at(n);
-        match &n.value {
-            Value::Int(i) => match vocab::version_number(*i, what) {
-                Ok(v) => Some(Sp::new(v, at)),
-                Err(m) => {
-                    self.report(m, &at);
-                    None
-                }
-            },
-            _ => {
-                self.wrong(n, &format!("a version number for {what}"));
-                None
-            }
-        }
-    }
-
-    /// A string parsed by the vocabulary (`encoding`, `normalize`).
-    pub(super) fn word<T: std::str::FromStr<Err = Mistake>>(
-        &mut self,
-        n: &Node,
-        what: &str,
-    ) -> Option<Sp<T>> {
-        let s = self.string(n, what)?;
-        match s.parse::<T>() {
-            Ok(t) => Some(Sp::new(t, s.origin)),
-            Err(m) => {
-                self.report(m, &s.origin);
-                None
-            }
-        }
-    }
-
-    pub(super) fn boolean(&mut self, n: &Node, what: &str) -> Option<bool> {
-        match &n.value {
-            Value::Bool(b) => Some(*b),
-            _ => {
-                self.wrong(n, &format!("true or false for {what}"));
-                None
-            }
-        }
-    }
-
-    pub(super) fn string_list(&mut self, n: &Node, what: &str) -> Vec<Sp<String>> {
-        match &n.value {
-            Value::Seq(items) => items.iter().filter_map(|i| self.name(i, what)).collect(),
-            Value::Str(_) => self.name(n, what).into_iter().collect(),
-            _ => {
-                self.wrong(n, &format!("a list of names for {what}"));
-                Vec::new()
-            }
-        }
-    }
-
-    /// A `description:`, kept as [`vocab::description`] normalizes it.
-    pub(super) fn description(&mut self, n: &Node) -> Option<String> {
-        self.string(n, "`description`")
-            .and_then(|s| vocab::description(&s))
-    }
-
-    pub(super) fn field_expr(&mut self, n: &Node, what: &str) -> Option<Sp<FieldExpr>> {
-        self.word(n, what)
-    }
-
     /// Lowers a whole document.
     pub fn model(&mut self, doc: &Node) -> Model {
         let mut model = Model::default();
@@ -188,12 +107,12 @@ impl Lower<'_> {
             match k.value.as_str() {
                 "kvmodel" => {
                     version_seen = true;
-                    if !matches!(v.value, Value::Int(1)) {
-                        let at = self.loc.at(v);
+                    if !matches!(v.value.typed(), Value::Int(1)) {
+                        let at = v.origin.clone();
                         self.err("E015", &at, "this file declares a schema format this kvmodel does not read; expected `kvmodel: 1`");
                     }
                 }
-                "namespace" => namespace = self.string(v, "`namespace`"),
+                "namespace" => namespace = self.read().string(v, "`namespace`"),
                 "entities" => entities = Some(v),
                 "types" => model.types = self.types(v),
                 _ => {}
@@ -242,19 +161,19 @@ impl Lower<'_> {
         };
         let mut out: Vec<(TypeDef, Option<&Node>)> = Vec::new();
         for (name, body) in list {
-            let origin = self.loc.at(name);
+            let origin = name.origin.clone();
             self.rule(vocab::upper_camel_case("type", &name.value), &origin);
             let (mut kind, mut fields, mut description) = (None, None, None);
             for (k, v) in self.entries(body, TYPE_KEYS, &format!("type `{}`", name.value)) {
                 match k.value.as_str() {
-                    "description" => description = self.description(v),
+                    "description" => description = self.read().description(v),
                     "enum" => {
-                        let variants = self.string_list(v, "the enum variants");
+                        let variants = self.read().names(v, "the enum variants");
                         for var in &variants {
                             self.rule(vocab::variant(var), &var.origin);
                         }
                         if variants.is_empty() {
-                            let at = self.loc.at(v);
+                            let at = v.origin.clone();
                             self.err("E010", &at, "an enum needs at least one variant");
                         }
                         kind = Some(TypeKind::Enum(variants));
@@ -321,11 +240,13 @@ impl Lower<'_> {
         };
         let mut out = Vec::new();
         for (name, body) in list {
-            let origin = self.loc.at(name);
+            let origin = name.origin.clone();
             self.rule(vocab::snake_case("E012", "field", &name.value), &origin);
             let mut description = None;
             let (ty_text, optional, default) = match &body.value {
-                Value::Str(s) => (Some(Sp::new(s.clone(), self.loc.at(body))), false, None),
+                Value::Str(_) | Value::Plain { .. } => {
+                    (self.read().string(body, "the type"), false, None)
+                }
                 Value::Map(_) => {
                     let mut ty = None;
                     let mut optional = false;
@@ -333,9 +254,11 @@ impl Lower<'_> {
                     for (k, v) in self.entries(body, FIELD_KEYS, &format!("field `{}`", name.value))
                     {
                         match k.value.as_str() {
-                            "description" => description = self.description(v),
-                            "type" => ty = self.string(v, "`type`"),
-                            "optional" => optional = self.boolean(v, "`optional`").unwrap_or(false),
+                            "description" => description = self.read().description(v),
+                            "type" => ty = self.read().string(v, "`type`"),
+                            "optional" => {
+                                optional = self.read().boolean(v, "`optional`").unwrap_or(false)
+                            }
                             "default" => default = Some(v),
                             _ => {}
                         }
@@ -359,16 +282,15 @@ impl Lower<'_> {
                 continue;
             };
             let default = default.map(|d| {
-                let at = self.loc.at(d);
                 let what = format!("the default of `{}`", name.value);
-                self.check_value(&d.value, &ty, optional, types, &at, &what);
-                if !default_supported(&ty, &d.value, types) {
+                let value = self.typed_value(d, &ty, optional, types, &what);
+                if !default_supported(&ty, &value, types) {
                     self.diags.push(
-                        Diagnostic::error("E014", &at, format!("{what} has type `{}`, for which defaults are not supported", ty.schema_name()))
+                        Diagnostic::error("E014", &d.origin, format!("{what} has type `{}`, for which defaults are not supported", ty.schema_name()))
                             .help("defaults work for strings, numbers, booleans, enum variants and empty lists; make the field `optional: true` instead"),
                     );
                 }
-                Sp::new(d.value.to_json(), at)
+                Sp::new(value, d.origin.clone())
             });
             out.push(Field {
                 name: Sp::new(name.value.clone(), origin.clone()),
@@ -382,73 +304,118 @@ impl Lower<'_> {
         out
     }
 
-    /// Reports a value that does not fit a type.
-    pub(crate) fn check_value(
+    /// A value of a field's type (a default, a value a migration adds) as
+    /// JSON. Where the type is written as a string (strings, timestamps,
+    /// dates, uuids, enum variants), a plain scalar's text is taken as
+    /// written; a value that does not fit the type is reported.
+    pub(crate) fn typed_value(
         &mut self,
-        v: &Value,
+        v: &Node,
         ty: &FieldType,
         optional: bool,
         types: &[TypeDef],
-        at: &Origin,
         what: &str,
-    ) {
-        let ok = match (ty, v) {
-            (_, Value::Null) => optional,
-            (FieldType::String, Value::Str(_)) => true,
+    ) -> serde_json::Value {
+        use serde_json::Value as J;
+        let json = || kvmodel_codegen::value::to_json(v).unwrap_or(J::Null);
+        let text = v.value.text();
+        let fits = match (ty, v.value.typed()) {
+            (_, Value::Null) if optional => return J::Null,
+            (FieldType::String | FieldType::Timestamp | FieldType::Date | FieldType::Uuid, _) => {
+                match text {
+                    Some(t) => return J::String(t.to_owned()),
+                    None => false,
+                }
+            }
             (FieldType::Bool, Value::Bool(_)) => true,
             (FieldType::I32, Value::Int(i)) => i32::try_from(*i).is_ok(),
             (FieldType::I64, Value::Int(_)) => true,
             (FieldType::U32, Value::Int(i)) => u32::try_from(*i).is_ok(),
             (FieldType::U64, Value::Int(i)) => *i >= 0,
             (FieldType::F64, Value::Int(_) | Value::Float(_)) => true,
-            (FieldType::Timestamp | FieldType::Date | FieldType::Uuid, Value::Str(_)) => true,
-            (FieldType::List(inner), Value::Seq(items)) => {
-                for i in items {
-                    let iat = self.loc.at(i);
-                    self.check_value(&i.value, inner, false, types, &iat, what);
-                }
-                true
+            (FieldType::List(inner), Value::List(items)) => {
+                return J::Array(
+                    items
+                        .iter()
+                        .map(|i| self.typed_value(i, inner, false, types, what))
+                        .collect(),
+                );
             }
-            (FieldType::Map(_), Value::Map(_)) => true,
-            (FieldType::Named(n), v) => match types.iter().find(|d| *d.name == *n).map(|d| &d.kind)
-            {
-                Some(TypeKind::Enum(variants)) => match v {
-                    Value::Str(s) if variants.iter().any(|x| **x == *s) => true,
-                    Value::Str(s) => {
-                        let hint = suggestion(s, variants.iter().map(|x| x.as_str()));
-                        self.err(
-                            "E014",
-                            at,
-                            format!("{what} is `{s}`, which is not a variant of `{n}`{hint}"),
-                        );
-                        return;
-                    }
-                    _ => false,
-                },
-                Some(TypeKind::Struct(_)) => matches!(v, Value::Map(_)),
-                None => true,
-            },
+            (FieldType::Map(inner), Value::Map(entries)) => {
+                return J::Object(
+                    entries
+                        .iter()
+                        .map(|(k, i)| {
+                            (
+                                k.value.clone(),
+                                self.typed_value(i, inner, false, types, what),
+                            )
+                        })
+                        .collect(),
+                );
+            }
+            (FieldType::Named(n), typed) => {
+                match types.iter().find(|d| *d.name == *n).map(|d| &d.kind) {
+                    Some(TypeKind::Enum(variants)) => match text {
+                        Some(t) if variants.iter().any(|x| **x == *t) => {
+                            return J::String(t.to_owned());
+                        }
+                        Some(t) => {
+                            let hint = suggestion(t, variants.iter().map(|x| x.as_str()));
+                            self.err(
+                                "E014",
+                                &v.origin,
+                                format!("{what} is `{t}`, which is not a variant of `{n}`{hint}"),
+                            );
+                            return json();
+                        }
+                        None => false,
+                    },
+                    Some(TypeKind::Struct(fields)) => match typed {
+                        Value::Map(entries) => {
+                            return J::Object(
+                                entries
+                                    .iter()
+                                    .map(|(k, i)| {
+                                        let value =
+                                            match fields.iter().find(|f| *f.name == k.value) {
+                                                Some(f) => self
+                                                    .typed_value(i, &f.ty, f.optional, types, what),
+                                                None => kvmodel_codegen::value::to_json(i)
+                                                    .unwrap_or(J::Null),
+                                            };
+                                        (k.value.clone(), value)
+                                    })
+                                    .collect(),
+                            );
+                        }
+                        _ => false,
+                    },
+                    None => true,
+                }
+            }
             _ => false,
         };
-        if !ok {
+        if !fits {
             self.err(
                 "E014",
-                at,
+                &v.origin,
                 format!(
                     "{what} is {}, which does not fit type `{}`",
-                    v.kind(),
+                    v.value.kind(),
                     ty.schema_name()
                 ),
             );
         }
+        json()
     }
 }
 
 /// Defaults are written as Rust expressions in the generated code; these are
 /// the types that have a plain one.
-pub(super) fn default_supported(ty: &FieldType, v: &Value, types: &[TypeDef]) -> bool {
+pub(super) fn default_supported(ty: &FieldType, v: &serde_json::Value, types: &[TypeDef]) -> bool {
     match (ty, v) {
-        (_, Value::Null) => true,
+        (_, serde_json::Value::Null) => true,
         (
             FieldType::String
             | FieldType::Bool
@@ -459,7 +426,7 @@ pub(super) fn default_supported(ty: &FieldType, v: &Value, types: &[TypeDef]) ->
             | FieldType::F64,
             _,
         ) => true,
-        (FieldType::List(_), Value::Seq(items)) => items.is_empty(),
+        (FieldType::List(_), serde_json::Value::Array(items)) => items.is_empty(),
         (FieldType::Named(n), _) => types
             .iter()
             .any(|t| *t.name == *n && matches!(t.kind, TypeKind::Enum(_))),

@@ -42,20 +42,20 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
     let mut keys = Keys::new(&["name"], vocab::INDEX_KEYS);
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
-            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
+            "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
             "fields" => {
                 let items = value::list(&m)?;
                 ix.fields = items
                     .into_iter()
-                    .filter_map(|v| r.name(v, "`fields`"))
+                    .filter_map(|v| r.name(&v, "`fields`"))
                     .collect();
             }
             "unique" => ix.unique = true,
-            "normalize" => ix.normalize = r.word(value::parse(m.value()?)?, "`normalize`"),
-            "order_by" => ix.order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
+            "normalize" => ix.normalize = r.word(&value::parse(m.value()?)?, "`normalize`"),
+            "order_by" => ix.order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
             "since" => {
                 ix.since = r
-                    .version(value::parse(m.value()?)?, "`since`")
+                    .version(&value::parse(m.value()?)?, "`since`")
                     .unwrap_or(ix.since.clone())
             }
             _ => keys.unknown(&m)?,
@@ -80,18 +80,18 @@ pub(super) fn counter(
     let mut keys = Keys::new(&["name"], vocab::COUNTER_KEYS);
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
-            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
+            "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
             "group_by" => {
                 let items = value::list(&m)?;
                 c.group_by = items
                     .into_iter()
-                    .filter_map(|v| r.field_expr(v, "`group_by`"))
+                    .filter_map(|v| r.field_expr(&v, "`group_by`"))
                     .collect();
             }
-            "sum" => c.sum = r.name(value::parse(m.value()?)?, "`sum`"),
+            "sum" => c.sum = r.name(&value::parse(m.value()?)?, "`sum`"),
             "since" => {
                 c.since = r
-                    .version(value::parse(m.value()?)?, "`since`")
+                    .version(&value::parse(m.value()?)?, "`since`")
                     .unwrap_or(c.since.clone())
             }
             _ => keys.unknown(&m)?,
@@ -116,13 +116,13 @@ pub(super) fn relation(
     let mut keys = Keys::new(&["name"], vocab::RELATION_KEYS);
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
-            "name" => name = r.name(value::parse(m.value()?)?, "`name`"),
-            "belongs_to" => belongs_to = r.path(value::parse(m.value()?)?, "`belongs_to`"),
-            "by" => by = r.name(value::parse(m.value()?)?, "`by`"),
-            "order_by" => order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
+            "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "belongs_to" => belongs_to = r.path(&value::parse(m.value()?)?, "`belongs_to`"),
+            "by" => by = r.name(&value::parse(m.value()?)?, "`by`"),
+            "order_by" => order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
             "since" => {
                 since = r
-                    .version(value::parse(m.value()?)?, "`since`")
+                    .version(&value::parse(m.value()?)?, "`since`")
                     .unwrap_or(since.clone())
             }
             _ => keys.unknown(&m)?,
@@ -156,11 +156,11 @@ pub(super) fn migration(
         match meta_name(&m).as_str() {
             "from" => {
                 from_given = true;
-                from = r.version(value::parse(m.value()?)?, "`from`");
+                from = r.version(&value::parse(m.value()?)?, "`from`");
             }
             "rename" => m.parse_nested_meta(|pair| {
                 let old = Sp::new(meta_name(&pair), Origin::Span(pair.path.span()));
-                if let Some(new) = r.name(value::parse(pair.value()?)?, "the new field name") {
+                if let Some(new) = r.name(&value::parse(pair.value()?)?, "the new field name") {
                     mig.rename.push((old, new));
                 }
                 Ok(())
@@ -168,7 +168,7 @@ pub(super) fn migration(
             "add" => m.parse_nested_meta(|pair| {
                 let field = Sp::new(meta_name(&pair), Origin::Span(pair.path.span()));
                 let what = format!("the value added for `{}`", *field);
-                if let Some(v) = r.json(value::parse(pair.value()?)?, &what) {
+                if let Some(v) = r.json(&value::parse(pair.value()?)?, &what) {
                     mig.add.push((field, v));
                 }
                 Ok(())
@@ -177,7 +177,7 @@ pub(super) fn migration(
                 let items = value::list(&m)?;
                 mig.remove = items
                     .into_iter()
-                    .filter_map(|v| r.name(v, "`remove`"))
+                    .filter_map(|v| r.name(&v, "`remove`"))
                     .collect();
             }
             _ => keys.unknown(&m)?,

@@ -234,27 +234,27 @@ fn entity_key(
     let key = meta_name(meta);
     let what = format!("`{key}`");
     match key.as_str() {
-        "namespace" => e.namespace = r.string(value::parse(meta.value()?)?, &what),
+        "namespace" => e.namespace = r.string(&value::parse(meta.value()?)?, &what),
         "key" => {
             e.key = r
-                .string(value::parse(meta.value()?)?, &what)
+                .string(&value::parse(meta.value()?)?, &what)
                 .map(KeyTemplate::new)
         }
         "version" => {
-            if let Some(v) = r.version(value::parse(meta.value()?)?, &what) {
+            if let Some(v) = r.version(&value::parse(meta.value()?)?, &what) {
                 e.version = v;
             }
         }
         "encoding" => {
-            if let Some(enc) = r.word(value::parse(meta.value()?)?, &what) {
+            if let Some(enc) = r.word(&value::parse(meta.value()?)?, &what) {
                 e.encoding = enc;
             }
         }
-        "ttl" => head.ttl = r.string(value::parse(meta.value()?)?, &what),
-        "ttl_jitter" => head.jitter = r.string(value::parse(meta.value()?)?, &what),
-        "colocate" => e.colocate = r.name(value::parse(meta.value()?)?, &what),
-        "crate" => e.crate_path = r.rust(meta.value()?, CRATE_PATH, &what)?,
-        "migrate_from" => e.migrate_from = r.rust(meta.value()?, PREVIOUS_TYPE, &what)?,
+        "ttl" => head.ttl = r.string(&value::parse(meta.value()?)?, &what),
+        "ttl_jitter" => head.jitter = r.string(&value::parse(meta.value()?)?, &what),
+        "colocate" => e.colocate = r.name(&value::parse(meta.value()?)?, &what),
+        "crate" => e.crate_path = value::rust(r, meta.value()?, CRATE_PATH, &what)?,
+        "migrate_from" => e.migrate_from = value::rust(r, meta.value()?, PREVIOUS_TYPE, &what)?,
         "index" => e.indexes.extend(construct::index(meta, r)?),
         "counter" => e.counters.extend(construct::counter(meta, r)?),
         "relation" => e.relations.extend(construct::relation(meta, r)?),
@@ -289,11 +289,11 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
             match meta_name(&m).as_str() {
                 "unique" => kind = Some((true, m.path.span())),
                 "index" => kind = Some((false, m.path.span())),
-                "normalize" => ix.normalize = r.word(value::parse(m.value()?)?, "`normalize`"),
-                "order_by" => ix.order_by = r.field_expr(value::parse(m.value()?)?, "`order_by`"),
-                "name" => ix_name = r.name(value::parse(m.value()?)?, "`name`"),
+                "normalize" => ix.normalize = r.word(&value::parse(m.value()?)?, "`normalize`"),
+                "order_by" => ix.order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
+                "name" => ix_name = r.name(&value::parse(m.value()?)?, "`name`"),
                 "since" => {
-                    if let Some(s) = r.version(value::parse(m.value()?)?, "`since`") {
+                    if let Some(s) = r.version(&value::parse(m.value()?)?, "`since`") {
                         ix.since = s;
                     }
                 }
