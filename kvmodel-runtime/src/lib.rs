@@ -28,7 +28,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 pub use store::{
-    AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, RangeRequest,
+    AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, Planned, RangeRequest,
     RangeResult, ScanPage, Store,
 };
 #[cfg(feature = "redis")]

@@ -15,7 +15,8 @@ mod redis {
 }
 
 /// A store that implements only the required methods, so the trait's
-/// default methods (`collection_len`, `counter`) are what the cases meet.
+/// default methods (`collection_len`, `counter`, `commit_after_read`,
+/// `get_via`, `range_values`) are what the cases meet.
 mod defaults {
     use std::time::Duration;
 
@@ -56,10 +57,33 @@ mod defaults {
         }
     }
 
+    fn plain() -> PlainHarness {
+        let clock = ManualClock::new(1_700_000_000_000);
+        PlainHarness(Plain(MemoryStore::with_clock(clock.clone())), clock)
+    }
+
     #[tokio::test]
     async fn collection_len_by_default_walks_the_collection() {
-        let clock = ManualClock::new(1_700_000_000_000);
-        let h = PlainHarness(Plain(MemoryStore::with_clock(clock.clone())), clock);
-        conformance::collection_len_counts_live_members(&h).await;
+        conformance::collection_len_counts_live_members(&plain()).await;
+    }
+
+    #[tokio::test]
+    async fn planned_writes_by_default_read_then_commit() {
+        conformance::commit_after_read_plans_one_write(&plain()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_planned_writes_by_default_lose_nothing() {
+        conformance::concurrent_planned_writes_lose_nothing(&plain()).await;
+    }
+
+    #[tokio::test]
+    async fn get_via_by_default_reads_twice() {
+        conformance::get_via_follows_one_key(&plain()).await;
+    }
+
+    #[tokio::test]
+    async fn range_values_by_default_ranges_then_reads() {
+        conformance::range_values_reads_each_members_value(&plain()).await;
     }
 }

@@ -5,18 +5,20 @@
 //! The hand-written side owns four tables (records by id, e-mail → id,
 //! `(plan, credits, id)` entries, counters) in the store's own database file,
 //! so both sides share one file, one page cache and one fsync; every write is
-//! one durable write transaction on both sides. Reads of the repository are
-//! driven with `block_on` per request on a multi-thread runtime, as a
-//! synchronous caller would; the hand-written code is called directly.
+//! one durable write transaction on both sides. The repository is driven as
+//! a synchronous caller would drive it: `block_on` per call on a
+//! multi-thread tokio runtime, and (reads) polled on the calling thread
+//! without a runtime; the hand-written code is called directly.
 //!
-//! Contenders are interleaved: each round runs `OPS` operations of one kind
+//! Contenders are interleaved: each round runs a share of the operations of one kind
 //! on one side, then the same operations on the other (the order alternates
 //! between rounds), and the table reports the median time per operation and
 //! the median of the per-round ratios.
 //!
 //! Run: `cargo bench -p kvmodel --bench vs_redb`
-//! (`KV_BENCH_N`, `KV_BENCH_OPS`, `KV_BENCH_ROUNDS` change the size; a first
-//! argument filters the rows by name.)
+//! (`KV_BENCH_N` records, `KV_BENCH_OPS` reads × `KV_BENCH_ROUNDS` rounds,
+//! `KV_BENCH_WRITE_OPS` writes × `KV_BENCH_WRITE_ROUNDS` rounds change the
+//! size; a first argument filters the rows by name.)
 
 use std::time::{Duration, Instant};
 
@@ -142,6 +144,26 @@ mod raw {
         Ok(Ok(()))
     }
 
+    /// Loads `all` in one transaction (set-up, not measured).
+    pub fn load(db: &Database, all: &[Account]) -> Res<()> {
+        let txn = db.begin_write()?;
+        {
+            let mut accounts = txn.open_table(ACCOUNTS)?;
+            let mut emails = txn.open_table(EMAILS)?;
+            let mut entries = txn.open_table(BY_PLAN)?;
+            let mut counters = txn.open_table(COUNTERS)?;
+            for a in all {
+                accounts.insert(a.id, serde_json::to_vec(a)?.as_slice())?;
+                emails.insert(a.email.to_lowercase().as_str(), a.id)?;
+                entries.insert((a.plan.name(), a.credits, a.id), ())?;
+                bump(&mut counters, "total", 1)?;
+                bump(&mut counters, &plan_counter(a.plan), 1)?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     pub fn get(db: &Database, id: u64) -> Res<Option<Account>> {
         let txn = db.begin_read()?;
         let accounts = txn.open_table(ACCOUNTS)?;
@@ -154,7 +176,11 @@ mod raw {
     pub fn find_by_email(db: &Database, email: &str) -> Res<Option<Account>> {
         let email = email.to_lowercase();
         let txn = db.begin_read()?;
-        let Some(id) = txn.open_table(EMAILS)?.get(email.as_str())?.map(|v| v.value()) else {
+        let Some(id) = txn
+            .open_table(EMAILS)?
+            .get(email.as_str())?
+            .map(|v| v.value())
+        else {
             return Ok(None);
         };
         let accounts = txn.open_table(ACCOUNTS)?;
@@ -256,6 +282,46 @@ enum Op {
     Delete(u64),
 }
 
+/// How a synchronous caller drives the repository's futures.
+#[derive(Clone, Copy)]
+enum Drive {
+    /// `Runtime::block_on` of a multi-thread tokio runtime, per call.
+    Tokio,
+    /// Polled on this thread with no runtime at all (the embedded stores
+    /// need none): what a small executor such as `pollster` does.
+    Polled,
+}
+
+#[derive(Clone, Copy)]
+enum Side {
+    Kvmodel(Drive),
+    Raw,
+}
+
+/// Polls `f` to completion on this thread, parking between polls.
+fn poll_to_end<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    thread_local! {
+        static WAKER: std::task::Waker =
+            std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    }
+    WAKER.with(|waker| {
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut f = std::pin::pin!(f);
+        loop {
+            match f.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => return v,
+                std::task::Poll::Pending => std::thread::park(),
+            }
+        }
+    })
+}
+
 struct Ctx {
     rt: tokio::runtime::Runtime,
     repo: AccountRepo<RedbStore>,
@@ -267,22 +333,41 @@ impl Ctx {
         self.store.__database()
     }
 
-    fn run_kvmodel(&self, op: &Op) {
-        let rt = &self.rt;
+    /// Runs `op` on the repository, each call driven by `drive`.
+    fn run_kvmodel(&self, op: &Op, drive: Drive) {
+        let repo = &self.repo;
         match op {
-            Op::Insert(a) => rt.block_on(self.repo.create(a)).unwrap(),
-            Op::Get(id) => assert!(rt.block_on(self.repo.get(*id)).unwrap().is_some()),
+            Op::Insert(a) => self.block_on(drive, repo.create(a)).unwrap(),
+            Op::Get(id) => assert!(self.block_on(drive, repo.get(*id)).unwrap().is_some()),
             Op::Find(email) => {
-                assert!(rt.block_on(self.repo.find_by_email(email)).unwrap().is_some())
+                assert!(
+                    self.block_on(drive, repo.find_by_email(email))
+                        .unwrap()
+                        .is_some()
+                )
             }
             Op::Page(plan) => {
-                let page = rt
-                    .block_on(self.repo.list_by_plan(*plan, PageRequest::new(50)))
+                let page = self
+                    .block_on(drive, repo.list_by_plan(*plan, PageRequest::new(50)))
                     .unwrap();
                 assert_eq!(page.items.len(), 50);
             }
-            Op::Update(a) => rt.block_on(self.repo.update(a)).unwrap(),
-            Op::Delete(id) => assert!(rt.block_on(self.repo.delete(*id)).unwrap()),
+            Op::Update(a) => self.block_on(drive, repo.update(a)).unwrap(),
+            Op::Delete(id) => assert!(self.block_on(drive, repo.delete(*id)).unwrap()),
+        }
+    }
+
+    fn block_on<F: std::future::Future>(&self, drive: Drive, f: F) -> F::Output {
+        match drive {
+            Drive::Tokio => self.rt.block_on(f),
+            Drive::Polled => poll_to_end(f),
+        }
+    }
+
+    fn run(&self, side: Side, op: &Op) {
+        match side {
+            Side::Kvmodel(drive) => self.run_kvmodel(op, drive),
+            Side::Raw => self.run_raw(op),
         }
     }
 
@@ -330,41 +415,41 @@ fn fmt_ns(ns: f64) -> String {
     }
 }
 
-/// Runs `rounds` rounds of `ops` (split evenly), alternating which side
-/// goes first; returns (kvmodel ns/op, raw ns/op, median ratio).
-fn measure(ctx: &Ctx, ops: &[Op], rounds: usize) -> (f64, f64, f64) {
+/// Runs `rounds` rounds of `ops` (split evenly) on every side, rotating
+/// which side goes first; returns each side's median time per operation
+/// and the median of its per-round ratios to the last side (raw redb).
+fn measure(ctx: &Ctx, sides: &[Side], ops: &[Op], rounds: usize) -> Vec<(f64, f64)> {
     let chunk = ops.len() / rounds;
-    let (mut kv, mut raw, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
     for (r, batch) in ops.chunks(chunk).take(rounds).enumerate() {
-        let time = |kvmodel: bool| {
+        let mut round = vec![0.0; sides.len()];
+        for k in 0..sides.len() {
+            let i = (r + k) % sides.len();
             let start = Instant::now();
             for op in batch {
-                if kvmodel {
-                    ctx.run_kvmodel(op)
-                } else {
-                    ctx.run_raw(op)
-                }
+                ctx.run(sides[i], op);
             }
-            per_op(start.elapsed(), batch.len())
-        };
-        let (k, w) = if r % 2 == 0 {
-            let k = time(true);
-            (k, time(false))
-        } else {
-            let w = time(false);
-            (time(true), w)
-        };
-        kv.push(k);
-        raw.push(w);
-        ratios.push(k / w);
+            round[i] = per_op(start.elapsed(), batch.len());
+        }
+        let base = round[sides.len() - 1];
+        for (i, t) in round.into_iter().enumerate() {
+            times[i].push(t);
+            ratios[i].push(t / base);
+        }
     }
-    (median(kv), median(raw), median(ratios))
+    times
+        .into_iter()
+        .zip(ratios)
+        .map(|(t, r)| (median(t), median(r)))
+        .collect()
 }
 
 fn main() {
     let n = env("KV_BENCH_N", 20_000) as u64;
     let ops = env("KV_BENCH_OPS", 1_000);
     let rounds = env("KV_BENCH_ROUNDS", 6);
+    let write_ops_per_round = env("KV_BENCH_WRITE_OPS", 250);
     let write_rounds = env("KV_BENCH_WRITE_ROUNDS", 4);
     let filter = std::env::args()
         .skip(1)
@@ -389,14 +474,12 @@ fn main() {
     for chunk in all.chunks(1_000) {
         ctx.rt.block_on(ctx.repo.create_many(chunk)).unwrap();
     }
-    for a in &all {
-        // Loading speed does not matter; one transaction per record keeps
-        // the raw side's code to the functions measured.
-        raw::insert(ctx.db(), a).unwrap().unwrap();
+    for chunk in all.chunks(1_000) {
+        raw::load(ctx.db(), chunk).unwrap();
     }
 
     let mut rng = fastrand::Rng::with_seed(7);
-    let write_ops = ops * write_rounds;
+    let write_ops = write_ops_per_round * write_rounds;
     let read_ops = ops * rounds;
     let inserted: Vec<u64> = (n..n + write_ops as u64).collect();
     let mut model = all.clone();
@@ -428,9 +511,7 @@ fn main() {
         ),
         (
             "first 50 of a plan by credits",
-            (0..read_ops)
-                .map(|i| Op::Page(PLANS[i % 3]))
-                .collect(),
+            (0..read_ops).map(|i| Op::Page(PLANS[i % 3])).collect(),
             rounds,
         ),
         ("update (plan moves)", updates, write_rounds),
@@ -441,34 +522,74 @@ fn main() {
         ),
     ];
 
-    println!("| operation | kvmodel (RedbStore) | raw redb | kvmodel / raw redb |");
-    println!("|---|---|---|---|");
+    println!(
+        "| operation | raw redb | kvmodel, tokio `block_on` | ratio | kvmodel, polled | ratio |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let all = |op: &Op| {
+        for side in [
+            Side::Kvmodel(Drive::Tokio),
+            Side::Kvmodel(Drive::Polled),
+            Side::Raw,
+        ] {
+            ctx.run(side, op);
+        }
+    };
     for (name, ops, rounds) in &rows {
+        let write = matches!(
+            ops.first(),
+            Some(Op::Insert(_) | Op::Update(_) | Op::Delete(_))
+        );
         if !name.contains(filter.as_str()) {
             // Later rows may need what an earlier row wrote (delete needs the
             // inserts): run it untimed on both sides.
             if matches!(ops.first(), Some(Op::Insert(_) | Op::Update(_))) {
                 for op in ops {
-                    ctx.run_kvmodel(op);
+                    ctx.run_kvmodel(op, Drive::Tokio);
                     ctx.run_raw(op);
                 }
             }
             continue;
         }
-        if matches!(ops.first(), Some(Op::Get(_) | Op::Find(_) | Op::Page(_))) {
-            // Reads repeat nothing: warm both sides up on the first round's.
-            for op in &ops[..ops.len() / rounds] {
-                ctx.run_kvmodel(op);
-                ctx.run_raw(op);
-            }
+        if !write {
+            // Reads repeat nothing: warm every side up on the first round's.
+            ops[..ops.len() / rounds].iter().for_each(all);
         }
-        let (k, w, ratio) = measure(&ctx, ops, *rounds);
+        // Writes are dominated by the fsync of each commit; they run on the
+        // tokio runtime only.
+        let sides: &[Side] = if write {
+            &[Side::Kvmodel(Drive::Tokio), Side::Raw]
+        } else {
+            &[
+                Side::Kvmodel(Drive::Tokio),
+                Side::Kvmodel(Drive::Polled),
+                Side::Raw,
+            ]
+        };
+        let m = measure(&ctx, sides, ops, *rounds);
+        let raw = m[m.len() - 1].0;
+        let (tokio, tokio_ratio) = m[0];
+        let polled = if write {
+            "| – | – |".to_owned()
+        } else {
+            format!("| {} | {:.2}× |", fmt_ns(m[1].0), m[1].1)
+        };
         println!(
-            "| {name} | {} | {} | {ratio:.2}× |",
-            fmt_ns(k),
-            fmt_ns(w)
+            "| {name} | {} | {} | {tokio_ratio:.2}× {polled}",
+            fmt_ns(raw),
+            fmt_ns(tokio)
         );
     }
+    // The floor under every read of the repository: `block_on` of a future
+    // that is ready at once.
+    let start = Instant::now();
+    for _ in 0..ops * rounds {
+        ctx.rt.block_on(async { std::hint::black_box(1) });
+    }
+    println!(
+        "\n`block_on` of a ready future on this runtime: {}",
+        fmt_ns(per_op(start.elapsed(), ops * rounds))
+    );
     // Both sides ended in the same state.
     for plan in PLANS {
         let kv = ctx.rt.block_on(ctx.repo.count_by_plan(plan)).unwrap();

@@ -1,7 +1,9 @@
 //! A unique claim that points at a record which no longer carries the value
-//! (drift written behind the repository's back) never returns that record.
+//! (drift written behind the repository's back) never returns that record,
+//! on every backend (each reads the claim and its record in its own way).
 
-use kvmodel::{Batch, KvEntity, MemoryStore, Store};
+use kvmodel::conformance::Harness;
+use kvmodel::{Batch, KvEntity, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -20,9 +22,10 @@ struct Account {
     email: Option<String>,
 }
 
-#[tokio::test]
-async fn stale_claims_are_ignored() {
-    let store = MemoryStore::new();
+kvmodel_runtime::on_every_backend!(stale_claims_are_ignored);
+
+async fn stale_claims_are_ignored<H: Harness>(h: &H) {
+    let store = h.store();
     let repo = AccountRepo::new(store.clone());
     let a = Account {
         tenant: "t:1".into(),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::store::{Batch, Outcome, RangeRequest, RangeResult, ScanPage, Store};
+use crate::store::{Batch, Outcome, Planned, RangeRequest, RangeResult, ScanPage, Store, Via};
 
 /// Wraps a store and counts every call made to it.
 #[derive(Debug, Clone)]
@@ -72,5 +72,22 @@ impl<S: Store> Store for CountingStore<S> {
     }
     async fn counter(&self, key: &str) -> Result<i64> {
         self.call().counter(key).await
+    }
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        self.call().commit_after_read(keys, plan).await
+    }
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        self.call().get_via(key).await
+    }
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        self.call().range_values(key, req).await
     }
 }

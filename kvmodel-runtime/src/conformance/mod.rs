@@ -13,12 +13,14 @@
 mod cases;
 mod counters;
 mod counting;
+mod follow;
 mod maintenance;
 mod sizes;
 
 pub use cases::*;
 pub use counters::*;
 pub use counting::CountingStore;
+pub use follow::*;
 pub use maintenance::*;
 pub use sizes::*;
 
@@ -152,6 +154,8 @@ macro_rules! conformance_tests {
             sub_millisecond_ttls_are_accepted, reading_a_non_counter_is_a_read_error,
             collection_len_counts_live_members,
             scan_lists_keys_by_prefix, now_ms_is_the_ttl_clock,
+            commit_after_read_plans_one_write, concurrent_planned_writes_lose_nothing,
+            get_via_follows_one_key, range_values_reads_each_members_value,
         }
     };
 }

@@ -6,10 +6,11 @@
 use std::collections::HashMap;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
+use crate::engine::expiry::{due_at, stored_from};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, backoff, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::store::batch::{Batch, Outcome};
+use crate::store::batch::{Batch, Outcome, Planned};
 
 /// What the condition at one index of a bulk batch guards.
 enum Guard {
@@ -48,37 +49,44 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let key = value.record_key();
         let bytes = entity::encode(&key, value)?;
         let new = Facts::of(value);
+        let keys = Self::stored_keys(&key);
         for attempt in 0..MAX_ATTEMPTS {
-            let mut stored = self.read_stored(&key).await?;
-            let mut b = Batch::new();
-            let old = match stored.bytes.take() {
-                None if stored.receipt.is_some() => {
-                    // An expired record's receipt: sweep it, then write.
-                    Box::pin(self.expire_leftover(&key)).await?;
-                    continue;
-                }
-                None => {
-                    b.absent(key.as_str());
-                    None
-                }
-                Some(old_bytes) => {
-                    let (version, old_value) = entity::decode_at::<E>(&key, &old_bytes)?;
-                    b.equals(key.as_str(), old_bytes);
-                    Some(Facts::stored(&old_value, version))
-                }
+            let (outcome, planned) = self
+                .commit_after_read(&keys, |values, now| {
+                    let mut stored = stored_from::<E>(&key, values);
+                    let mut b = Batch::new();
+                    let old = match stored.bytes.take() {
+                        // An expired record's receipt: sweep it, then write.
+                        None if stored.receipt.is_some() => return Ok(Planned::Skip(None)),
+                        None => {
+                            b.absent(key.as_str());
+                            None
+                        }
+                        Some(old_bytes) => {
+                            let (version, old_value) = entity::decode_at::<E>(&key, &old_bytes)?;
+                            b.equals(key.as_str(), old_bytes);
+                            Some(Facts::stored(&old_value, version))
+                        }
+                    };
+                    let ttl = E::META.ttl.map(|t| t.sample());
+                    b.put(key.as_str(), bytes.clone(), ttl);
+                    let receipt = ReceiptMove::Record {
+                        old: stored.receipt.as_ref(),
+                        due: due_at(now, ttl),
+                    };
+                    let checked =
+                        transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
+                    Ok(Planned::Commit(b, Some((old.is_none(), checked))))
+                })
+                .await?;
+            let Some((created, checked)) = planned else {
+                Box::pin(self.expire_leftover(&key)).await?;
+                continue;
             };
-            let ttl = E::META.ttl.map(|t| t.sample());
-            let due = self.due_for(ttl).await?;
-            b.put(key.as_str(), bytes.clone(), ttl);
-            let receipt = ReceiptMove::Record {
-                old: stored.receipt.as_ref(),
-                due,
-            };
-            let checked = transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
-            match self.commit(b).await? {
+            match outcome {
                 Outcome::Applied => {
                     self.sweep_step().await;
-                    return Ok(old.is_none());
+                    return Ok(created);
                 }
                 Outcome::Failed { index } => match checked.claim(index) {
                     Some(claim) => return Err(self.unique_violation(claim)),

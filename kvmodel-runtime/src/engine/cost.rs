@@ -46,19 +46,33 @@ pub enum Access {
 }
 
 impl Access {
-    /// Store calls, and so round trips on a networked store, when no other
-    /// writer interferes and nothing stale is met. Memory and redb make the
-    /// same calls in process. (Redis adds one round trip for loading its
-    /// script the first time a connection commits.)
+    /// Store calls when no other writer interferes and nothing stale is
+    /// met: what a store wrapper counts, the same on every backend. A write
+    /// that reads first is one call ([`Store::commit_after_read`]), a
+    /// unique lookup one ([`Store::get_via`]), a page one
+    /// ([`Store::range_values`]).
+    ///
+    /// [`Store::commit_after_read`]: crate::Store::commit_after_read
+    /// [`Store::get_via`]: crate::Store::get_via
+    /// [`Store::range_values`]: crate::Store::range_values
+    pub fn calls(self) -> u32 {
+        match self {
+            Access::SweepExpired => 3,
+            _ => 1,
+        }
+    }
+
+    /// Round trips on Redis, under the same assumptions: each call is one,
+    /// except a write that reads first, which reads, then commits
+    /// (optimistically: it retries when another writer came in between).
+    /// Memory and redb make [`calls`](Access::calls) in process, and read,
+    /// compute and write such a write in one transaction. (Redis adds one
+    /// round trip the first time a server runs each of its two scripts: the
+    /// first commit, and the first unique lookup or page.)
     pub fn round_trips(self) -> u32 {
         match self {
-            Access::Create | Access::Get | Access::GetMany | Access::ReadCounter => 1,
-            Access::Update
-            | Access::Delete
-            | Access::FindUnique
-            | Access::ListCollection
-            | Access::ListAll => 2,
-            Access::SweepExpired => 3,
+            Access::Update | Access::Delete => 2,
+            other => other.calls(),
         }
     }
 
@@ -91,12 +105,24 @@ impl Access {
             Access::Create => format!("commit: {absent} + claims free; {put}, add {write}"),
             Access::Get => "get record (migrated on read if older)".into(),
             Access::GetMany => "get_many (MGET on Redis)".into(),
-            Access::Update => format!("{read}; commit: {unchanged}; move {write}{moved}"),
-            Access::Delete => format!("{read}; commit: {unchanged}; remove {write}{gone}"),
-            Access::FindUnique => "get claim; get record".into(),
-            Access::ListCollection => "range (ZRANGEBYLEX on Redis); get_many".into(),
+            Access::Update => format!(
+                "{read}; commit: {unchanged}; move {write}{moved} (one write transaction on \
+                 memory and redb)"
+            ),
+            Access::Delete => format!(
+                "{read}; commit: {unchanged}; remove {write}{gone} (one write transaction on \
+                 memory and redb)"
+            ),
+            Access::FindUnique => {
+                "get claim and the record it names (one script on Redis, one read transaction \
+                 on redb)"
+                    .into()
+            }
+            Access::ListCollection => "range and the records of its members (one script on \
+                                       Redis, one read transaction on redb)"
+                .into(),
             Access::ReadCounter => "get counter".into(),
-            Access::ListAll => "range over the discovery set; get_many".into(),
+            Access::ListAll => "range over the discovery set and its records, together".into(),
             Access::SweepExpired => "range over the ledger up to now; get_many of records and \
                                      receipts; commit (per page of due entries)"
                 .into(),
@@ -108,8 +134,10 @@ impl Access {
 /// which the per-access counts leave out.
 pub fn footnote() -> String {
     format!(
-        "Updates and deletes retry their read and commit when another writer changed the record \
-         meanwhile; listings add one commit when they remove entries of expired records or \
+        "On Redis, updates and deletes retry their read and commit when another writer changed \
+         the record meanwhile (memory and redb never retry: one write transaction); the first \
+         commit, and the first unique lookup or page, on a Redis server that has not run the \
+         script yet take one round trip more; listings add one commit when they remove entries of expired records or \
          entries their records no longer derive; one write in {} of an expiring entity is \
          followed by a sweep step.",
         super::expiry::STEP_ONE_IN

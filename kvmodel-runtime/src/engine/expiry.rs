@@ -186,6 +186,30 @@ pub(crate) struct Stored {
     pub(crate) receipt: Option<StoredReceipt>,
 }
 
+/// The due time of a write made at `now` (the store's clock) with `ttl`.
+pub(crate) fn due_at(now: u64, ttl: Option<Duration>) -> Option<u64> {
+    let ttl = ttl?;
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    Some(now.saturating_add(ms))
+}
+
+/// The record at `key` as a write read it: the values at
+/// [`Engine::stored_keys`], in order.
+pub(crate) fn stored_from<E: Entity>(key: &str, mut values: Vec<Option<Vec<u8>>>) -> Stored {
+    let receipt = if values.len() > 1 {
+        values
+            .pop()
+            .flatten()
+            .map(|b| StoredReceipt::new(&E::receipt_key(key), b))
+    } else {
+        None
+    };
+    Stored {
+        bytes: values.pop().flatten(),
+        receipt,
+    }
+}
+
 /// The ledger sort key of a due time: big-endian, so byte order is time order.
 pub(crate) fn due(at: u64) -> Vec<u8> {
     at.to_be_bytes().to_vec()
@@ -259,33 +283,31 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// The due time of a write made now with `ttl`, on the store's clock
     /// (`None` for a record that does not expire).
     pub(crate) async fn due_for(&self, ttl: Option<Duration>) -> Result<Option<u64>> {
-        let Some(ttl) = ttl else { return Ok(None) };
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        Ok(Some(self.store().now_ms().await?.saturating_add(ms)))
+        match ttl {
+            Some(_) => Ok(due_at(self.store().now_ms().await?, ttl)),
+            None => Ok(None),
+        }
+    }
+
+    /// The keys a write of the record at `key` reads: the record and, when
+    /// the entity expires, its receipt ([`stored_from`] reads them back).
+    pub(crate) fn stored_keys(key: &str) -> Vec<String> {
+        if Self::expiring() {
+            vec![key.to_owned(), E::receipt_key(key)]
+        } else {
+            vec![key.to_owned()]
+        }
     }
 
     /// Reads the record at `key` for a write: with its receipt when the
     /// entity expires.
     pub(crate) async fn read_stored(&self, key: &str) -> Result<Stored> {
-        if !Self::expiring() {
-            return Ok(Stored {
-                bytes: self.store().get(key).await?,
-                receipt: None,
-            });
-        }
-        let receipt_key = E::receipt_key(key);
-        let mut values = self
-            .store()
-            .get_many(&[key.to_owned(), receipt_key.clone()])
-            .await?;
-        let receipt = values
-            .pop()
-            .flatten()
-            .map(|b| StoredReceipt::new(&receipt_key, b));
-        Ok(Stored {
-            bytes: values.pop().flatten(),
-            receipt,
-        })
+        let keys = Self::stored_keys(key);
+        let values = match keys.as_slice() {
+            [one] => vec![self.store().get(one).await?],
+            _ => self.store().get_many(&keys).await?,
+        };
+        Ok(stored_from::<E>(key, values))
     }
 
     /// Undoes the expired write of the record at `key` if its record is

@@ -9,12 +9,12 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::expiry::{Receipt, Stored, StoredReceipt, move_receipt};
+use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt, stored_from};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::store::batch::{Batch, Outcome};
+use crate::store::batch::{Batch, Outcome, Planned};
 
 /// How many times `update`, `modify` and `delete` re-read and retry before
 /// giving up with [`Error::Conflict`].
@@ -251,6 +251,39 @@ impl<E: Entity, S: Store> Engine<E, S> {
         outcome
     }
 
+    /// [`Store::commit_after_read`] of `plan`, traced as [`commit`](Self::commit)
+    /// traces a commit.
+    pub(crate) async fn commit_after_read<T: Send>(
+        &self,
+        keys: &[String],
+        plan: impl FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    ) -> Result<(Outcome, T)> {
+        #[cfg(feature = "tracing")]
+        {
+            let mut summary = None;
+            let outcome = self
+                .store
+                .commit_after_read(keys, |values, now| {
+                    let planned = plan(values, now)?;
+                    if let Planned::Commit(batch, _) = &planned {
+                        summary = crate::engine::trace::CommitSummary::of(batch);
+                    }
+                    Ok(planned)
+                })
+                .await;
+            if let Some(summary) = summary {
+                let traced = match &outcome {
+                    Ok((o, _)) => Ok(*o),
+                    Err(e) => Err(e),
+                };
+                summary.record(self.store.backend(), &traced);
+            }
+            outcome
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.store.commit_after_read(keys, plan).await
+    }
+
     /// An engine on `store`.
     pub fn new(store: S) -> Self {
         Engine {
@@ -352,60 +385,53 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .collect()
     }
 
-    /// Builds the batch that moves the stored image `old` to `new`, and what
-    /// its conditions guard.
-    async fn update_batch(
-        &self,
-        key: &str,
-        stored: &Stored,
-        old_bytes: Vec<u8>,
-        old: &Facts,
-        new_value: &E,
-        new: &Facts,
-    ) -> Result<(Batch, Checked)> {
-        let bytes = entity::encode(key, new_value)?;
-        let ttl = E::META.ttl.map(|t| t.sample());
-        let due = self.due_for(ttl).await?;
-        let mut b = Batch::new();
-        b.equals(key, old_bytes).put(key, bytes, ttl);
-        let receipt = ReceiptMove::Record {
-            old: stored.receipt.as_ref(),
-            due,
-        };
-        let checked = transition::<E>(&mut b, key, Some(old), Some(new), ttl, receipt)?;
-        Ok((b, checked))
-    }
-
     /// Reads the record at `key`, lets `change` produce the new image, and
-    /// commits the move atomically, retrying when another writer got there first.
+    /// commits the move atomically. The store chooses how
+    /// ([`Store::commit_after_read`]): in one write transaction where it has
+    /// a single writer, optimistically elsewhere, retrying when another
+    /// writer got there first.
     pub(crate) async fn read_modify_write(
         &self,
         key: &str,
         mut change: impl FnMut(E) -> Result<E> + Send,
     ) -> Result<E> {
+        let keys = Self::stored_keys(key);
         for attempt in 0..MAX_ATTEMPTS {
-            let mut stored = self.read_stored(key).await?;
-            let Some(old_bytes) = stored.bytes.take() else {
-                return Err(Error::NotFound {
-                    entity: E::META.name,
-                    key: key.to_owned(),
-                });
-            };
-            let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)?;
-            let mut old = Facts::of(&old_value);
-            old.retain_since(stored_version);
-            let new_value = change(old_value)?;
-            if new_value.record_key() != key {
-                return Err(Error::InvalidKey {
-                    key: key.to_owned(),
-                    reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
-                });
-            }
-            let new = Facts::of(&new_value);
-            let (batch, checked) = self
-                .update_batch(key, &stored, old_bytes, &old, &new_value, &new)
+            let change = &mut change;
+            let (outcome, (new_value, checked)) = self
+                .commit_after_read(&keys, |values, now| {
+                    let mut stored = stored_from::<E>(key, values);
+                    let Some(old_bytes) = stored.bytes.take() else {
+                        return Err(Error::NotFound {
+                            entity: E::META.name,
+                            key: key.to_owned(),
+                        });
+                    };
+                    let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)?;
+                    let mut old = Facts::of(&old_value);
+                    old.retain_since(stored_version);
+                    let new_value = change(old_value)?;
+                    if new_value.record_key() != key {
+                        return Err(Error::InvalidKey {
+                            key: key.to_owned(),
+                            reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
+                        });
+                    }
+                    let new = Facts::of(&new_value);
+                    let bytes = entity::encode(key, &new_value)?;
+                    let ttl = E::META.ttl.map(|t| t.sample());
+                    let mut b = Batch::new();
+                    b.equals(key, old_bytes).put(key, bytes, ttl);
+                    let receipt = ReceiptMove::Record {
+                        old: stored.receipt.as_ref(),
+                        due: due_at(now, ttl),
+                    };
+                    let checked =
+                        transition::<E>(&mut b, key, Some(&old), Some(&new), ttl, receipt)?;
+                    Ok(Planned::Commit(b, (new_value, checked)))
+                })
                 .await?;
-            match self.commit(batch).await? {
+            match outcome {
                 Outcome::Applied => {
                     self.sweep_step().await;
                     return Ok(new_value);
@@ -445,32 +471,50 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// A record that cannot be decoded is an error pointing to `purge`.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
+        /// What a delete found.
+        enum Found {
+            Record,
+            Nothing,
+            /// No record, but the receipt of an expired one.
+            Leftover,
+        }
+        let keys = Self::stored_keys(key);
         for attempt in 0..MAX_ATTEMPTS {
-            let mut stored = self.read_stored(key).await?;
-            let Some(old_bytes) = stored.bytes.take() else {
-                if stored.receipt.is_some() {
-                    // Expired, not yet swept: sweep it now.
-                    Box::pin(self.expire_leftover(key)).await?;
-                }
-                return Ok(false);
-            };
-            let (stored_version, old_value) =
-                entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
-            let mut old = Facts::of(&old_value);
-            old.retain_since(stored_version);
-            let mut b = Batch::new();
-            b.equals(key, old_bytes).delete(key);
-            let receipt = ReceiptMove::Record {
-                old: stored.receipt.as_ref(),
-                due: None,
-            };
-            transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
-            match self.commit(b).await? {
-                Outcome::Applied => {
+            let (outcome, found) = self
+                .commit_after_read(&keys, |values, _| {
+                    let mut stored = stored_from::<E>(key, values);
+                    let Some(old_bytes) = stored.bytes.take() else {
+                        return Ok(Planned::Skip(match stored.receipt {
+                            Some(_) => Found::Leftover,
+                            None => Found::Nothing,
+                        }));
+                    };
+                    let (stored_version, old_value) =
+                        entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
+                    let mut old = Facts::of(&old_value);
+                    old.retain_since(stored_version);
+                    let mut b = Batch::new();
+                    b.equals(key, old_bytes).delete(key);
+                    let receipt = ReceiptMove::Record {
+                        old: stored.receipt.as_ref(),
+                        due: None,
+                    };
+                    transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
+                    Ok(Planned::Commit(b, Found::Record))
+                })
+                .await?;
+            match (outcome, found) {
+                (Outcome::Applied, Found::Record) => {
                     self.sweep_step().await;
                     return Ok(true);
                 }
-                Outcome::Failed { .. } => backoff(attempt).await,
+                (_, Found::Nothing) => return Ok(false),
+                (_, Found::Leftover) => {
+                    // Expired, not yet swept: sweep it now.
+                    Box::pin(self.expire_leftover(key)).await?;
+                    return Ok(false);
+                }
+                (Outcome::Failed { .. }, Found::Record) => backoff(attempt).await,
             }
         }
         Err(Error::Conflict {
@@ -481,28 +525,30 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Looks a record up through the unique claim `claim_key` of index
-    /// `index` (two reads: claim, record).
+    /// `index`: the claim and the record it names, read together
+    /// ([`Store::get_via`]).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "find_unique", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn find_unique(&self, index: &str, claim_key: &str) -> Result<Option<E>> {
-        let Some(owner) = self.store.get(claim_key).await? else {
+        let Some((owner, record)) = self.store.get_via(claim_key).await? else {
             return Ok(None);
         };
-        let key = String::from_utf8(owner).map_err(|_| {
-            Error::decode(
+        let Ok(key) = std::str::from_utf8(&owner) else {
+            return Err(Error::decode(
                 claim_key,
                 "the unique claim does not hold a record key",
                 None,
-            )
-        })?;
-        let Some(value) = self.get(&key).await? else {
+            ));
+        };
+        let Some(bytes) = record else {
             return Ok(None);
         };
+        let value = entity::decode_at::<E>(key, &bytes)?.1;
         // A claim whose record no longer carries the value is stale: ignore it.
         Ok(value.claims(index, claim_key).then_some(value))
     }
 
     /// A page of the sorted collection at `collection`: members are record
-    /// keys, read with one `get_many`. Each member is checked against the
+    /// keys, read with the page ([`Store::range_values`]). Each member is checked against the
     /// record it reaches: a record that is gone, or that (at its stored
     /// version) no longer derives this collection and sort key, is not
     /// listed, and its member is removed (conditionally: a record written
@@ -511,9 +557,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// another listing is refused.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
-        let range = self
+        let (range, values) = self
             .store
-            .range(collection, page.range(collection)?)
+            .range_values(collection, page.range(collection)?)
             .await?;
         let discovery = collection == E::all_key();
         let keys: Vec<String> = range
@@ -521,7 +567,6 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .iter()
             .map(|m| String::from_utf8_lossy(&m.member).into_owned())
             .collect();
-        let values = self.store.get_many(&keys).await?;
         let mut items = Vec::with_capacity(values.len());
         let mut skipped = Vec::new();
         let mut sweep = Batch::new();

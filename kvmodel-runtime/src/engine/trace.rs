@@ -19,7 +19,6 @@ use std::collections::BTreeSet;
 
 use tracing::Level;
 
-use crate::error::Result;
 use crate::store::batch::{Batch, Op, Outcome};
 
 /// What a commit event reports of its batch.
@@ -59,8 +58,11 @@ impl CommitSummary {
     }
 
     /// Emits the event for the commit's `outcome`.
-    pub(crate) fn record(self, backend: &'static str, outcome: &Result<Outcome>) {
-        let outcome = match outcome {
+    pub(crate) fn record<T, E>(self, backend: &'static str, outcome: &Result<T, E>)
+    where
+        T: std::borrow::Borrow<Outcome>,
+    {
+        let outcome = match outcome.as_ref().map(|o| o.borrow()) {
             Ok(Outcome::Applied) => "applied",
             Ok(Outcome::Failed { .. }) => "condition failed",
             Err(_) => "error",

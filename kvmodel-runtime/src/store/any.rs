@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::store::batch::{Batch, Outcome};
+use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::memory::MemoryStore;
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via};
 
 /// One of the built-in stores, chosen at run time (for example from a
 /// configuration value): [`Store`] is generic, not `dyn`, so a program that
@@ -178,6 +178,26 @@ impl Store for AnyStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         each!(self, s => s.range(key, req).await)
+    }
+
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        each!(self, s => s.commit_after_read(keys, plan).await)
+    }
+
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        each!(self, s => s.get_via(key).await)
+    }
+
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        each!(self, s => s.range_values(key, req).await)
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {

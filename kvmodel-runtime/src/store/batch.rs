@@ -243,6 +243,16 @@ impl Batch {
     }
 }
 
+/// What the plan of a [`Store::commit_after_read`](crate::Store::commit_after_read)
+/// decided, given what it read.
+#[derive(Debug)]
+pub enum Planned<T> {
+    /// Commit this batch; `T` comes back with the commit's outcome.
+    Commit(Batch, T),
+    /// Write nothing; `T` comes back with [`Outcome::Applied`].
+    Skip(T),
+}
+
 /// What [`Store::commit`](crate::Store::commit) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "a batch whose condition failed wrote nothing"]

@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::store::batch::{Batch, Op, Outcome};
+use crate::store::batch::{Batch, Op, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, bounds_empty, check, encode_entry,
-    entry_bounds, page_from_entries, scan_count, scan_page,
+    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, Via, bounds_empty, check,
+    encode_entry, entry_bounds, member_keys, page_from_entries, scan_count, scan_page,
 };
 
 #[derive(Debug, Default)]
@@ -154,6 +154,11 @@ impl MemoryStore {
 
     fn commit_now(&self, batch: Batch) -> Result<Outcome> {
         let mut inner = self.lock();
+        self.commit_locked(&mut inner, batch)
+    }
+
+    /// Checks and applies `batch` while the lock is held.
+    fn commit_locked(&self, inner: &mut Inner, batch: Batch) -> Result<Outcome> {
         let now = self.clock.now_ms();
         let outcome = check(&batch, |k| Ok(inner.held(k, now)))?;
         if !outcome.is_applied() {
@@ -170,6 +175,21 @@ impl MemoryStore {
             inner.sets.retain(|_, (_, exp)| live(*exp, now));
         }
         Ok(Outcome::Applied)
+    }
+
+    /// Reads, plans and commits under one hold of the lock.
+    fn commit_after_read_now<T>(
+        &self,
+        keys: &[String],
+        plan: impl FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>>,
+    ) -> Result<(Outcome, T)> {
+        let mut inner = self.lock();
+        let now = self.clock.now_ms();
+        let values = keys.iter().map(|k| inner.value(k, now).cloned()).collect();
+        match plan(values, now)? {
+            Planned::Skip(t) => Ok((Outcome::Applied, t)),
+            Planned::Commit(batch, t) => Ok((self.commit_locked(&mut inner, batch)?, t)),
+        }
     }
 
     fn scan_now(&self, prefix: &str, after: Option<&[u8]>, count: usize) -> ScanPage {
@@ -192,8 +212,18 @@ impl MemoryStore {
     }
 
     fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
-        let inner = self.lock();
-        let Some(set) = inner.set(key, self.clock.now_ms()) else {
+        self.range_locked(&self.lock(), key, req, self.clock.now_ms())
+    }
+
+    /// A page of collection `key` while the lock is held.
+    fn range_locked(
+        &self,
+        inner: &Inner,
+        key: &str,
+        req: &RangeRequest,
+        now: u64,
+    ) -> Result<RangeResult> {
+        let Some(set) = inner.set(key, now) else {
             return Ok(RangeResult::default());
         };
         let bounds = entry_bounds(req);
@@ -231,6 +261,40 @@ impl Store for MemoryStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
+    }
+
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        let range = self.range_locked(&inner, key, &req, now)?;
+        let values = member_keys(&range)
+            .into_iter()
+            .map(|k| k.and_then(|k| inner.value(k, now).cloned()))
+            .collect();
+        Ok((range, values))
+    }
+
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        Ok(inner.value(key, now).map(|pointer| {
+            let target = std::str::from_utf8(pointer)
+                .ok()
+                .and_then(|k| inner.value(k, now).cloned());
+            (pointer.clone(), target)
+        }))
+    }
+
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        self.commit_after_read_now(keys, plan)
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {

@@ -25,7 +25,7 @@ mod redis;
 mod redis_link;
 
 pub use any::AnyStore;
-pub use batch::{Batch, Condition, Op, Outcome};
+pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Held, check};
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
 pub(crate) use entries::{scan_count, scan_page};
@@ -100,6 +100,49 @@ pub struct ScanPage {
     pub keys: Vec<String>,
     /// Where the next page starts, or `None` when the scan is complete.
     pub next: Option<Vec<u8>>,
+}
+
+/// A value and the value at the key it holds ([`Store::get_via`]).
+pub type Via = (Vec<u8>, Option<Vec<u8>>);
+
+/// The values at `keys`, read with one `get` for one key (so stores that
+/// wrap `get` see every single read) and one `get_many` otherwise.
+async fn read_keys<S: Store>(store: &S, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+    match keys {
+        [one] => Ok(vec![store.get(one).await?]),
+        _ => store.get_many(keys).await,
+    }
+}
+
+/// [`Store::commit_after_read`] the optimistic way, as the trait's default
+/// does it: read the keys, let `plan` decide, commit what it decided. Nothing
+/// stops another writer between the read and the commit, so the batch's
+/// conditions on what was read may fail; the caller retries.
+pub async fn commit_after_read_optimistic<S, T, F>(
+    store: &S,
+    keys: &[String],
+    plan: F,
+) -> Result<(Outcome, T)>
+where
+    S: Store,
+    F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>>,
+{
+    let values = read_keys(store, keys).await?;
+    let now = store.now_ms().await?;
+    match plan(values, now)? {
+        Planned::Commit(batch, t) => Ok((store.commit(batch).await?, t)),
+        Planned::Skip(t) => Ok((Outcome::Applied, t)),
+    }
+}
+
+/// The values at the keys a collection's members name, in member order:
+/// `None` for a member that is not UTF-8 or whose key holds nothing.
+pub(crate) fn member_keys(range: &RangeResult) -> Vec<Option<&str>> {
+    range
+        .members
+        .iter()
+        .map(|m| std::str::from_utf8(&m.member).ok())
+        .collect()
 }
 
 /// A key-value store that kvmodel repositories run on.
@@ -203,6 +246,75 @@ pub trait Store: Clone + Send + Sync + 'static {
                 "this store does not implement `Store::scan`; implement it to run verify, \
                  reconcile and purge, which look for entries no record owns",
             ))
+        }
+    }
+
+    /// Reads the values at `keys` (expired values are absent), lets `plan`
+    /// decide from them and from the store's clock ([`now_ms`](Store::now_ms))
+    /// what to write, and commits that batch: the read-modify-write of
+    /// `update`, `modify` and `delete`. `plan` runs once; an error from it
+    /// writes nothing and comes back as is; [`Planned::Skip`] writes nothing.
+    ///
+    /// The store chooses the protocol. A store with a single writer (memory,
+    /// redb) reads, plans and commits inside one write transaction, so what
+    /// was read cannot change before the commit. The default, and Redis,
+    /// read, plan and commit one after the other
+    /// ([`commit_after_read_optimistic`]): another writer may come in
+    /// between, so `plan` must make its batch conditional on everything it
+    /// relied on, and a failed condition means "read again and retry".
+    ///
+    /// `plan` may run while the store holds its write lock: it must not
+    /// call the store.
+    fn commit_after_read<T, F>(
+        &self,
+        keys: &[String],
+        plan: F,
+    ) -> impl Future<Output = Result<(Outcome, T)>> + Send
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        commit_after_read_optimistic(self, keys, plan)
+    }
+
+    /// The value at `key` and, when that value is a key (UTF-8), the value
+    /// at that key: `None` when `key` holds nothing. A unique claim and the
+    /// record it points to, read together: one round trip on Redis, one
+    /// read transaction on redb. The default reads one after the other.
+    fn get_via(&self, key: &str) -> impl Future<Output = Result<Option<Via>>> + Send {
+        async move {
+            let Some(pointer) = self.get(key).await? else {
+                return Ok(None);
+            };
+            let target = match std::str::from_utf8(&pointer) {
+                Ok(k) => self.get(k).await?,
+                Err(_) => None,
+            };
+            Ok(Some((pointer, target)))
+        }
+    }
+
+    /// A page of the sorted collection at `key` whose members are keys, with
+    /// the value at each member's key, in member order (`None` where the key
+    /// holds nothing, or the member is not UTF-8). A page of an index and its
+    /// records, read together: one round trip on Redis, one read
+    /// transaction on redb. The default is a [`range`](Store::range), then
+    /// one [`get_many`](Store::get_many).
+    fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> impl Future<Output = Result<(RangeResult, Vec<Option<Vec<u8>>>)>> + Send {
+        async move {
+            let range = self.range(key, req).await?;
+            let names = member_keys(&range);
+            let keys: Vec<String> = names.iter().flatten().map(|k| (*k).to_owned()).collect();
+            let mut found = self.get_many(&keys).await?.into_iter();
+            let values = names
+                .iter()
+                .map(|k| k.and_then(|_| found.next().flatten()))
+                .collect();
+            Ok((range, values))
         }
     }
 

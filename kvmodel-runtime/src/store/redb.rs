@@ -13,16 +13,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table,
-    TableDefinition,
+    TableDefinition, WriteTransaction,
 };
 
 use crate::error::{Error, Result};
-use crate::store::batch::{Batch, Op, Outcome};
+use crate::store::batch::{Batch, Op, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, check, encode_entry, entry_bounds,
-    page_from_entries, scan_count, scan_page,
+    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, Via, check,
+    commit_after_read_optimistic, encode_entry, entry_bounds, member_keys, page_from_entries,
+    scan_count, scan_page,
 };
 
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
@@ -164,38 +165,42 @@ impl RedbStore {
             .db
             .begin_write()
             .map_err(e("begin a write transaction"))?;
-        {
-            let mut kv = txn.open_table(KV).map_err(e("open table kv"))?;
-            let mut members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
-            let any_ttls = self.collection_ttls.load(Ordering::Acquire);
-            let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
-            let mut set_ttl = if any_ttls || expires {
-                Some(txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?)
-            } else {
-                None
-            };
-            let mut w = Writer {
-                kv: &mut kv,
-                members: &mut members,
-                set_ttl: set_ttl.as_mut(),
-                now,
-                clock: &*self.clock,
-                set_a_ttl: false,
-            };
-            let outcome = check(&batch, |k| w.held(k))?;
-            if !outcome.is_applied() {
-                // Dropping the transaction aborts it: nothing is written.
-                return Ok(outcome);
-            }
-            for op in batch.ops() {
-                w.apply(op)?;
-            }
-            if w.set_a_ttl {
-                self.collection_ttls.store(true, Ordering::Release);
-            }
+        let outcome = Writer::open(&txn, self, now)?.commit_batch(&batch)?;
+        if outcome.is_applied() {
+            txn.commit().map_err(e("commit a batch"))?;
         }
-        txn.commit().map_err(e("commit a batch"))?;
-        Ok(Outcome::Applied)
+        // Otherwise dropping the transaction aborts it: nothing is written.
+        Ok(outcome)
+    }
+
+    /// Reads `keys`, plans and commits in one write transaction: nothing
+    /// can change what was read before the commit.
+    fn commit_after_read_blocking<T>(
+        &self,
+        keys: &[String],
+        plan: impl FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>>,
+    ) -> Result<(Outcome, T)> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_write()
+            .map_err(e("begin a write transaction"))?;
+        let (outcome, t) = {
+            let mut w = Writer::open(&txn, self, now)?;
+            let values = keys
+                .iter()
+                .map(|k| read_live(&w.kv, k, || now))
+                .collect::<Result<Vec<_>>>()?;
+            match plan(values, now)? {
+                // Dropping the transaction aborts it.
+                Planned::Skip(t) => return Ok((Outcome::Applied, t)),
+                Planned::Commit(batch, t) => (w.commit_batch(&batch)?, t),
+            }
+        };
+        if outcome.is_applied() {
+            txn.commit().map_err(e("commit a batch"))?;
+        }
+        Ok((outcome, t))
     }
 
     /// The `kv` table in a fresh read transaction.
@@ -218,13 +223,15 @@ impl RedbStore {
         Ok(expiry.is_some_and(|exp| !live(exp.value(), now)))
     }
 
-    fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
-        let now = self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
-        if self.collection_expired(&txn, key, now)? {
+    /// A page of collection `key` in the read transaction `txn`.
+    fn range_in(
+        &self,
+        txn: &ReadTransaction,
+        key: &str,
+        req: &RangeRequest,
+        now: u64,
+    ) -> Result<RangeResult> {
+        if self.collection_expired(txn, key, now)? {
             return Ok(RangeResult::default());
         }
         let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
@@ -247,7 +254,7 @@ impl RedbStore {
             .range::<(&str, &[u8])>((lo, hi))
             .map_err(e("scan a collection"))?;
         let take = req.limit.saturating_add(1);
-        let mut entries = Vec::new();
+        let mut entries = Vec::with_capacity(take.min(1024));
         let mut push = |item: RangeItem<'_>| -> Result<()> {
             let (k, _) = item.map_err(e("scan a collection"))?;
             entries.push(k.value().1.to_vec());
@@ -258,6 +265,54 @@ impl RedbStore {
             Direction::Descending => iter.rev().take(take).try_for_each(&mut push)?,
         }
         page_from_entries(entries, req.limit)
+    }
+
+    fn begin_read(&self) -> Result<ReadTransaction> {
+        self.db.begin_read().map_err(e("begin a read transaction"))
+    }
+
+    fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let now = self.clock.now_ms();
+        self.range_in(&self.begin_read()?, key, req, now)
+    }
+
+    /// A page of collection `key` and the values its members name, in one
+    /// read transaction.
+    fn range_values_now(
+        &self,
+        key: &str,
+        req: &RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        let now = self.clock.now_ms();
+        let txn = self.begin_read()?;
+        let range = self.range_in(&txn, key, req, now)?;
+        if range.members.is_empty() {
+            return Ok((range, Vec::new()));
+        }
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        let values = member_keys(&range)
+            .into_iter()
+            .map(|k| match k {
+                Some(k) => read_live(&kv, k, || now),
+                None => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        Ok((range, values))
+    }
+
+    /// The value at `key` and the value at the key it holds, in one read
+    /// transaction.
+    fn get_via_now(&self, key: &str) -> Result<Option<Via>> {
+        let kv = self.kv_reader()?;
+        let now = || self.clock.now_ms();
+        let Some(pointer) = read_live(&kv, key, now)? else {
+            return Ok(None);
+        };
+        let target = match std::str::from_utf8(&pointer) {
+            Ok(k) => read_live(&kv, k, now)?,
+            Err(_) => None,
+        };
+        Ok(Some((pointer, target)))
     }
 
     /// The number of live members of collection `key`: a walk of its keys
@@ -391,22 +446,59 @@ where
     }
 }
 
-struct Writer<'a, 't> {
-    kv: &'a mut Table<'t, &'static str, &'static [u8]>,
-    members: &'a mut Table<'t, (&'static str, &'static [u8]), ()>,
+/// The tables of one write transaction, opened once, and what a batch
+/// needs to check and apply its operations.
+struct Writer<'t> {
+    txn: &'t WriteTransaction,
+    kv: Table<'t, &'static str, &'static [u8]>,
+    members: Table<'t, (&'static str, &'static [u8]), ()>,
     /// Open only when some collection has (or gets) an expiry.
-    set_ttl: Option<&'a mut Table<'t, &'static str, u64>>,
-    /// Set when this batch gave a collection its first expiry.
-    set_a_ttl: bool,
+    set_ttl: Option<Table<'t, &'static str, u64>>,
+    store: &'t RedbStore,
     now: u64,
-    clock: &'a dyn Clock,
 }
 
-impl Writer<'_, '_> {
+impl<'t> Writer<'t> {
+    fn open(txn: &'t WriteTransaction, store: &'t RedbStore, now: u64) -> Result<Self> {
+        let set_ttl = if store.collection_ttls.load(Ordering::Acquire) {
+            Some(txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?)
+        } else {
+            None
+        };
+        Ok(Writer {
+            txn,
+            kv: txn.open_table(KV).map_err(e("open table kv"))?,
+            members: txn.open_table(MEMBERS).map_err(e("open table members"))?,
+            set_ttl,
+            store,
+            now,
+        })
+    }
+
+    /// Checks `batch` and, when every condition holds, applies it (the
+    /// caller commits the transaction then).
+    fn commit_batch(&mut self, batch: &Batch) -> Result<Outcome> {
+        let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
+        if expires && self.set_ttl.is_none() {
+            self.set_ttl = Some(
+                self.txn
+                    .open_table(SET_TTL)
+                    .map_err(e("open table set_ttl"))?,
+            );
+        }
+        let outcome = check(batch, |k| self.held(k))?;
+        if outcome.is_applied() {
+            for op in batch.ops() {
+                self.apply(op)?;
+            }
+        }
+        Ok(outcome)
+    }
+
     fn apply(&mut self, op: &Op) -> Result<()> {
         match op {
             Op::Put { key, value, ttl } => {
-                let exp = ttl.map_or(0, |t| deadline(self.clock, t).max(1));
+                let exp = ttl.map_or(0, |t| deadline(&*self.store.clock, t).max(1));
                 self.kv
                     .insert(key.as_str(), join_value(exp, value).as_slice())
                     .map_err(e("write a value"))?;
@@ -435,9 +527,12 @@ impl Writer<'_, '_> {
             Op::Add { key, sort, member } => {
                 self.sweep_collection(key)?;
                 let entry = encode_entry(sort, member);
-                self.members
-                    .insert((key.as_str(), entry.as_slice()), ())
-                    .map_err(e("add a member"))?;
+                let at = (key.as_str(), entry.as_slice());
+                // Inserting a member that is there already would copy its
+                // page for nothing (every write re-adds the discovery member).
+                if self.members.get(at).map_err(e("read a member"))?.is_none() {
+                    self.members.insert(at, ()).map_err(e("add a member"))?;
+                }
             }
             Op::Remove { key, sort, member } => {
                 let entry = encode_entry(sort, member);
@@ -446,17 +541,17 @@ impl Writer<'_, '_> {
                     .map_err(e("remove a member"))?;
             }
             Op::Expire { key, ttl } => {
-                let at = deadline(self.clock, *ttl).max(1);
+                let at = deadline(&*self.store.clock, *ttl).max(1);
                 let now = self.now;
-                let cur = read_live(&*self.kv, key, || now)?;
+                let cur = read_live(&self.kv, key, || now)?;
                 if let Some(v) = cur {
                     self.kv
                         .insert(key.as_str(), join_value(at, &v).as_slice())
                         .map_err(e("set an expiry"))?;
                 } else if self.collection_live(key)? {
-                    if let Some(t) = self.set_ttl.as_deref_mut() {
+                    if let Some(t) = self.set_ttl.as_mut() {
                         t.insert(key.as_str(), at).map_err(e("set an expiry"))?;
-                        self.set_a_ttl = true;
+                        self.store.collection_ttls.store(true, Ordering::Release);
                     }
                 }
             }
@@ -467,7 +562,7 @@ impl Writer<'_, '_> {
     /// What `key` holds now.
     fn held(&mut self, key: &str) -> Result<Held> {
         let now = self.now;
-        if let Some(v) = read_live(&*self.kv, key, || now)? {
+        if let Some(v) = read_live(&self.kv, key, || now)? {
             Ok(Held::Value(v))
         } else if self.collection_live(key)? {
             Ok(Held::Collection)
@@ -478,7 +573,7 @@ impl Writer<'_, '_> {
 
     /// The expiry of a collection, if it has one.
     fn collection_expiry(&mut self, key: &str) -> Result<Option<u64>> {
-        match self.set_ttl.as_deref_mut() {
+        match self.set_ttl.as_ref() {
             Some(t) => Ok(t
                 .get(key)
                 .map_err(e("read a collection expiry"))?
@@ -514,7 +609,7 @@ impl Writer<'_, '_> {
     }
 
     fn clear_collection(&mut self, key: &str) -> Result<()> {
-        if let Some(t) = self.set_ttl.as_deref_mut() {
+        if let Some(t) = self.set_ttl.as_mut() {
             t.remove(key).map_err(e("delete a collection expiry"))?;
         }
         let end = after_collection(key);
@@ -558,6 +653,36 @@ impl Store for RedbStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
+    }
+
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        self.range_values_now(key, &req)
+    }
+
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        self.get_via_now(key)
+    }
+
+    /// One write transaction for read, plan and commit, except on a
+    /// current-thread runtime, where the write goes to the blocking pool
+    /// (which needs a `'static` plan) and the optimistic protocol applies.
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.commit_after_read_blocking(keys, plan))
+            }
+            Ok(_) => commit_after_read_optimistic(self, keys, plan).await,
+            Err(_) => self.commit_after_read_blocking(keys, plan),
+        }
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {

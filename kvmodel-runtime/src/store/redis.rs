@@ -20,11 +20,14 @@ use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op, Outcome};
 use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::{
-    Direction, RangeRequest, RangeResult, ScanPage, Store, encode_entry, entry_bounds,
-    page_from_entries, scan_count,
+    Direction, RangeRequest, RangeResult, ScanPage, Store, Via, encode_entry, entry_bounds,
+    member_keys, page_from_entries, scan_count,
 };
 
 const SCRIPT: &str = include_str!("redis.lua");
+
+/// The read-only script behind `get_via` and `range_values`.
+const READ_SCRIPT: &str = include_str!("redis_read.lua");
 
 /// A Redis store: a cheap-clone handle over one multiplexed connection,
 /// opened again on the next call after it drops.
@@ -44,6 +47,7 @@ const SCRIPT: &str = include_str!("redis.lua");
 pub struct RedisStore {
     link: Arc<Link>,
     sha: Arc<str>,
+    read_sha: Arc<str>,
     round_trips: Arc<AtomicU64>,
 }
 
@@ -86,6 +90,7 @@ impl RedisStore {
         RedisStore {
             link: Arc::new(link),
             sha: Arc::from(redis::Script::new(SCRIPT).get_hash()),
+            read_sha: Arc::from(redis::Script::new(READ_SCRIPT).get_hash()),
             round_trips: Arc::default(),
         }
     }
@@ -101,14 +106,10 @@ impl RedisStore {
         context: &'static str,
     ) -> Result<T> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        self.link.send(cmd).await.map_err(|failure| match failure {
-            Failure::NotSent(e) => Error::backend(
-                "redis",
-                format!("connect to `{}` to {context}", self.link.address()),
-                e,
-            ),
-            Failure::Sent(e) => Error::backend("redis", context, e),
-        })
+        self.link
+            .send(cmd)
+            .await
+            .map_err(|failure| self.read_failure(failure, context))
     }
 
     /// The error of a commit that failed with `failure`: a commit that was
@@ -180,24 +181,62 @@ impl RedisStore {
         (sha, keys.into_iter().map(str::to_owned).collect(), argv)
     }
 
+    /// Runs the commit script: `EVALSHA`, and on `NOSCRIPT` (the first
+    /// commit on a server that has not seen it) `EVAL` with its text, which
+    /// also caches it: at most two round trips.
     async fn eval(&self, keys: &[&str], argv: &[Vec<u8>]) -> Result<Value> {
+        self.run_script(SCRIPT, &self.sha, keys, argv)
+            .await
+            .map_err(|f| self.commit_failure(f))
+    }
+
+    /// Runs a read of the read script, as [`eval`](Self::eval) runs the
+    /// commit script.
+    async fn eval_read<T: redis::FromRedisValue>(
+        &self,
+        key: &str,
+        argv: &[Vec<u8>],
+        context: &'static str,
+    ) -> Result<T> {
+        let reply = self
+            .run_script(READ_SCRIPT, &self.read_sha, &[key], argv)
+            .await
+            .map_err(|failure| self.read_failure(failure, context))?;
+        redis::from_redis_value(reply).map_err(|e| Error::backend("redis", context, e))
+    }
+
+    async fn run_script(
+        &self,
+        text: &str,
+        sha: &str,
+        keys: &[&str],
+        argv: &[Vec<u8>],
+    ) -> std::result::Result<Value, Failure> {
         let mut evalsha = redis::cmd("EVALSHA");
-        evalsha.arg(&*self.sha).arg(keys.len()).arg(keys).arg(argv);
+        evalsha.arg(sha).arg(keys.len()).arg(keys).arg(argv);
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         match self.link.send(&evalsha).await {
             Err(Failure::Sent(e))
                 if e.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
             {
-                let mut load = redis::cmd("SCRIPT");
-                load.arg("LOAD").arg(SCRIPT);
-                let _: String = self.query(&load, "load the commit script").await?;
+                let mut eval = redis::cmd("EVAL");
+                eval.arg(text).arg(keys.len()).arg(keys).arg(argv);
                 self.round_trips.fetch_add(1, Ordering::Relaxed);
-                self.link
-                    .send(&evalsha)
-                    .await
-                    .map_err(|f| self.commit_failure(f))
+                self.link.send(&eval).await
             }
-            other => other.map_err(|f| self.commit_failure(f)),
+            other => other,
+        }
+    }
+
+    /// The error of a read that failed with `failure`.
+    fn read_failure(&self, failure: Failure, context: &'static str) -> Error {
+        match failure {
+            Failure::NotSent(e) => Error::backend(
+                "redis",
+                format!("connect to `{}` to {context}", self.link.address()),
+                e,
+            ),
+            Failure::Sent(e) => Error::backend("redis", context, e),
         }
     }
 }
@@ -220,6 +259,19 @@ fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
         Bound::Unbounded => unbounded.to_vec(),
         Bound::Included(v) => [b"[".as_slice(), v].concat(),
         Bound::Excluded(v) => [b"(".as_slice(), v].concat(),
+    }
+}
+
+/// The range command for `req` and its arguments after the key: command
+/// name, the two bounds in command order, and how many entries to read
+/// (one past the limit, to tell whether more follow).
+fn range_args(req: &RangeRequest) -> (&'static str, [Vec<u8>; 3]) {
+    let (lo, hi) = entry_bounds(req);
+    let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
+    let count = req.limit.saturating_add(1).to_string().into_bytes();
+    match req.direction {
+        Direction::Ascending => ("ZRANGEBYLEX", [lo, hi, count]),
+        Direction::Descending => ("ZREVRANGEBYLEX", [hi, lo, count]),
     }
 }
 
@@ -302,23 +354,50 @@ impl Store for RedisStore {
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
-        let (lo, hi) = entry_bounds(&req);
-        let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
-        let mut cmd = match req.direction {
-            Direction::Ascending => {
-                let mut c = redis::cmd("ZRANGEBYLEX");
-                c.arg(key).arg(lo).arg(hi);
-                c
-            }
-            Direction::Descending => {
-                let mut c = redis::cmd("ZREVRANGEBYLEX");
-                c.arg(key).arg(hi).arg(lo);
-                c
-            }
-        };
-        cmd.arg("LIMIT").arg(0).arg(req.limit.saturating_add(1));
+        let (name, [a, b, count]) = range_args(&req);
+        let mut cmd = redis::cmd(name);
+        cmd.arg(key).arg(a).arg(b).arg("LIMIT").arg(0).arg(count);
         let entries: Vec<Vec<u8>> = self.query(&cmd, "read a sorted collection").await?;
         page_from_entries(entries, req.limit)
+    }
+
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        let (name, args) = range_args(&req);
+        let mut argv = vec![b"page".to_vec(), name.as_bytes().to_vec()];
+        argv.extend(args);
+        let (entries, mut values): (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>) = self
+            .eval_read(key, &argv, "read a sorted collection and its records")
+            .await?;
+        values.truncate(req.limit);
+        let range = page_from_entries(entries, req.limit)?;
+        // The script reads raw member bytes; a member that is not UTF-8
+        // names no key.
+        for (value, name) in values.iter_mut().zip(member_keys(&range)) {
+            if name.is_none() {
+                *value = None;
+            }
+        }
+        Ok((range, values))
+    }
+
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        let reply: Vec<Option<Vec<u8>>> = self
+            .eval_read(key, &[b"via".to_vec()], "read a key and the key it names")
+            .await?;
+        let mut reply = reply.into_iter();
+        let Some(Some(pointer)) = reply.next() else {
+            return Ok(None);
+        };
+        // A value that is not UTF-8 names no key.
+        let target = reply
+            .next()
+            .flatten()
+            .filter(|_| std::str::from_utf8(&pointer).is_ok());
+        Ok(Some((pointer, target)))
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {

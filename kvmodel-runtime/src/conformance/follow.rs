@@ -1,0 +1,223 @@
+//! Conformance cases for the compound calls: a planned write
+//! ([`Store::commit_after_read`]) and the reads that follow keys
+//! ([`Store::get_via`], [`Store::range_values`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Harness;
+use crate::error::Error;
+use crate::store::batch::{Batch, Outcome, Planned};
+use crate::store::{Direction, RangeRequest, Store};
+
+fn put(b: &mut Batch, k: &str, v: &[u8]) {
+    b.put(k, v.to_vec(), None);
+}
+
+/// A planned write sees the values of its keys in order, commits the batch
+/// it plans, and returns what the plan returned; a plan that skips or fails
+/// writes nothing, and a failed condition of its batch is reported.
+pub async fn commit_after_read_plans_one_write<H: Harness>(h: &H) {
+    let s = h.store();
+    let (a, gone) = (h.key("plan:a"), h.key("plan:gone"));
+    let mut seed = Batch::new();
+    put(&mut seed, &a, b"1");
+    assert!(s.commit(seed).await.unwrap().is_applied());
+
+    let keys = [a.clone(), gone.clone()];
+    let (outcome, seen) = s
+        .commit_after_read(&keys, |values, now| {
+            assert!(now > 0, "the store's clock");
+            let mut b = Batch::new();
+            b.equals(&a, b"1".to_vec());
+            put(&mut b, &a, b"2");
+            Ok(Planned::Commit(b, values))
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome, Outcome::Applied);
+    assert_eq!(seen, vec![Some(b"1".to_vec()), None]);
+    assert_eq!(s.get(&a).await.unwrap().as_deref(), Some(&b"2"[..]));
+
+    let (outcome, t) = s
+        .commit_after_read(&keys, |_, _| Ok(Planned::Skip(7)))
+        .await
+        .unwrap();
+    assert_eq!((outcome, t), (Outcome::Applied, 7));
+
+    let err = s
+        .commit_after_read(&keys, |_, _| -> crate::Result<Planned<()>> {
+            Err(Error::NotFound {
+                entity: "Doc",
+                key: gone.clone(),
+            })
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+
+    let (outcome, ()) = s
+        .commit_after_read(&keys, |_, _| {
+            let mut b = Batch::new();
+            put(&mut b, &gone, b"x");
+            b.absent(&a);
+            Ok(Planned::Commit(b, ()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome, Outcome::Failed { index: 0 });
+    assert_eq!(s.get(&gone).await.unwrap(), None, "nothing written");
+    assert_eq!(s.get(&a).await.unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+/// Concurrent planned increments that retry on a failed condition lose
+/// nothing, whatever protocol the store chose.
+pub async fn concurrent_planned_writes_lose_nothing<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = Arc::new(h.key("plan:hot"));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (s, k) = (s.clone(), k.clone());
+        tasks.push(tokio::spawn(async move {
+            let keys = [k.to_string()];
+            for _ in 0..10 {
+                loop {
+                    let (outcome, ()) = s
+                        .commit_after_read(&keys, |values, _| {
+                            let mut b = Batch::new();
+                            let next = match &values[0] {
+                                Some(v) => {
+                                    b.equals(k.as_str(), v.clone());
+                                    let n: u64 = String::from_utf8_lossy(v).parse().unwrap();
+                                    n + 1
+                                }
+                                None => {
+                                    b.absent(k.as_str());
+                                    1
+                                }
+                            };
+                            put(&mut b, &k, next.to_string().as_bytes());
+                            Ok(Planned::Commit(b, ()))
+                        })
+                        .await
+                        .unwrap();
+                    if outcome.is_applied() {
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(s.get(&k).await.unwrap().as_deref(), Some(&b"40"[..]));
+}
+
+/// `get_via` returns the value at a key and the value at the key it holds:
+/// nothing for an absent key, `None` for a target that is absent, expired,
+/// a collection, or not named by UTF-8.
+pub async fn get_via_follows_one_key<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = |n: &str| h.key(n);
+    let (claim, record) = (k("via:claim"), k("via:record"));
+    let mut b = Batch::new();
+    put(&mut b, &claim, record.as_bytes());
+    put(&mut b, &record, b"{}");
+    put(&mut b, &k("via:to-gone"), k("via:gone").as_bytes());
+    put(&mut b, &k("via:to-set"), k("via:set").as_bytes());
+    b.add(k("via:set"), b"s".to_vec(), b"m".to_vec());
+    put(&mut b, &k("via:to-brief"), k("via:brief").as_bytes());
+    b.put(
+        k("via:brief"),
+        b"x".to_vec(),
+        Some(Duration::from_millis(50)),
+    );
+    put(&mut b, &k("via:binary"), &[0xff, 0xfe]);
+    assert!(s.commit(b).await.unwrap().is_applied());
+
+    let via = |key: String| {
+        let s = s.clone();
+        async move { s.get_via(&key).await.unwrap() }
+    };
+    assert_eq!(
+        via(claim.clone()).await,
+        Some((record.as_bytes().to_vec(), Some(b"{}".to_vec())))
+    );
+    assert_eq!(via(k("via:nothing")).await, None);
+    assert_eq!(
+        via(k("via:to-gone")).await,
+        Some((k("via:gone").into_bytes(), None))
+    );
+    assert_eq!(
+        via(k("via:to-set")).await,
+        Some((k("via:set").into_bytes(), None))
+    );
+    assert_eq!(via(k("via:binary")).await, Some((vec![0xff, 0xfe], None)));
+    h.pass(Duration::from_millis(80)).await;
+    assert_eq!(
+        via(k("via:to-brief")).await,
+        Some((k("via:brief").into_bytes(), None))
+    );
+}
+
+/// `range_values` returns what `range` returns, with the value at each
+/// member's key: `None` where that key holds nothing (or only expired data
+/// or a collection) and for a member that is not UTF-8.
+pub async fn range_values_reads_each_members_value<H: Harness>(h: &H) {
+    let s = h.store();
+    let c = h.key("rv:set");
+    let names: Vec<Vec<u8>> = vec![
+        h.key("rv:a").into_bytes(),
+        h.key("rv:gone").into_bytes(),
+        h.key("rv:brief").into_bytes(),
+        vec![0xff, 0x00, 0x01],
+        h.key("rv:set").into_bytes(),
+        h.key("rv:b").into_bytes(),
+    ];
+    let mut b = Batch::new();
+    for (i, n) in names.iter().enumerate() {
+        b.add(&c, vec![i as u8, 0], n.clone());
+    }
+    put(&mut b, &h.key("rv:a"), b"A");
+    put(&mut b, &h.key("rv:b"), b"B");
+    b.put(
+        h.key("rv:brief"),
+        b"x".to_vec(),
+        Some(Duration::from_millis(50)),
+    );
+    assert!(s.commit(b).await.unwrap().is_applied());
+    h.pass(Duration::from_millis(80)).await;
+
+    let want = |i: usize| match i {
+        0 => Some(b"A".to_vec()),
+        5 => Some(b"B".to_vec()),
+        _ => None,
+    };
+    for direction in [Direction::Ascending, Direction::Descending] {
+        let mut req = RangeRequest::all(4);
+        req.direction = direction;
+        let plain = s.range(&c, req.clone()).await.unwrap();
+        let (range, values) = s.range_values(&c, req.clone()).await.unwrap();
+        assert_eq!(range, plain);
+        let order: Vec<usize> = match direction {
+            Direction::Ascending => (0..4).collect(),
+            Direction::Descending => (2..6).rev().collect(),
+        };
+        assert_eq!(values, order.iter().map(|&i| want(i)).collect::<Vec<_>>());
+        req.after = range.next.clone();
+        let (rest, values) = s.range_values(&c, req).await.unwrap();
+        assert_eq!(rest.members.len(), 2);
+        assert_eq!(rest.next, None);
+        let order: Vec<usize> = match direction {
+            Direction::Ascending => vec![4, 5],
+            Direction::Descending => vec![1, 0],
+        };
+        assert_eq!(values, order.iter().map(|&i| want(i)).collect::<Vec<_>>());
+    }
+    let (empty, values) = s
+        .range_values(&h.key("rv:none"), RangeRequest::all(10))
+        .await
+        .unwrap();
+    assert!(empty.members.is_empty() && values.is_empty());
+}
