@@ -77,6 +77,22 @@ struct Expected {
     next_user: u64,
 }
 
+/// Leaves the record that the write `op` touched out of `out`: its outcome
+/// is unknown.
+fn forget(out: &mut Expected, op: &str) {
+    let (what, n) = op.split_once(' ').unwrap();
+    let n: u64 = n.parse().unwrap();
+    out.next_user = out.next_user.max(n + 1);
+    let key = if what.ends_with("-user") {
+        format!("u{n}")
+    } else {
+        format!("o{n}")
+    };
+    out.users.remove(&key);
+    out.orders.remove(&key);
+    out.inactive.retain(|k| *k != key);
+}
+
 fn expected(log: &[String]) -> Expected {
     let mut out = Expected::default();
     let mut last_begin: Option<&str> = None;
@@ -84,7 +100,14 @@ fn expected(log: &[String]) -> Expected {
         let (word, op) = line.split_once(' ').unwrap_or((line, ""));
         let op = op.split(':').next().unwrap_or(op);
         match word {
-            "begin" => last_begin = Some(op),
+            "begin" => {
+                // A write begun and never acknowledged before the next one
+                // began was in flight when an earlier process died: it may
+                // or may not have landed.
+                if let Some(prev) = last_begin.replace(op) {
+                    forget(&mut out, prev);
+                }
+            }
             "ack" => {
                 last_begin = None;
                 let (what, n) = op.split_once(' ').unwrap();
@@ -110,19 +133,10 @@ fn expected(log: &[String]) -> Expected {
             _ => {}
         }
     }
-    // The write in flight when the process died may or may not have landed.
+    // The write in flight when the last process died may or may not have
+    // landed.
     if let Some(op) = last_begin {
-        let (what, n) = op.split_once(' ').unwrap();
-        let n: u64 = n.parse().unwrap();
-        out.next_user = out.next_user.max(n + 1);
-        let key = if what.ends_with("-user") {
-            format!("u{n}")
-        } else {
-            format!("o{n}")
-        };
-        out.users.remove(&key);
-        out.orders.remove(&key);
-        out.inactive.retain(|k| *k != key);
+        forget(&mut out, op);
     }
     out
 }
