@@ -133,6 +133,10 @@ pub fn load(file: &str, source: &str) -> Schema {
         }
     };
     let mut diagnostics = diags.into_vec();
+    // A schema file has one namespace, for every entity: when it is missing
+    // or malformed, the top level says so once, and "`User` has a key but
+    // no namespace" for each entity would only repeat it.
+    diagnostics.retain(|d| d.code != "E100");
     diagnostics.sort_by_key(|d| line_col(&d.origin));
     Schema {
         file: file.to_owned(),

@@ -127,3 +127,57 @@ fn names() {
 fn values_of_the_wrong_kind() {
     same("    colocate: [id]\n", "#[kv(colocate = [id])]");
 }
+
+/// A message that shows how to write something shows it in the syntax of
+/// the front-end the mistake came from.
+#[test]
+fn advice_speaks_the_front_end_syntax() {
+    let y = from_yaml(&format!(
+        "    key: \"user:{{id}}\"\n{FIELDS}    indexes: {{ by_none: {{ fields: [] }}, by_at: {{ fields: [at], since: 3 }} }}\n"
+    ));
+    let a = from_attributes(
+        "#[kv(namespace = \"shop\", key = \"user:{id}\")]\n#[kv(index(name = by_none, fields()))]\n#[kv(index(name = by_at, fields(at), since = 3))]",
+    );
+    let said = |s: &Said, code: &str| -> Vec<String> {
+        s.iter()
+            .filter(|(c, _)| *c == code)
+            .map(|(_, m)| m.clone())
+            .collect()
+    };
+    assert_eq!(
+        said(&y, "E107"),
+        ["the index `by_none` has no fields; add `fields: […]`"]
+    );
+    assert_eq!(
+        said(&a, "E107"),
+        ["the index `by_none` has no fields; add `fields(…)`"]
+    );
+    assert_eq!(
+        said(&y, "E119"),
+        ["`since: 3` must be between 1 and the entity's version 1"]
+    );
+    assert_eq!(
+        said(&a, "E119"),
+        ["`since = 3` must be between 1 and the entity's version 1"]
+    );
+}
+
+#[test]
+fn articles_fit_the_word() {
+    use kvmodel_codegen::vocab::a;
+    for (word, with) in [
+        ("index", "an index"),
+        ("counter", "a counter"),
+        ("relation", "a relation"),
+        ("`Order`", "an `Order`"),
+        ("`User`", "a `User`"),
+        ("`Upload`", "an `Upload`"),
+        ("`Event`", "an `Event`"),
+        ("uuid", "a uuid"),
+        ("u32", "a u32"),
+        ("i64", "an i64"),
+        ("unique index", "a unique index"),
+    ] {
+        assert_eq!(a(word), with);
+    }
+}

@@ -103,7 +103,7 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
             .as_ref()
             .is_some_and(|k| k.placeholders().any(|p| p == c.as_str()));
         if !in_key {
-            diags.push(Diagnostic::error("E120", &c.origin, format!("`colocate = {}` must name a placeholder of the key template", **c))
+            diags.push(Diagnostic::error("E120", &c.origin, format!("{} must name a placeholder of the key template", vocab::setting(&c.origin, "colocate", c)))
                 .help("co-location puts a hash tag in every key; the record key can only carry it if the field is part of the key"));
         }
     }
@@ -152,7 +152,7 @@ impl NameSet {
             return;
         }
         if let Some(other) = self.methods.insert(method.clone(), what.to_owned()) {
-            diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which a {other} already generates; rename one of them"));
+            diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which {} already generates; rename one of them", vocab::a(&other)));
         }
     }
 }
@@ -168,7 +168,7 @@ fn check_basics(e: &Entity, diags: &mut Diagnostics) {
     match (&e.namespace, &e.key) {
         (None, Some(k)) => diags.push(
             Diagnostic::error("E100", &k.origin, format!("`{}` has a key but no namespace", *e.name))
-                .help("add `namespace = \"app\"`: it becomes the first segment of every key"),
+                .help(format!("add {}: it becomes the first segment of every key", vocab::setting(&k.origin, "namespace", "\"app\""))),
         ),
         (Some(ns), _) if !ns.starts_with(|c: char| c.is_ascii_lowercase()) || !template::is_literal(ns) => diags.error(
             "E101",
@@ -184,6 +184,11 @@ fn field_names(e: &Entity) -> impl Iterator<Item = &str> {
 }
 
 fn unknown_field(e: &Entity, name: &str, origin: &Origin, role: &str, diags: &mut Diagnostics) {
+    // A field whose declaration failed is reported there; naming it again
+    // as "not a field" would be a second, misleading error.
+    if e.broken_fields.iter().any(|f| f == name) {
+        return;
+    }
     let hint = suggestion(name, field_names(e));
     diags.error(
         "E103",
@@ -316,8 +321,9 @@ fn check_since(e: &Entity, since: &Sp<u32>, diags: &mut Diagnostics) {
             "E119",
             &since.origin,
             format!(
-                "`since = {}` must be between 1 and the entity's version {}",
-                since.value, e.version.value
+                "{} must be between 1 and the entity's version {}",
+                vocab::setting(&since.origin, "since", &since.value.to_string()),
+                e.version.value
             ),
         );
     }
@@ -328,7 +334,11 @@ fn check_index(e: &Entity, ix: &crate::ir::Index, model: Option<&Model>, diags: 
         diags.error(
             "E107",
             &ix.origin,
-            format!("the index `{}` has no fields; add `fields(…)`", *ix.name),
+            format!(
+                "the index `{}` has no fields; add {}",
+                *ix.name,
+                vocab::list_setting(&ix.origin, "fields", "…")
+            ),
         );
     }
     let mut seen = BTreeSet::new();

@@ -71,6 +71,10 @@ pub struct Entity {
     pub description: Option<String>,
     /// Where the entity was declared.
     pub origin: Origin,
+    /// Fields declared in a schema file whose declaration is in error (an
+    /// unknown type, say): left out of `fields`, and named here so that
+    /// rules referring to them add no second error. Empty in a valid model.
+    pub broken_fields: Vec<String>,
 }
 
 impl Entity {
@@ -94,6 +98,7 @@ impl Entity {
             migrate_from: None,
             crate_path: None,
             description: None,
+            broken_fields: Vec::new(),
         }
     }
 

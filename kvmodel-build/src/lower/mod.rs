@@ -210,7 +210,7 @@ impl Lower<'_> {
         out.into_iter()
             .map(|(mut def, fields)| {
                 if let (TypeKind::Struct(fs), Some(node)) = (&mut def.kind, fields) {
-                    *fs = self.fields(node, &known);
+                    *fs = self.fields(node, &known, &mut Vec::new());
                 }
                 def
             })
@@ -233,7 +233,14 @@ impl Lower<'_> {
         }
     }
 
-    pub(super) fn fields(&mut self, n: &Node, types: &[TypeDef]) -> Vec<Field> {
+    /// The fields of an entity or a struct type. The names of fields whose
+    /// declaration is in error (reported here) go to `broken`.
+    pub(super) fn fields(
+        &mut self,
+        n: &Node,
+        types: &[TypeDef],
+        broken: &mut Vec<String>,
+    ) -> Vec<Field> {
         let Value::Map(list) = &n.value else {
             self.wrong(n, "a mapping of field names to types");
             return Vec::new();
@@ -277,8 +284,10 @@ impl Lower<'_> {
                     (None, false, None)
                 }
             };
-            let Some(ty_text) = ty_text else { continue };
-            let Some(ty) = self.parse_type(&ty_text, &ty_text.origin, types) else {
+            let Some((ty, ty_origin)) =
+                ty_text.and_then(|t| Some((self.parse_type(&t, &t.origin, types)?, t.origin)))
+            else {
+                broken.push(name.value.clone());
                 continue;
             };
             let default = default.map(|d| {
@@ -294,7 +303,7 @@ impl Lower<'_> {
             });
             out.push(Field {
                 name: Sp::new(name.value.clone(), origin.clone()),
-                ty: Sp::new(ty, ty_text.origin),
+                ty: Sp::new(ty, ty_origin),
                 optional,
                 default,
                 description,

@@ -102,8 +102,9 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
     }
     let doc = format!(
-        " The key of a `{}` record: `{ns}:{}`.",
-        *e.name, template.text
+        " The key of {} record: `{ns}:{}`.",
+        crate::vocab::a(&format!("`{}`", *e.name)),
+        template.text
     );
     let names = arg_names(&params_of(template));
     fns.push(quote! {

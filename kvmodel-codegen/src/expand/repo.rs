@@ -156,15 +156,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let update_doc = format!(
         " Replaces a stored `{ename}`; indexes and counters move with it atomically. Fails with `NotFound`, `UniqueViolation` or, after retries, `Conflict`."
     );
+    let a_name = crate::vocab::a(&format!("`{ename}`"));
     let modify_doc = format!(
-        " Reads a `{ename}`, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
+        " Reads {a_name}, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
     );
-    let exists_doc = format!(" Whether a `{ename}` is stored under this key (one read).");
+    let exists_doc = format!(" Whether {a_name} is stored under this key (one read).");
     let count_all_doc = format!(
         " The number of `{ename}` records: the size of the discovery set, one read. With a TTL it may include expired records not yet swept by a listing or `reconcile`."
     );
     let upsert_doc = format!(
-        " Stores a `{ename}`, creating it or replacing the stored one; indexes and counters move in the same commit. `true` when it was created. Fails with `UniqueViolation` or, after retries, `Conflict`."
+        " Stores {a_name}, creating it or replacing the stored one; indexes and counters move in the same commit. `true` when it was created. Fails with `UniqueViolation` or, after retries, `Conflict`."
     );
     let create_many_doc = format!(
         " Stores new `{ename}` records in one commit, all or none: a stored or repeated key or a taken or repeated unique value fails the whole batch with `Error::Bulk`, naming the record."
@@ -173,7 +174,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into `X` (`X: From<Error>`); `f` may run more than once."
     );
     let delete_doc = format!(
-        " Deletes a `{ename}` with its index entries and counter contributions; `false` if it did not exist."
+        " Deletes {a_name} with its index entries and counter contributions; `false` if it did not exist."
     );
     let all_doc =
         format!(" A page of every `{ename}` record, from the discovery set (never a key scan).");

@@ -275,11 +275,60 @@ impl fmt::Display for FieldExpr {
     }
 }
 
-/// A record version (`version`, `since`, `from`) from an integer. Zero is
-/// taken, so that the model's own rules can say why it does not fit.
+/// A record version (`version`, `since`, `from`) from an integer: 1 up to
+/// `u32::MAX`, or E106 saying which way it is out of range.
 pub fn version_number(i: i64, what: &str) -> Result<u32, Mistake> {
-    u32::try_from(i)
-        .map_err(|_| wrong_kind(&format!("a version number for {what}"), &format!("`{i}`")))
+    let why = match i {
+        ..0 => format!("{what} is {i}, a negative number; record versions start at 1"),
+        0 => format!("{what} is 0; record versions start at 1"),
+        _ => match u32::try_from(i) {
+            Ok(n) => return Ok(n),
+            Err(_) => format!(
+                "{what} is {i}, larger than the largest record version, {}",
+                u32::MAX
+            ),
+        },
+    };
+    Err(Mistake::new("E106", why))
+}
+
+/// How `key` set to `value` is written where `origin` is: `key: value` in
+/// a schema file, `key = value` in an attribute.
+pub fn setting(origin: &Origin, key: &str, value: &str) -> String {
+    match origin {
+        Origin::Location { .. } => format!("`{key}: {value}`"),
+        _ => format!("`{key} = {value}`"),
+    }
+}
+
+/// How the list `key` of `items` is written where `origin` is:
+/// `key: [items]` in a schema file, `key(items)` in an attribute.
+pub fn list_setting(origin: &Origin, key: &str, items: &str) -> String {
+    match origin {
+        Origin::Location { .. } => format!("`{key}: [{items}]`"),
+        _ => format!("`{key}({items})`"),
+    }
+}
+
+/// `word` with its indefinite article, as English spells it: `an index`,
+/// `a counter`, `a uuid`, `an update`.
+pub fn a(word: &str) -> String {
+    let lower = word.trim_start_matches('`').to_ascii_lowercase();
+    let mut chars = lower.chars();
+    let an = match (chars.next(), chars.next(), chars.next()) {
+        (Some('a' | 'e' | 'i' | 'o'), ..) => true,
+        // `u` says "you" before one consonant and a vowel (`unique`,
+        // `user`, `uuid`, `u32`), and "uh" before two (`update`).
+        (Some('u'), Some(c), Some(v)) => {
+            !(c.is_ascii_digit() || c == 'u' || (!is_vowel(c) && is_vowel(v)))
+        }
+        _ => false,
+    };
+    format!("{} {word}", if an { "an" } else { "a" })
+}
+
+fn is_vowel(c: char) -> bool {
+    matches!(c, 'a' | 'e' | 'i' | 'o' | 'u')
 }
 
 const UNITS: &[(&str, u64)] = &[

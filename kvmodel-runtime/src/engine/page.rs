@@ -162,8 +162,8 @@ pub enum Unordered {}
 /// A value that bounds a listing ordered by `T`: a `T`, a `&T`, and for
 /// `String` orderings a `&str`.
 #[diagnostic::on_unimplemented(
-    message = "a listing ordered by `{T}` cannot be bounded by a `{Self}`",
-    label = "expected a `{T}` here",
+    message = "a listing ordered by `{T}` cannot be bounded by a value of type `{Self}`",
+    label = "expected a value of type `{T}` here",
     note = "bounds take values of the listing's `order_by` type; `Unordered` means the listing declares no `order_by` and takes no bounds"
 )]
 pub trait OrderValue<T> {
@@ -353,7 +353,7 @@ impl ListRequest {
             if let Some(asked) = self.direction.filter(|d| *d != c.direction) {
                 return Err(Error::InvalidCursor {
                     reason: format!(
-                        "it continues a {} listing, but the request asks for {} order; \
+                        "it continues a listing in {} order, but the request asks for {} order; \
                          leave the direction out to continue in the cursor's",
                         direction_name(c.direction),
                         direction_name(asked)
@@ -464,7 +464,7 @@ mod tests {
         assert!(err.to_string().contains("another listing"), "{err}");
         let flipped = PageRequest::<i64>::new(5).after(c.clone()).descending();
         let err = flipped.resolve(|_| vec![]).range("a").unwrap_err();
-        assert!(err.to_string().contains("ascending listing"), "{err}");
+        assert!(err.to_string().contains("a listing in ascending order"), "{err}");
         let d = Cursor::new("a", Direction::Descending, vec![1]);
         let adopted = ListRequest::from(PageRequest::new(5).after(d));
         assert_eq!(adopted.range("a").unwrap().direction, Direction::Descending);

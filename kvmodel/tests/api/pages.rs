@@ -109,7 +109,12 @@ pub async fn next_page_continues_in_the_cursor_direction<H: Harness>(h: &H) {
         .await,
         "descending after an ascending cursor",
     );
-    assert!(msg.contains("ascending listing"), "{msg}");
+    assert!(
+        msg.contains(
+            "it continues a listing in ascending order, but the request asks for descending order"
+        ),
+        "{msg}"
+    );
 }
 
 /// Bounds are values of the `order_by` type (a `Timestamp` here).
