@@ -409,18 +409,25 @@ pub async fn writes_sweep_in_small_steps<H: Harness>(h: &H) {
     h.pass(Duration::from_millis(1_300)).await;
     // One step in 8 writes examines 32 due entries: 300 writes sweep 64
     // expired sessions unless fewer than 2 of them step (odds about 1e-16).
+    let started = std::time::Instant::now();
     for i in 0..300 {
         repo.create(&session(&format!("new{i}"), "new"))
             .await
             .unwrap();
     }
+    // On a real clock, a busy machine can take longer than the TTL for
+    // these writes, and then the first new sessions expire (and are swept)
+    // too; their count is exact only when no new session can have expired.
+    let none_expired = started.elapsed() < Duration::from_millis(800);
     assert_eq!(repo.count_per_user("old").await.unwrap(), 0);
     assert!(
         members(&store, &SessionKeys::relation_user("old"))
             .await
             .is_empty()
     );
-    assert_eq!(repo.count_per_user("new").await.unwrap(), 300);
+    if none_expired {
+        assert_eq!(repo.count_per_user("new").await.unwrap(), 300);
+    }
 }
 
 /// Concurrent read-modify-writes of one expiring record keep its receipt,
