@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::Harness;
 use crate::store::batch::Batch;
-use crate::store::{RangeRequest, Store};
+use crate::store::{Direction, RangeRequest, Store};
 
 async fn len<S: Store>(s: &S, k: &str) -> u64 {
     s.collection_len(k).await.expect("collection_len")
@@ -41,4 +41,25 @@ pub async fn collection_len_counts_live_members<H: Harness>(h: &H) {
     assert_eq!(len(&s, &k).await, 0, "deleted");
     h.pass(Duration::from_millis(300)).await;
     assert_eq!(len(&s, &other).await, 0, "expired");
+}
+
+/// A range takes any limit, up to `usize::MAX` (what "no limit" looks
+/// like to a caller): the whole collection, in either direction.
+pub async fn range_takes_any_limit<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = h.key("limit:k");
+    let mut b = Batch::new();
+    for m in ["a", "b", "c"] {
+        b.add(&k, vec![], m.as_bytes().to_vec());
+    }
+    assert!(s.commit(b).await.expect("commit").is_applied());
+    for limit in [usize::MAX, usize::MAX - 1, 1 << 63] {
+        for direction in [Direction::Ascending, Direction::Descending] {
+            let mut req = RangeRequest::all(limit);
+            req.direction = direction;
+            let page = s.range(&k, req).await.expect("a range with a huge limit");
+            assert_eq!(page.members.len(), 3, "limit {limit}, {direction:?}");
+            assert_eq!(page.next, None, "limit {limit}, {direction:?}");
+        }
+    }
 }

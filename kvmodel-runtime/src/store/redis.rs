@@ -268,7 +268,11 @@ fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
 fn range_args(req: &RangeRequest) -> (&'static str, [Vec<u8>; 3]) {
     let (lo, hi) = entry_bounds(req);
     let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
-    let count = req.limit.saturating_add(1).to_string().into_bytes();
+    // Redis counts in an i64: a larger limit asks for everything.
+    let count = i64::try_from(req.limit.saturating_add(1))
+        .unwrap_or(i64::MAX)
+        .to_string()
+        .into_bytes();
     match req.direction {
         Direction::Ascending => ("ZRANGEBYLEX", [lo, hi, count]),
         Direction::Descending => ("ZREVRANGEBYLEX", [hi, lo, count]),
