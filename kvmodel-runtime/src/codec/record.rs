@@ -251,6 +251,31 @@ mod tests {
         assert_eq!((v, value["age"].as_u64()), (3, Some(9)));
     }
 
+    /// A float reads back as the very value written, in JSON too.
+    #[test]
+    fn json_floats_read_back_exactly() {
+        for x in [
+            -5.429664152337825e225,
+            0.1 + 0.2,
+            f64::MIN_POSITIVE,
+            1e-310,
+            f64::MAX,
+        ] {
+            let bytes = encode("k", Encoding::Json, 1, &x).unwrap();
+            assert_eq!(
+                decode_current::<f64>("k", &bytes).unwrap().to_bits(),
+                x.to_bits(),
+                "{x:e}"
+            );
+            let (_, value) = decode_value("k", &bytes).unwrap();
+            assert_eq!(
+                from_value::<f64>("k", value).unwrap().to_bits(),
+                x.to_bits(),
+                "{x:e}"
+            );
+        }
+    }
+
     #[test]
     fn garbage_is_a_decode_error_naming_the_key() {
         for bytes in [&b""[..], b"\xff", b"{not json", b"\x92\xc1"] {
