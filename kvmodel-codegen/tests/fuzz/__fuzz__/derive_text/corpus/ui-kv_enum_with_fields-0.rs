@@ -1,0 +1,5 @@
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEnum)]
+pub enum Status {
+    Active,
+    Banned { reason: String },
+}

@@ -1,0 +1,5 @@
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(key = "user:{id}")]
+pub struct User {
+    pub id: String,
+}

@@ -1,0 +1,4 @@
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+pub enum User {
+    A,
+}

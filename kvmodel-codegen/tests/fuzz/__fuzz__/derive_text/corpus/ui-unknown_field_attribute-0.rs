@@ -1,0 +1,7 @@
+#[derive(Clone, Serialize, Deserialize, kvmodel::KvEntity)]
+#[kv(namespace = "shop", key = "user:{id}")]
+pub struct User {
+    pub id: String,
+    #[kv(uniqe)]
+    pub email: String,
+}
