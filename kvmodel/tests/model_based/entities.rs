@@ -1,0 +1,103 @@
+//! The entities under test, the values their fields take, and the plain
+//! in-memory model of what the store holds.
+
+use std::collections::BTreeMap;
+
+use kvmodel::KvEntity;
+use serde::{Deserialize, Serialize};
+
+/// The parent of the relations below; never stored.
+#[allow(dead_code)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "mb", key = "owner:{id}")]
+pub struct Owner {
+    pub id: String,
+}
+
+/// A lasting record: a unique index (normalized), an ordered index, a
+/// relation, a count grouped by a field and a sum grouped by another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "mb", key = "item:{id}")]
+#[kv(index(name = "by_group", fields(group), order_by = rank))]
+#[kv(relation(name = "owner", belongs_to = Owner, by = owner))]
+#[kv(counter(name = "per_group", group_by(group)))]
+#[kv(counter(name = "qty_per_owner", sum = qty, group_by(owner)))]
+pub struct Item {
+    pub id: String,
+    #[kv(unique, normalize = "lowercase")]
+    pub sku: String,
+    pub group: String,
+    pub rank: i64,
+    pub owner: String,
+    pub qty: i64,
+}
+
+/// An expiring record: a unique index, an ordered relation, a count
+/// grouped by a field and an ungrouped sum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "mb", key = "lease:{id}", ttl = "1s")]
+#[kv(relation(name = "owner", belongs_to = Owner, by = owner, order_by = rank))]
+#[kv(counter(name = "per_owner", group_by(owner)))]
+#[kv(counter(name = "weight", sum = weight))]
+pub struct Lease {
+    pub id: String,
+    #[kv(unique)]
+    pub token: String,
+    pub owner: String,
+    pub rank: i64,
+    pub weight: i64,
+}
+
+/// The lease's time to live, in milliseconds.
+pub const TTL_MS: u64 = 1_000;
+
+pub const IDS: &[&str] = &["a", "b", "c", "d"];
+/// `x` and `X` claim the same unique value (normalized to lowercase).
+pub const SKUS: &[&str] = &["x", "X", "y", "z"];
+pub const TOKENS: &[&str] = &["t1", "t2", "t3"];
+pub const GROUPS: &[&str] = &["g1", "g2"];
+pub const OWNERS: &[&str] = &["o1", "o2"];
+pub const RANKS: &[i64] = &[i64::MIN, -1, 0, 0, 7, i64::MAX];
+
+/// What the store should hold: every live record, and the store time of
+/// each lease's last write.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub items: BTreeMap<String, Item>,
+    pub leases: BTreeMap<String, (Lease, u64)>,
+    /// Milliseconds passed since the case started.
+    pub now: u64,
+}
+
+impl Model {
+    /// The item other than `id` that holds `sku`'s unique value.
+    pub fn sku_holder(&self, sku: &str, id: &str) -> Option<&Item> {
+        let sku = sku.to_lowercase();
+        self.items
+            .values()
+            .find(|i| i.id != id && i.sku.to_lowercase() == sku)
+    }
+
+    /// The lease other than `id` that holds `token`.
+    pub fn token_holder(&self, token: &str, id: &str) -> Option<&Lease> {
+        self.leases
+            .values()
+            .map(|(l, _)| l)
+            .find(|l| l.id != id && l.token == token)
+    }
+
+    /// Lets `ms` pass: leases written `TTL_MS` or longer ago are gone.
+    pub fn pass(&mut self, ms: u64) {
+        self.now += ms;
+        let now = self.now;
+        self.leases.retain(|_, (_, at)| now < *at + TTL_MS);
+    }
+
+    pub fn put_lease(&mut self, lease: Lease) {
+        self.leases.insert(lease.id.clone(), (lease, self.now));
+    }
+
+    pub fn lease(&self, id: &str) -> Option<&Lease> {
+        self.leases.get(id).map(|(l, _)| l)
+    }
+}

@@ -1,0 +1,64 @@
+//! Sequences worth keeping: hand-picked edges and shrunk failures of the
+//! random sequences, replayed on every store.
+
+use kvmodel::conformance::Harness;
+
+use super::entities::{Item, Lease};
+use super::run_sequence;
+use super::steps::{Change, LeaseChange, Step};
+
+fn item(id: &str, sku: &str, group: &str, rank: i64, owner: &str, qty: i64) -> Item {
+    Item {
+        id: id.into(),
+        sku: sku.into(),
+        group: group.into(),
+        rank,
+        owner: owner.into(),
+        qty,
+    }
+}
+
+fn lease(id: &str, token: &str, owner: &str, rank: i64, weight: i64) -> Lease {
+    Lease {
+        id: id.into(),
+        token: token.into(),
+        owner: owner.into(),
+        rank,
+        weight,
+    }
+}
+
+/// A lease expires; its token and its id are taken again, by another
+/// lease and by a new lease of another owner.
+pub async fn expired_lease_frees_its_token_and_id<H: Harness>(h: &H) {
+    run_sequence(
+        h,
+        &[
+            Step::CreateLease(lease("a", "t1", "o1", 0, 5)),
+            Step::Pass { long: true },
+            Step::CreateLease(lease("b", "t1", "o2", 1, 2)),
+            Step::UpsertLease(lease("a", "t2", "o2", i64::MIN, -3)),
+            Step::ModifyLease("b", LeaseChange::Owner("o1")),
+        ],
+    )
+    .await;
+}
+
+/// Unique values differ only in case: one claim; a move frees it.
+pub async fn unique_values_in_any_case_are_one_claim<H: Harness>(h: &H) {
+    run_sequence(
+        h,
+        &[
+            Step::CreateItem(item("a", "x", "g1", 0, "o1", 1)),
+            Step::CreateItem(item("b", "X", "g1", 0, "o1", 1)),
+            Step::ModifyItem("a", Change::Sku("y")),
+            Step::CreateItem(item("b", "X", "g2", i64::MAX, "o2", 4)),
+            Step::ConcurrentModify(
+                "b",
+                vec![Change::AddQty(3), Change::Group("g1"), Change::Rank(-1)],
+            ),
+            Step::DeleteItem("a"),
+        ],
+    )
+    .await;
+}

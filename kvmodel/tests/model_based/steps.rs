@@ -1,0 +1,446 @@
+//! The steps of a sequence, how proptest draws them, and how each runs on
+//! the repositories and on the model, with the outcome the model expects.
+
+use std::sync::Arc;
+
+use kvmodel::conformance::Harness;
+use kvmodel::{Error, Store};
+use proptest::prelude::*;
+use proptest::sample::select;
+
+use super::entities::*;
+
+/// A change `modify` makes to an item.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Sku(&'static str),
+    Group(&'static str),
+    Rank(i64),
+    Owner(&'static str),
+    AddQty(i64),
+}
+
+impl Change {
+    pub fn apply(&self, item: &mut Item) {
+        match self {
+            Change::Sku(s) => item.sku = (*s).to_owned(),
+            Change::Group(g) => item.group = (*g).to_owned(),
+            Change::Rank(r) => item.rank = *r,
+            Change::Owner(o) => item.owner = (*o).to_owned(),
+            Change::AddQty(d) => item.qty += d,
+        }
+    }
+}
+
+/// A change `modify` makes to a lease.
+#[derive(Debug, Clone)]
+pub enum LeaseChange {
+    Token(&'static str),
+    Owner(&'static str),
+    Rank(i64),
+    AddWeight(i64),
+}
+
+impl LeaseChange {
+    pub fn apply(&self, lease: &mut Lease) {
+        match self {
+            LeaseChange::Token(t) => lease.token = (*t).to_owned(),
+            LeaseChange::Owner(o) => lease.owner = (*o).to_owned(),
+            LeaseChange::Rank(r) => lease.rank = *r,
+            LeaseChange::AddWeight(d) => lease.weight += d,
+        }
+    }
+}
+
+/// One step of a sequence.
+#[derive(Debug, Clone)]
+pub enum Step {
+    CreateItem(Item),
+    UpdateItem(Item),
+    UpsertItem(Item),
+    ModifyItem(&'static str, Change),
+    DeleteItem(&'static str),
+    CreateLease(Lease),
+    UpdateLease(Lease),
+    UpsertLease(Lease),
+    ModifyLease(&'static str, LeaseChange),
+    DeleteLease(&'static str),
+    /// Store time passes (past the lease TTL when `long`), then the expiry
+    /// sweep runs.
+    Pass {
+        long: bool,
+    },
+    /// Writers modify one item at once, each with its own change.
+    ConcurrentModify(&'static str, Vec<Change>),
+    /// Writers create items with one unique value at once.
+    ConcurrentCreate(Vec<Item>),
+}
+
+fn item() -> impl Strategy<Value = Item> {
+    (
+        select(IDS),
+        select(SKUS),
+        select(GROUPS),
+        select(RANKS),
+        select(OWNERS),
+        -50i64..50,
+    )
+        .prop_map(|(id, sku, group, rank, owner, qty)| Item {
+            id: id.into(),
+            sku: sku.into(),
+            group: group.into(),
+            rank,
+            owner: owner.into(),
+            qty,
+        })
+}
+
+fn lease() -> impl Strategy<Value = Lease> {
+    (
+        select(IDS),
+        select(TOKENS),
+        select(OWNERS),
+        select(RANKS),
+        -9i64..10,
+    )
+        .prop_map(|(id, token, owner, rank, weight)| Lease {
+            id: id.into(),
+            token: token.into(),
+            owner: owner.into(),
+            rank,
+            weight,
+        })
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        select(SKUS).prop_map(Change::Sku),
+        select(GROUPS).prop_map(Change::Group),
+        select(RANKS).prop_map(Change::Rank),
+        select(OWNERS).prop_map(Change::Owner),
+        (-50i64..50).prop_map(Change::AddQty),
+    ]
+}
+
+/// A change that never touches the unique value, so that concurrent
+/// writers all succeed.
+fn free_change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        select(GROUPS).prop_map(Change::Group),
+        select(RANKS).prop_map(Change::Rank),
+        select(OWNERS).prop_map(Change::Owner),
+        (-50i64..50).prop_map(Change::AddQty),
+    ]
+}
+
+fn lease_change() -> impl Strategy<Value = LeaseChange> {
+    prop_oneof![
+        select(TOKENS).prop_map(LeaseChange::Token),
+        select(OWNERS).prop_map(LeaseChange::Owner),
+        select(RANKS).prop_map(LeaseChange::Rank),
+        (-9i64..10).prop_map(LeaseChange::AddWeight),
+    ]
+}
+
+/// Items with distinct ids and one unique value (spelled in any case).
+fn rivals() -> impl Strategy<Value = Vec<Item>> {
+    (
+        proptest::sample::subsequence(IDS, 2..=3),
+        proptest::collection::vec(item(), 3),
+        select(SKUS),
+    )
+        .prop_map(|(ids, mut items, sku)| {
+            for (item, id) in items.iter_mut().zip(&ids) {
+                item.id = (*id).to_owned();
+                item.sku = if item.qty % 2 == 0 {
+                    sku.to_owned()
+                } else {
+                    sku.to_uppercase()
+                };
+            }
+            items.truncate(ids.len());
+            items
+        })
+}
+
+pub fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => item().prop_map(Step::CreateItem),
+        2 => item().prop_map(Step::UpdateItem),
+        2 => item().prop_map(Step::UpsertItem),
+        3 => (select(IDS), change()).prop_map(|(id, c)| Step::ModifyItem(id, c)),
+        2 => select(IDS).prop_map(Step::DeleteItem),
+        3 => lease().prop_map(Step::CreateLease),
+        1 => lease().prop_map(Step::UpdateLease),
+        2 => lease().prop_map(Step::UpsertLease),
+        2 => (select(IDS), lease_change()).prop_map(|(id, c)| Step::ModifyLease(id, c)),
+        1 => select(IDS).prop_map(Step::DeleteLease),
+        2 => any::<bool>().prop_map(|long| Step::Pass { long }),
+        1 => (select(IDS), proptest::collection::vec(free_change(), 2..=4))
+            .prop_map(|(id, cs)| Step::ConcurrentModify(id, cs)),
+        1 => rivals().prop_map(Step::ConcurrentCreate),
+    ]
+}
+
+/// What a write returned, reduced to what the model predicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// `upsert`: whether it created; `delete`: whether it removed.
+    Flag(bool),
+    AlreadyExists,
+    NotFound,
+    Unique,
+}
+
+pub fn outcome<T>(r: kvmodel::Result<T>, flag: impl FnOnce(T) -> Option<bool>) -> Outcome {
+    match r {
+        Ok(v) => flag(v).map_or(Outcome::Done, Outcome::Flag),
+        Err(Error::AlreadyExists { .. }) => Outcome::AlreadyExists,
+        Err(Error::NotFound { .. }) => Outcome::NotFound,
+        Err(Error::UniqueViolation { .. }) => Outcome::Unique,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+fn done<T>(_: T) -> Option<bool> {
+    None
+}
+
+/// The repositories of a sequence.
+pub struct Repos<S: Store> {
+    pub items: ItemRepo<S>,
+    pub leases: LeaseRepo<S>,
+}
+
+/// How much store time a pass lets go by.
+pub fn pass_ms(long: bool) -> u64 {
+    if long { TTL_MS + 100 } else { 130 }
+}
+
+/// Runs `step` on the repositories and on the model; panics when the
+/// outcome differs from the model's.
+pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &Step) {
+    let (got, want) = match step {
+        Step::CreateItem(v) => {
+            let want = if m.items.contains_key(&v.id) {
+                Outcome::AlreadyExists
+            } else if m.sku_holder(&v.sku, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                m.items.insert(v.id.clone(), v.clone());
+                Outcome::Done
+            };
+            (outcome(r.items.create(v).await, done), want)
+        }
+        Step::UpdateItem(v) => {
+            let want = if !m.items.contains_key(&v.id) {
+                Outcome::NotFound
+            } else if m.sku_holder(&v.sku, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                m.items.insert(v.id.clone(), v.clone());
+                Outcome::Done
+            };
+            (outcome(r.items.update(v).await, done), want)
+        }
+        Step::UpsertItem(v) => {
+            let want = if m.sku_holder(&v.sku, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                Outcome::Flag(m.items.insert(v.id.clone(), v.clone()).is_none())
+            };
+            (outcome(r.items.upsert(v).await, Some), want)
+        }
+        Step::ModifyItem(id, c) => {
+            let want = match m.items.get(*id).cloned() {
+                None => Outcome::NotFound,
+                Some(mut v) => {
+                    c.apply(&mut v);
+                    if m.sku_holder(&v.sku, id).is_some() {
+                        Outcome::Unique
+                    } else {
+                        m.items.insert(v.id.clone(), v);
+                        Outcome::Done
+                    }
+                }
+            };
+            let got = r.items.modify(id, |v| c.apply(v)).await;
+            if let Ok(v) = &got {
+                assert_eq!(Some(v), m.items.get(*id), "modify returned another record");
+            }
+            (outcome(got, done), want)
+        }
+        Step::DeleteItem(id) => {
+            let want = Outcome::Flag(m.items.remove(*id).is_some());
+            (outcome(r.items.delete(id).await, Some), want)
+        }
+        Step::CreateLease(v) => {
+            let want = if m.leases.contains_key(&v.id) {
+                Outcome::AlreadyExists
+            } else if m.token_holder(&v.token, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                m.put_lease(v.clone());
+                Outcome::Done
+            };
+            (outcome(r.leases.create(v).await, done), want)
+        }
+        Step::UpdateLease(v) => {
+            let want = if !m.leases.contains_key(&v.id) {
+                Outcome::NotFound
+            } else if m.token_holder(&v.token, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                m.put_lease(v.clone());
+                Outcome::Done
+            };
+            (outcome(r.leases.update(v).await, done), want)
+        }
+        Step::UpsertLease(v) => {
+            let want = if m.token_holder(&v.token, &v.id).is_some() {
+                Outcome::Unique
+            } else {
+                let created = !m.leases.contains_key(&v.id);
+                m.put_lease(v.clone());
+                Outcome::Flag(created)
+            };
+            (outcome(r.leases.upsert(v).await, Some), want)
+        }
+        Step::ModifyLease(id, c) => {
+            let want = match m.lease(id).cloned() {
+                None => Outcome::NotFound,
+                Some(mut v) => {
+                    c.apply(&mut v);
+                    if m.token_holder(&v.token, id).is_some() {
+                        Outcome::Unique
+                    } else {
+                        m.put_lease(v);
+                        Outcome::Done
+                    }
+                }
+            };
+            (
+                outcome(r.leases.modify(id, |v| c.apply(v)).await, done),
+                want,
+            )
+        }
+        Step::DeleteLease(id) => {
+            let want = Outcome::Flag(m.leases.remove(*id).is_some());
+            (outcome(r.leases.delete(id).await, Some), want)
+        }
+        Step::Pass { long } => {
+            let ms = pass_ms(*long);
+            h.pass(std::time::Duration::from_millis(ms)).await;
+            m.pass(ms);
+            loop {
+                let sweep = r.leases.sweep_expired(1_000).await.unwrap();
+                assert!(sweep.skipped.is_empty(), "{sweep:?}");
+                if !sweep.more {
+                    break;
+                }
+            }
+            (Outcome::Done, Outcome::Done)
+        }
+        Step::ConcurrentModify(id, changes) => {
+            concurrent_modify(r, m, id, changes).await;
+            (Outcome::Done, Outcome::Done)
+        }
+        Step::ConcurrentCreate(rivals) => {
+            concurrent_create(r, m, rivals).await;
+            (Outcome::Done, Outcome::Done)
+        }
+    };
+    assert_eq!(got, want, "the outcome of {step:?}");
+}
+
+/// Every writer's change lands (no lost update): the stored item is the
+/// model's with the changes applied in some order.
+async fn concurrent_modify<S: Store>(r: &Repos<S>, m: &mut Model, id: &str, changes: &[Change]) {
+    let changes = Arc::new(changes.to_vec());
+    let tasks: Vec<_> = (0..changes.len())
+        .map(|i| {
+            let repo = r.items.clone();
+            let changes = Arc::clone(&changes);
+            let id = id.to_owned();
+            tokio::spawn(async move { repo.modify(&id, |v| changes[i].apply(v)).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(outcome(t.await.unwrap(), done));
+    }
+    let Some(before) = m.items.get(id).cloned() else {
+        assert!(
+            outcomes.iter().all(|o| *o == Outcome::NotFound),
+            "{outcomes:?}"
+        );
+        return;
+    };
+    assert!(outcomes.iter().all(|o| *o == Outcome::Done), "{outcomes:?}");
+    let stored = r
+        .items
+        .get(id)
+        .await
+        .unwrap()
+        .expect("the item is still there");
+    let orders = permutations(changes.len());
+    let serial = orders.iter().any(|order| {
+        let mut v = before.clone();
+        order.iter().for_each(|i| changes[*i].apply(&mut v));
+        v == stored
+    });
+    assert!(
+        serial,
+        "{stored:?} is no serial order of {changes:?} on {before:?}"
+    );
+    m.items.insert(id.to_owned(), stored);
+}
+
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for p in permutations(n - 1) {
+        for at in 0..=p.len() {
+            let mut q = p.clone();
+            q.insert(at, n - 1);
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// Exactly one rival wins a free unique value; a taken one, none.
+async fn concurrent_create<S: Store>(r: &Repos<S>, m: &mut Model, rivals: &[Item]) {
+    let tasks: Vec<_> = rivals
+        .iter()
+        .map(|v| {
+            let repo = r.items.clone();
+            let v = v.clone();
+            tokio::spawn(async move { repo.create(&v).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(outcome(t.await.unwrap(), done));
+    }
+    let mut winners = Vec::new();
+    for (v, got) in rivals.iter().zip(&outcomes) {
+        if m.items.contains_key(&v.id) {
+            assert_eq!(*got, Outcome::AlreadyExists, "{v:?}");
+        } else if *got == Outcome::Done {
+            winners.push(v.clone());
+        } else {
+            assert_eq!(*got, Outcome::Unique, "{v:?}");
+        }
+    }
+    let fresh = rivals.iter().any(|v| !m.items.contains_key(&v.id));
+    let taken = m.sku_holder(&rivals[0].sku, "").is_some();
+    let want = usize::from(fresh && !taken);
+    assert_eq!(winners.len(), want, "winners of {rivals:?}: {outcomes:?}");
+    for w in winners {
+        m.items.insert(w.id.clone(), w);
+    }
+}
