@@ -66,3 +66,27 @@ fn build_scripts_get_each_warning_on_one_line() {
         lines[0]
     );
 }
+
+#[test]
+fn deeply_nested_types_are_refused() {
+    // Lists nested 100,000 deep: refused, never a stack overflow.
+    let depth = 100_000;
+    let ty = format!("{}string{}", "list<".repeat(depth), ">".repeat(depth));
+    let source = format!(
+        "kvmodel: 1\nnamespace: deep\nentities:\n  Thing:\n    key: \"t:{{id}}\"\n    fields: {{ id: string, x: \"{ty}\" }}\n"
+    );
+    let schema = kvmodel_build::load("deep.yaml", &source);
+    let text = schema.render_diagnostics(false);
+    assert!(
+        text.contains("error[E013]: this type nests lists and maps more than 16 deep"),
+        "{}",
+        &text[..text.len().min(500)]
+    );
+    let ok = format!(
+        "kvmodel: 1\nnamespace: deep\nentities:\n  Thing:\n    key: \"t:{{id}}\"\n    fields: {{ id: string, x: \"{}string{}\" }}\n",
+        "list<".repeat(16),
+        ">".repeat(16)
+    );
+    let schema = kvmodel_build::load("deep.yaml", &ok);
+    assert!(!schema.has_errors(), "{}", schema.render_diagnostics(false));
+}

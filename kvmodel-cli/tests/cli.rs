@@ -149,7 +149,7 @@ fn generate_and_check() {
 fn expand_and_keys_print_to_stdout() {
     let o = kvmodel(&["expand", "schemas/activity.yaml"]);
     assert_eq!(code(&o), 0);
-    assert!(text(&o.stdout).contains("impl<S: ::kvmodel::Store> EventRepo<S>"));
+    assert!(text(&o.stdout).contains("impl<__S: ::kvmodel::Store> EventRepo<__S>"));
     let diff = kvmodel(&[
         "diff",
         "kvmodel-build/tests/diff/old.yaml",

@@ -12,6 +12,9 @@ use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use crate::template;
 use crate::vocab;
 
+mod migrations;
+mod types;
+
 /// Key builder names generated for every entity; indexes may not take them.
 const RESERVED: &[&str] = &["record", "all"];
 
@@ -43,6 +46,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
         check_entity(e, Some(model), diags);
     }
     check_cross_entity(model, diags);
+    types::check(model, diags);
 }
 
 /// Checks one entity. `model` gives the other entities and named types when
@@ -67,7 +71,7 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
         if let Some(t) = &e.ttl {
             diags.error("E123", &t.after_ms.origin, "`ttl` needs a `key`");
         }
-        check_migrations(e, diags);
+        migrations::check(e, diags);
         return;
     }
     check_key(e, diags);
@@ -78,6 +82,7 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
             diags,
             &ix.name,
             if ix.unique { "find_" } else { "list_" },
+            "",
             "index",
         );
     }
@@ -87,14 +92,15 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
             diags,
             &c.name,
             if c.sum.is_some() { "sum_" } else { "count_" },
+            "counter_",
             "counter",
         );
     }
     for r in &e.relations {
         check_relation(e, r, model, diags);
-        names.add(diags, &r.name, "list_by_", "relation");
+        names.add(diags, &r.name, "list_by_", "relation_", "relation");
     }
-    check_migrations(e, diags);
+    migrations::check(e, diags);
     if let Some(c) = &e.colocate {
         // The hash tag must be computable from the key alone, or `get(id)`
         // could not find the record's slot.
@@ -116,10 +122,22 @@ struct NameSet {
     names: BTreeSet<(String, String)>,
     /// Generated method names, which must not clash across kinds.
     methods: BTreeMap<String, String>,
+    /// Generated key builder names (`XKeys::by_email`,
+    /// `XKeys::relation_user`, `XKeys::counter_total`), likewise.
+    builders: BTreeMap<String, (String, String)>,
 }
 
 impl NameSet {
-    fn add(&mut self, diags: &mut Diagnostics, name: &Sp<String>, prefix: &str, what: &str) {
+    /// Adds a name whose method is `prefix` + name and whose key builder is
+    /// `builder` + name.
+    fn add(
+        &mut self,
+        diags: &mut Diagnostics,
+        name: &Sp<String>,
+        prefix: &str,
+        builder: &str,
+        what: &str,
+    ) {
         // The name becomes a method and key builder name.
         if let Err(m) = vocab::snake_case("E122", what, name) {
             diags.push(m.at(&name.origin));
@@ -153,6 +171,12 @@ impl NameSet {
         }
         if let Some(other) = self.methods.insert(method.clone(), what.to_owned()) {
             diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which {} already generates; rename one of them", vocab::a(&other)));
+            return;
+        }
+        let builder = format!("{builder}{}", **name);
+        let this = (what.to_owned(), name.value.clone());
+        if let Some((kind, other)) = self.builders.insert(builder.clone(), this) {
+            diags.error("E112", &name.origin, format!("this {what} would generate the key builder `{builder}`, which the {kind} `{other}` already generates; rename one of them"));
         }
     }
 }
@@ -402,6 +426,20 @@ fn check_counter(
     model: Option<&Model>,
     diags: &mut Diagnostics,
 ) {
+    // A group named twice splits nothing further and would take the same
+    // argument twice.
+    for (i, g) in c.group_by.iter().enumerate() {
+        if c.group_by[..i].iter().any(|h| h.value == g.value) {
+            diags.error(
+                "E107",
+                &g.origin,
+                format!(
+                    "`{}` is listed twice in the `group_by` of counter `{}`",
+                    g.value, *c.name
+                ),
+            );
+        }
+    }
     for g in &c.group_by {
         check_field_expr(
             e,
@@ -460,85 +498,6 @@ fn check_relation(
         }
     }
     check_since(e, &r.since, diags);
-}
-
-fn check_migrations(e: &Entity, diags: &mut Diagnostics) {
-    let version = e.version.value;
-    if let Some(from) = &e.migrate_from {
-        if let Some(m) = e.migrations.first() {
-            diags.error("E117", &m.origin, format!("`{}` declares both `migrate_from = {}` and migration steps; use one or the other", *e.name, **from));
-        }
-        if version < 2 {
-            diags.error("E117", &from.origin, "`migrate_from` needs `version` of at least 2: the previous type holds the version before it");
-        }
-        return;
-    }
-    let mut seen = BTreeMap::new();
-    for m in &e.migrations {
-        if m.from.value < 1 || m.from.value >= version.max(1) {
-            diags.error("E117", &m.from.origin, format!("a migration from version {} does not fit: steps go from 1 up to {} (the version before the current {version})", m.from.value, version.saturating_sub(1)));
-        } else if seen.insert(m.from.value, ()).is_some() {
-            diags.error(
-                "E117",
-                &m.from.origin,
-                format!("two migration steps start at version {}", m.from.value),
-            );
-        }
-        let mut added = BTreeSet::new();
-        for (f, _) in &m.add {
-            if !added.insert(f.as_str()) {
-                diags.error(
-                    "E118",
-                    &f.origin,
-                    format!(
-                        "the migration from version {} adds `{}` twice",
-                        m.from.value, **f
-                    ),
-                );
-            }
-        }
-        for (old, new) in &m.rename {
-            if old.value == new.value {
-                diags.error(
-                    "E118",
-                    &new.origin,
-                    format!("the migration renames `{}` to itself", **old),
-                );
-            }
-        }
-    }
-    // Every step up to the current version must be declared; a gap would
-    // leave records of that version unreadable. Entities without any steps
-    // may still be at version > 1 if old versions were never written, but a
-    // partial chain is always a mistake.
-    // Gaps are reported as ranges, walking only the declared steps, so a
-    // huge `version` costs nothing and says one thing per gap.
-    if !e.migrations.is_empty() {
-        let mut next = 1u32;
-        let mut gaps = Vec::new();
-        for &from in seen
-            .keys()
-            .filter(|&&f| f < version)
-            .chain(std::iter::once(&version))
-        {
-            if from > next {
-                gaps.push((next, from));
-            }
-            next = next.max(from.saturating_add(1));
-        }
-        for (first, end) in gaps {
-            let what = if end - first == 1 {
-                format!("no step goes from version {first} to {end}")
-            } else {
-                format!("the steps from version {first} up to version {end} are missing")
-            };
-            diags.error(
-                "E117",
-                &e.version.origin,
-                format!("migration steps must be contiguous up to version {version}, but {what}"),
-            );
-        }
-    }
 }
 
 fn check_cross_entity(model: &Model, diags: &mut Diagnostics) {

@@ -22,6 +22,54 @@ pub struct Model {
     pub types: Vec<TypeDef>,
 }
 
+impl Model {
+    /// The fields of the struct type called `name`.
+    pub fn struct_fields(&self, name: &str) -> Option<&[Field]> {
+        self.types.iter().find_map(|t| match &t.kind {
+            TypeKind::Struct(fields) if *t.name == name => Some(fields.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// Whether a value of the type `from` holds a value of the type `to` in
+    /// place: through fields of a named struct type, not behind a list or a
+    /// map (which hold their items elsewhere). With `required_only`, only
+    /// fields that are not optional count, so `true` means a value of `from`
+    /// could never be written down (when `from == to`). The walk is
+    /// iterative, so no type graph can exhaust the stack.
+    pub fn holds(&self, from: &str, to: &str, required_only: bool) -> bool {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(t) = todo.pop() {
+            for f in self.struct_fields(t).unwrap_or_default() {
+                if required_only && f.optional {
+                    continue;
+                }
+                let FieldType::Named(n) = &*f.ty else {
+                    continue;
+                };
+                if n.as_str() == to {
+                    return true;
+                }
+                if seen.insert(n.as_str()) {
+                    todo.push(n.as_str());
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether the field `field` of the struct type `owner` must be boxed:
+    /// its type holds `owner` in place again, so without a box the type
+    /// would have no size.
+    pub fn needs_box(&self, owner: &str, field: &Field) -> bool {
+        match &*field.ty {
+            FieldType::Named(n) => n.as_str() == owner || self.holds(n.as_str(), owner, false),
+            _ => false,
+        }
+    }
+}
+
 /// Payload encoding of records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Encoding {

@@ -1,6 +1,8 @@
 //! The printer: a model as Rust declarations annotated with
 //! `#[derive(KvEntity)]` and `#[kv(…)]`; the derive owns every impl.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use heck::ToSnakeCase;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
@@ -8,17 +10,24 @@ use quote::{format_ident, quote};
 use crate::ir::{Entity, Field, FieldType, Model, TypeDef, TypeKind};
 use crate::vocab::{self, ident};
 
-/// Whether a type allows `Eq` and `Hash` (no floats, transitively).
+/// Whether a type allows `Eq` and `Hash`: no float anywhere inside it,
+/// through lists, maps and named structs (each visited once, so recursive
+/// types end).
 fn hashable(ty: &FieldType, model: &Model) -> bool {
-    match ty {
-        FieldType::F64 => false,
-        FieldType::List(t) | FieldType::Map(t) => hashable(t, model),
-        FieldType::Named(n) => match model.types.iter().find(|d| *d.name == *n).map(|d| &d.kind) {
-            Some(TypeKind::Struct(fields)) => fields.iter().all(|f| hashable(&f.ty, model)),
-            _ => true,
-        },
-        _ => true,
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![ty];
+    while let Some(t) = todo.pop() {
+        match t {
+            FieldType::F64 => return false,
+            FieldType::List(t) | FieldType::Map(t) => todo.push(t),
+            FieldType::Named(n) if seen.insert(n.as_str()) => {
+                let fields = model.struct_fields(n).unwrap_or_default();
+                todo.extend(fields.iter().map(|f| &f.ty.value));
+            }
+            _ => {}
+        }
     }
+    true
 }
 
 /// `/// …` lines of a description; blank lines stay blank.
@@ -48,9 +57,61 @@ fn rust_type(ty: &FieldType) -> TokenStream {
     ty.to_rust(&quote!(::kvmodel), true)
 }
 
-/// The name of the function serde calls for a field's default.
+/// The name of the function serde calls for a field's default, before
+/// [`default_fn_names`] tells apart the few pairs that share it
+/// (`Thing.a_b` and `ThingA.b`).
 pub fn default_fn_name(owner: &str, field: &str) -> String {
     format!("__kvmodel_default_{}_{}", owner.to_snake_case(), field)
+}
+
+/// The name of every default function, by owner and field: the name of
+/// [`default_fn_name`] when no other field shares it, otherwise that name
+/// with the first number suffix (`_1`, `_2`, …) that no function takes.
+/// The reader follows `#[serde(default = "…")]`, so any unique name reads
+/// back.
+fn default_fn_names(model: &Model) -> BTreeMap<(String, String), String> {
+    let owners = model
+        .types
+        .iter()
+        .filter_map(|t| match &t.kind {
+            TypeKind::Struct(fields) => Some((t.name.as_str(), fields.as_slice())),
+            TypeKind::Enum(_) => None,
+        })
+        .chain(
+            model
+                .entities
+                .iter()
+                .map(|e| (e.name.as_str(), e.fields.as_slice())),
+        );
+    let pairs: Vec<(String, String)> = owners
+        .flat_map(|(owner, fields)| {
+            fields
+                .iter()
+                .filter(|f| f.default.is_some())
+                .map(move |f| (owner.to_owned(), f.name.value.clone()))
+        })
+        .collect();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (o, f) in &pairs {
+        *counts.entry(default_fn_name(o, f)).or_default() += 1;
+    }
+    let mut taken: BTreeSet<String> = counts.keys().cloned().collect();
+    let mut names = BTreeMap::new();
+    for (o, f) in pairs {
+        let base = default_fn_name(&o, &f);
+        let name = if counts[&base] == 1 {
+            base
+        } else {
+            let mut n = 1;
+            while taken.contains(&format!("{base}_{n}")) {
+                n += 1;
+            }
+            format!("{base}_{n}")
+        };
+        taken.insert(name.clone());
+        names.insert((o, f), name);
+    }
+    names
 }
 
 /// A Rust expression for a default value, for the types defaults support
@@ -65,6 +126,17 @@ fn default_expr(ty: &FieldType, v: &serde_json::Value) -> TokenStream {
         ) => {
             let lit = Literal::i64_unsuffixed(n.as_i64().unwrap_or_default());
             quote!(#lit)
+        }
+        // A whole number stays whole (`3f64`, not `3.0`), so the default
+        // reads back as it was written.
+        (FieldType::F64, serde_json::Value::Number(n)) if !n.is_f64() => {
+            let digits = n.to_string();
+            let (minus, digits) = match digits.strip_prefix('-') {
+                Some(d) => (quote!(-), d.to_owned()),
+                None => (quote!(), digits),
+            };
+            let lit = syn::LitFloat::new(&format!("{digits}f64"), proc_macro2::Span::call_site());
+            quote!(#minus #lit)
         }
         (FieldType::F64, serde_json::Value::Number(n)) => {
             let lit = Literal::f64_unsuffixed(n.as_f64().unwrap_or_default());
@@ -82,15 +154,28 @@ fn default_expr(ty: &FieldType, v: &serde_json::Value) -> TokenStream {
 struct Out {
     items: Vec<TokenStream>,
     defaults: Vec<TokenStream>,
+    /// See [`default_fn_names`].
+    default_names: BTreeMap<(String, String), String>,
 }
 
-fn field_tokens(owner: &str, f: &Field, out: &mut Out) -> TokenStream {
+fn field_tokens(owner: &str, f: &Field, model: &Model, out: &mut Out) -> TokenStream {
     let name = ident(&f.name);
     let ty = rust_type(&f.ty);
+    // A type that holds itself in place has no size: the field that closes
+    // the cycle holds it in a box (serde reads and writes it unchanged).
+    let ty = if model.needs_box(owner, f) {
+        quote!(Box<#ty>)
+    } else {
+        ty
+    };
     let ty = if f.optional { quote!(Option<#ty>) } else { ty };
     let mut attrs = Vec::new();
     if let Some(d) = &f.default {
-        let fname = default_fn_name(owner, &f.name);
+        let fname = out
+            .default_names
+            .get(&(owner.to_owned(), f.name.value.clone()))
+            .cloned()
+            .unwrap_or_else(|| default_fn_name(owner, &f.name));
         let fid = format_ident!("{}", fname);
         let expr = if f.optional && !d.value.is_null() {
             let inner = default_expr(&f.ty, &d.value);
@@ -145,7 +230,7 @@ fn type_tokens(def: &TypeDef, model: &Model, out: &mut Out) -> TokenStream {
             let extra = if eq { quote!(, Eq, Hash) } else { quote!() };
             let fs: Vec<TokenStream> = fields
                 .iter()
-                .map(|f| field_tokens(&def.name, f, out))
+                .map(|f| field_tokens(&def.name, f, model, out))
                 .collect();
             let derives = derives(quote!(Debug, Clone, PartialEq #extra));
             quote! {
@@ -299,7 +384,14 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     }
     for r in &e.relations {
         let n = ident(&r.name);
-        let (to, by) = (ident(&r.belongs_to), ident(&r.by));
+        // `None` as a value means no value: an entity of that name is quoted.
+        let to = if r.belongs_to.as_str() == "None" {
+            quote!("None")
+        } else {
+            let to = ident(&r.belongs_to);
+            quote!(#to)
+        };
+        let by = ident(&r.by);
         let order = r.order_by.as_ref().map(|o| {
             let o = field_expr_tokens(o);
             quote!(, order_by = #o)
@@ -342,7 +434,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     let fields: Vec<TokenStream> = e
         .fields
         .iter()
-        .map(|f| field_tokens(&e.name, f, out))
+        .map(|f| field_tokens(&e.name, f, model, out))
         .collect();
     let docs = docs(e.description.as_ref());
     let derives = derives(quote!(Debug, Clone, PartialEq, #extra ::kvmodel::KvEntity));
@@ -361,6 +453,7 @@ pub fn print(model: &Model) -> Result<Vec<syn::Item>, syn::Error> {
     let mut out = Out {
         items: Vec::new(),
         defaults: Vec::new(),
+        default_names: default_fn_names(model),
     };
     for def in &model.types {
         let t = type_tokens(def, model, &mut out);

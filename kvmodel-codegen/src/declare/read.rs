@@ -59,6 +59,10 @@ fn expr_json(e: &syn::Expr) -> Option<serde_json::Value> {
             syn::Lit::Str(s) => Some(J::String(s.value())),
             syn::Lit::Bool(b) => Some(J::Bool(b.value)),
             syn::Lit::Int(i) => i.base10_parse::<i64>().ok().map(J::from),
+            // `3f64` is a whole number written for a float field.
+            syn::Lit::Float(f) if !f.base10_digits().contains(['.', 'e', 'E']) => {
+                f.base10_digits().parse::<u64>().ok().map(J::from)
+            }
             syn::Lit::Float(f) => f
                 .base10_parse::<f64>()
                 .ok()

@@ -145,7 +145,20 @@ pub(crate) fn arg_from_ref(ty: &FieldType, r: TokenStream) -> TokenStream {
     }
 }
 
-/// Names the arguments of a `group_by` list.
+/// A parameter of generated code beside arguments named after fields:
+/// `name`, or `__name` when an argument already has that name.
+pub(crate) fn param(name: &str, args: &[syn::Ident]) -> syn::Ident {
+    if args.iter().any(|a| crate::vocab::unraw(a) == name) {
+        format_ident!("__{}", name)
+    } else {
+        format_ident!("{}", name)
+    }
+}
+
+/// Names the arguments of a `group_by` list: the field's name, or the
+/// bucket's (`day`, or `day_at` when two items bucket by day). A name an
+/// earlier argument took gets the first free suffix (`day_2`), so every
+/// argument has its own.
 pub(crate) fn group_arg_names(items: &[&FieldExpr]) -> Vec<syn::Ident> {
     let bucket = |x: &FieldExpr| match x {
         FieldExpr::Field(_) => None,
@@ -153,12 +166,25 @@ pub(crate) fn group_arg_names(items: &[&FieldExpr]) -> Vec<syn::Ident> {
         FieldExpr::Day(_) => Some("day"),
         FieldExpr::Month(_) => Some("month"),
     };
+    let mut taken = std::collections::BTreeSet::new();
     items
         .iter()
-        .map(|x| match bucket(x) {
-            None => ident(x.field()),
-            Some(b) if items.iter().filter(|y| bucket(y) == Some(b)).count() == 1 => ident(b),
-            Some(b) => format_ident!("{}_{}", b, x.field()),
+        .map(|x| {
+            let base = match bucket(x) {
+                None => x.field().to_owned(),
+                Some(b) if items.iter().filter(|y| bucket(y) == Some(b)).count() == 1 => {
+                    b.to_owned()
+                }
+                Some(b) => format!("{}_{}", b, x.field()),
+            };
+            let mut name = base.clone();
+            let mut n = 2;
+            while taken.contains(&name) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            taken.insert(name.clone());
+            ident(&name)
         })
         .collect()
 }
@@ -173,14 +199,53 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     let entity_impl = facts::expand(&cx, template);
     let keys = keys::expand(&cx, template);
     let repo = repo::expand(&cx, template);
+    let parents = parents(&cx);
     quote! {
         const _: () = {
             #versioned
             #entity_impl
+            #parents
         };
         #keys
         #repo
     }
+}
+
+/// Names each relation's parent as an entity, so a parent that does not
+/// exist (or is no entity) is a compile error on the `belongs_to` the user
+/// wrote: the path carries that span.
+fn parents(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let checks = cx.e.relations.iter().filter_map(|r| {
+        let path: syn::Path = syn::parse_str(&r.belongs_to).ok()?;
+        let path = respan(path.to_token_stream(), r.belongs_to.origin.span());
+        Some(quote!(let _ = __parent::<#path>;))
+    });
+    let checks: Vec<TokenStream> = checks.collect();
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __parent<__E: #p::Entity>() {}
+        #(#checks)*
+    }
+}
+
+/// `tokens`, every one spanned at `span`.
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut inner = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                inner.set_span(span);
+                t = proc_macro2::TokenTree::Group(inner);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
 }
 
 /// The errors of an entity that did not check, with a stand-in for its

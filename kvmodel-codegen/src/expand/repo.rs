@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::keys::{counter_fn, relation_fn};
-use super::{Ctx, group_arg_names, ident};
+use super::{Ctx, group_arg_names, ident, param};
 use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
 use crate::origin::Sp;
 
@@ -29,6 +29,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         .map(|f| cx.arg_type(&cx.field_type(f)))
         .collect();
     let key_params = quote!(#(#key_idents: #key_types),*);
+    let f = param("f", &key_idents);
     let key_call = quote!(#keys::record(#(#key_idents),*));
     let (many_generics, many_param, many_map) = many_keys(cx, &key_fields);
     let mut methods = Vec::new();
@@ -79,10 +80,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 " A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
                 *ix.name
             );
-            let (page_type, resolve) = page_of(cx, ix.order_by.as_ref());
+            let page = param("page", &args);
+            let (page_type, resolve) = page_of(cx, ix.order_by.as_ref(), &page);
             methods.push(quote! {
                 #[doc = #doc]
-                #vis async fn #m(&self, #(#params,)* page: #page_type) -> #k::Result<#k::Page<#name>> {
+                #vis async fn #m(&self, #(#params,)* #page: #page_type) -> #k::Result<#k::Page<#name>> {
                     self.engine.list(&#keys::#kfn(#(#args),*), #resolve).await
                 }
             });
@@ -102,10 +104,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             " A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
             *r.belongs_to, *r.name
         );
-        let (page_type, resolve) = page_of(cx, r.order_by.as_ref());
+        let page = param("page", std::slice::from_ref(&id));
+        let (page_type, resolve) = page_of(cx, r.order_by.as_ref(), &page);
         methods.push(quote! {
             #[doc = #doc]
-            #vis async fn #m(&self, #id: #t, page: #page_type) -> #k::Result<#k::Page<#name>> {
+            #vis async fn #m(&self, #id: #t, #page: #page_type) -> #k::Result<#k::Page<#name>> {
                 self.engine.list(&#keys::#kfn(#id), #resolve).await
             }
         });
@@ -171,7 +174,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         " Stores new `{ename}` records in one commit, all or none: a stored or repeated key or a taken or repeated unique value fails the whole batch with `Error::Bulk`, naming the record."
     );
     let try_modify_doc = format!(
-        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into `X` (`X: From<Error>`); `f` may run more than once."
+        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into the closure's error type (which implements `From<Error>`); `f` may run more than once."
     );
     let delete_doc = format!(
         " Deletes {a_name} with its index entries and counter contributions; `false` if it did not exist."
@@ -201,33 +204,33 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     );
     quote! {
         #[doc = #doc]
-        #vis struct #repo<S> {
-            engine: #p::Engine<#name, S>,
+        #vis struct #repo<__S> {
+            engine: #p::Engine<#name, __S>,
         }
 
         #[automatically_derived]
-        impl<S: ::core::clone::Clone> ::core::clone::Clone for #repo<S> {
+        impl<__S: ::core::clone::Clone> ::core::clone::Clone for #repo<__S> {
             fn clone(&self) -> Self {
                 #repo { engine: ::core::clone::Clone::clone(&self.engine) }
             }
         }
 
         #[automatically_derived]
-        impl<S: ::core::fmt::Debug> ::core::fmt::Debug for #repo<S> {
+        impl<__S: ::core::fmt::Debug> ::core::fmt::Debug for #repo<__S> {
             fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 __f.debug_struct(::core::stringify!(#repo)).field("engine", &self.engine).finish()
             }
         }
 
         #[automatically_derived]
-        impl<S: #k::Store> #repo<S> {
+        impl<__S: #k::Store> #repo<__S> {
             /// A repository on `store`.
-            #vis fn new(store: S) -> Self {
+            #vis fn new(store: __S) -> Self {
                 #repo { engine: #p::Engine::new(store) }
             }
 
             /// The store this repository writes to.
-            #vis fn store(&self) -> &S {
+            #vis fn store(&self) -> &__S {
                 self.engine.store()
             }
 
@@ -272,20 +275,20 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
 
             #[doc = #modify_doc]
-            #vis async fn modify<F>(&self, #key_params, f: F) -> #k::Result<#name>
+            #vis async fn modify<__F>(&self, #key_params, #f: __F) -> #k::Result<#name>
             where
-                F: ::core::ops::FnMut(&mut #name) + ::core::marker::Send,
+                __F: ::core::ops::FnMut(&mut #name) + ::core::marker::Send,
             {
-                self.engine.modify(&#key_call, f).await
+                self.engine.modify(&#key_call, #f).await
             }
 
             #[doc = #try_modify_doc]
-            #vis async fn try_modify<F, X>(&self, #key_params, f: F) -> ::core::result::Result<#name, X>
+            #vis async fn try_modify<__F, __X>(&self, #key_params, #f: __F) -> ::core::result::Result<#name, __X>
             where
-                F: ::core::ops::FnMut(&mut #name) -> ::core::result::Result<(), X> + ::core::marker::Send,
-                X: ::core::convert::From<#k::Error> + ::core::marker::Send,
+                __F: ::core::ops::FnMut(&mut #name) -> ::core::result::Result<(), __X> + ::core::marker::Send,
+                __X: ::core::convert::From<#k::Error> + ::core::marker::Send,
             {
-                self.engine.try_modify(&#key_call, f).await
+                self.engine.try_modify(&#key_call, #f).await
             }
 
             #[doc = #delete_doc]
@@ -296,9 +299,9 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             #(#methods)*
 
             #[doc = #migrate_doc]
-            #vis async fn migrate_all<F>(&self, page_size: usize, on_progress: F) -> #k::Result<#k::Progress>
+            #vis async fn migrate_all<__F>(&self, page_size: usize, on_progress: __F) -> #k::Result<#k::Progress>
             where
-                F: ::core::ops::FnMut(&#k::Progress) + ::core::marker::Send,
+                __F: ::core::ops::FnMut(&#k::Progress) + ::core::marker::Send,
             {
                 self.engine.migrate_all(page_size, on_progress).await
             }
@@ -382,17 +385,25 @@ fn many_keys(cx: &Ctx<'_>, key_fields: &[&str]) -> (Vec<TokenStream>, TokenStrea
 
 /// The request type of a listing ordered by `order` (`PageRequest<T>`, `T`
 /// the order_by value's type, bucket applied; plain `PageRequest` without
-/// one) and the expression that turns `page` into sort-key bounds.
-fn page_of(cx: &Ctx<'_>, order: Option<&Sp<FieldExpr>>) -> (TokenStream, TokenStream) {
+/// one) and the expression that turns the request `page` into sort-key
+/// bounds.
+fn page_of(
+    cx: &Ctx<'_>,
+    order: Option<&Sp<FieldExpr>>,
+    page: &syn::Ident,
+) -> (TokenStream, TokenStream) {
     let (k, p) = (&cx.krate, cx.p());
     let typed = |t: TokenStream, sort: TokenStream| {
         (
             quote!(#k::PageRequest<#t>),
-            quote!(page.resolve(|__v: &#t| #sort)),
+            quote!(#page.resolve(|__v: &#t| #sort)),
         )
     };
     match order.map(|o| &o.value) {
-        None => (quote!(#k::PageRequest), quote!(#p::ListRequest::from(page))),
+        None => (
+            quote!(#k::PageRequest),
+            quote!(#p::ListRequest::from(#page)),
+        ),
         Some(FieldExpr::Field(f)) => {
             typed(cx.rust_type(&cx.field_type(f)), quote!(#p::sort_of(__v)))
         }

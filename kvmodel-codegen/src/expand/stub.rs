@@ -120,12 +120,12 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
             #(#key_fns)*
         }
 
-        #vis struct #repo<S> { _store: S }
+        #vis struct #repo<__S> { _store: __S }
 
         #[allow(dead_code, unused_variables, clippy::all)]
-        impl<S: #k::Store> #repo<S> {
-            #vis fn new(store: S) -> Self { #repo { _store: store } }
-            #vis fn store(&self) -> &S { &self._store }
+        impl<__S: #k::Store> #repo<__S> {
+            #vis fn new(store: __S) -> Self { #repo { _store: store } }
+            #vis fn store(&self) -> &__S { &self._store }
             #vis async fn create(&self, _: &#name) -> #k::Result<()> { #never }
             #vis async fn update(&self, _: &#name) -> #k::Result<()> { #never }
             #vis async fn get<#(#key_tys),*>(&self, #(#key_args),*) -> #k::Result<::core::option::Option<#name>> { #never }

@@ -12,7 +12,9 @@ use std::str::FromStr;
 mod names;
 mod types;
 
-pub use names::{ident, snake_case, unraw, upper_camel_case, variant, variant_ident, variant_text};
+pub use names::{
+    ident, snake_case, stored_field, unraw, upper_camel_case, variant, variant_ident, variant_text,
+};
 
 use crate::ir::{Encoding, FieldExpr, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};

@@ -9,6 +9,11 @@ use super::Mistake;
 /// Names Rust reserves even as raw identifiers (`r#self` does not exist).
 const NOT_EVEN_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
 
+/// Words a newer edition reserves that the parser still takes for plain
+/// identifiers: generated code, compiled as edition 2024, must write them
+/// raw (`r#gen`), which every edition accepts.
+const RAW_IN_2024: &[&str] = &["gen"];
+
 fn reserved(code: &'static str, what: &str, name: &str) -> Option<Mistake> {
     NOT_EVEN_RAW.contains(&name).then(|| {
         Mistake::new(
@@ -49,6 +54,22 @@ pub fn snake_case(code: &'static str, what: &str, name: &str) -> Result<(), Mist
     Err(Mistake::new(
         code,
         format!("the {what} name `{name}` must be snake_case, {like}"),
+    ))
+}
+
+/// The rule of the field names a migration step reads in stored records
+/// (`rename`, `add`, `remove`): the characters of a field name, so the
+/// declarations can write them as attribute names. Words Rust reserves are
+/// fine: generated code only ever spells these names as strings (E012).
+pub fn stored_field(name: &str) -> Result<(), Mistake> {
+    if is_snake_case(name) {
+        return Ok(());
+    }
+    Err(Mistake::new(
+        "E012",
+        format!(
+            "the field name `{name}` in a migration step must be snake_case, as every field name is: lowercase letters, digits and `_`, starting with a letter"
+        ),
     ))
 }
 
@@ -113,6 +134,9 @@ pub fn variant_text(id: &syn::Ident) -> String {
 /// generated; should such a name get here anyway, the identifier is one the
 /// compiler reports instead of the generator failing.
 pub fn ident(name: &str) -> syn::Ident {
+    if RAW_IN_2024.contains(&name) {
+        return syn::Ident::new_raw(name, Span::call_site());
+    }
     if let Ok(id) = syn::parse_str::<syn::Ident>(name) {
         return id;
     }

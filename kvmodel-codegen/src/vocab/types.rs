@@ -25,16 +25,38 @@ const SCALARS: &[(&str, FieldType)] = &[
     ("uuid", FieldType::Uuid),
 ];
 
+/// How deep lists and maps may nest in a field type: deep enough for any
+/// model, and a bound on every walk over a type.
+const MAX_NESTING: usize = 16;
+
 impl FieldType {
     /// Parses the schema spelling (`string`, `list<u32>`, `map<string, T>`,
     /// or one of `named`, the types the schema declares). E013 otherwise.
     pub fn parse_schema(text: &str, named: &[&str]) -> Result<FieldType, Mistake> {
+        Self::parse_nested(text, named, 0)
+    }
+
+    /// [`parse_schema`](Self::parse_schema) inside `depth` lists and maps.
+    fn parse_nested(text: &str, named: &[&str], depth: usize) -> Result<FieldType, Mistake> {
         let t = text.trim();
         if let Some((_, ty)) = SCALARS.iter().find(|(n, _)| *n == t) {
             return Ok(ty.clone());
         }
+        let nested = t.starts_with("list<") || t.starts_with("map<");
+        if nested && depth >= MAX_NESTING {
+            return Err(Mistake::new(
+                "E013",
+                format!(
+                    "this type nests lists and maps more than {MAX_NESTING} deep; declare a struct under `types:` for the inner levels"
+                ),
+            ));
+        }
         if let Some(inner) = t.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
-            return Ok(FieldType::List(Box::new(Self::parse_schema(inner, named)?)));
+            return Ok(FieldType::List(Box::new(Self::parse_nested(
+                inner,
+                named,
+                depth + 1,
+            )?)));
         }
         if let Some(inner) = t.strip_prefix("map<").and_then(|r| r.strip_suffix('>')) {
             let Some((key, value)) = inner.split_once(',') else {
@@ -52,7 +74,11 @@ impl FieldType {
                     ),
                 ));
             }
-            return Ok(FieldType::Map(Box::new(Self::parse_schema(value, named)?)));
+            return Ok(FieldType::Map(Box::new(Self::parse_nested(
+                value,
+                named,
+                depth + 1,
+            )?)));
         }
         if named.contains(&t) {
             return Syntax::parse_str(t).map(FieldType::Named).map_err(|_| {
@@ -100,10 +126,19 @@ impl FieldType {
     }
 
     fn from_rust_inner(ty: &syn::Type) -> FieldType {
+        Self::from_rust_nested(ty, 0)
+    }
+
+    /// A type inside `depth` lists, maps and boxes; past [`MAX_NESTING`]
+    /// the rest is a type the derive does not look into.
+    fn from_rust_nested(ty: &syn::Type, depth: usize) -> FieldType {
         let named = || FieldType::Named(Syntax::new(ty.clone()));
         let Some(seg) = last_segment(ty) else {
             return named();
         };
+        if depth >= MAX_NESTING {
+            return named();
+        }
         let args = generic_args(seg);
         match (seg.ident.to_string().as_str(), args.as_slice()) {
             ("String", []) => FieldType::String,
@@ -119,8 +154,11 @@ impl FieldType {
             ("Vec", [inner]) if last_segment(inner).is_some_and(|s| s.ident == "u8") => {
                 FieldType::Bytes
             }
-            ("Vec", [inner]) => FieldType::List(Box::new(Self::from_rust_inner(inner))),
-            ("BTreeMap", [_, v]) => FieldType::Map(Box::new(Self::from_rust_inner(v))),
+            ("Vec", [inner]) => FieldType::List(Box::new(Self::from_rust_nested(inner, depth + 1))),
+            // A box changes where a value lives, not what it is: the
+            // declarations box the fields that close a recursive type.
+            ("Box", [inner]) => Self::from_rust_nested(inner, depth + 1),
+            ("BTreeMap", [_, v]) => FieldType::Map(Box::new(Self::from_rust_nested(v, depth + 1))),
             _ => named(),
         }
     }
