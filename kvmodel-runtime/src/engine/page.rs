@@ -464,7 +464,10 @@ mod tests {
         assert!(err.to_string().contains("another listing"), "{err}");
         let flipped = PageRequest::<i64>::new(5).after(c.clone()).descending();
         let err = flipped.resolve(|_| vec![]).range("a").unwrap_err();
-        assert!(err.to_string().contains("a listing in ascending order"), "{err}");
+        assert!(
+            err.to_string().contains("a listing in ascending order"),
+            "{err}"
+        );
         let d = Cursor::new("a", Direction::Descending, vec![1]);
         let adopted = ListRequest::from(PageRequest::new(5).after(d));
         assert_eq!(adopted.range("a").unwrap().direction, Direction::Descending);
