@@ -92,11 +92,21 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             )
         })
         .unwrap_or_default();
+    let max = e
+        .max_size
+        .as_ref()
+        .map(|m| {
+            format!(
+                ", at most {} encoded (larger: ValueTooLarge)",
+                kvmodel_codegen::vocab::format_size(m.value)
+            )
+        })
+        .unwrap_or_default();
     out.push(Row {
         kind: "record",
         pattern: pat,
         example: ex,
-        note: format!("{enc} record, version {}{ttl}", e.version.value),
+        note: format!("{enc} record, version {}{ttl}{max}", e.version.value),
     });
     // The runtime's own builder spells every derived key; placeholders and
     // samples are appended as they are, for reading.

@@ -46,9 +46,51 @@ fn low_cardinality(e: &Entity, field: &str, model: &Model) -> bool {
     })
 }
 
+/// Whether values of `ty` can grow without bound: lists, maps, bytes, and
+/// named structs that hold one (`depth` stops a type that holds itself).
+fn unbounded(ty: &FieldType, model: &Model, depth: u32) -> bool {
+    match ty {
+        FieldType::List(_) | FieldType::Map(_) | FieldType::Bytes => true,
+        FieldType::Named(n) if depth < 8 => model.types.iter().any(|t| {
+            *t.name == *n
+                && matches!(&t.kind, TypeKind::Struct(fields)
+                    if fields.iter().any(|f| unbounded(&f.ty, model, depth + 1)))
+        }),
+        _ => false,
+    }
+}
+
+/// W005: a record with fields that grow without bound, and no `max_size`,
+/// can become a big key: every read and write moves it whole, and on Redis
+/// it blocks the server while it is copied or freed.
+fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
+    if e.key.is_none() || e.max_size.is_some() {
+        return;
+    }
+    let fields: Vec<_> = e
+        .fields
+        .iter()
+        .filter(|f| unbounded(&f.ty, model, 0))
+        .collect();
+    let Some(first) = fields.first() else { return };
+    let names: Vec<String> = fields.iter().map(|f| format!("`{}`", *f.name)).collect();
+    diags.push(warn(
+        "W005",
+        &first.name.origin,
+        format!(
+            "`{}` has no `max_size`, and its field{} {} can grow without bound, so one record can become a big key that every read and write moves whole",
+            *e.name,
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        ),
+        "add `max_size: 256KiB` (or the limit it needs): a larger record is refused with `ValueTooLarge`, writing nothing",
+    ));
+}
+
 /// Appends every lint of the model to `diags`.
 pub fn lint(model: &Model, diags: &mut Diagnostics) {
     for e in &model.entities {
+        unbounded_record(e, model, diags);
         for c in &e.counters {
             // W001: one key written by every create serializes all writers on
             // one Redis slot and one redb page.

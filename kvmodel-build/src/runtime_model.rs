@@ -2,7 +2,7 @@
 //! maintenance tools use to read a store through a schema file.
 
 use kvmodel_codegen::ir::{self, FieldType, TypeKind};
-use kvmodel_runtime::__private::{Encoding, Ttl};
+use kvmodel_runtime::__private::{Encoding, Storage, Ttl};
 use kvmodel_runtime::Timestamp;
 use kvmodel_runtime::model::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
@@ -76,6 +76,12 @@ fn entity(
         jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
     });
     out.colocate = e.colocate.as_ref().map(|c| c.value.clone());
+    out.storage = Storage {
+        max_size: e
+            .max_size
+            .as_ref()
+            .map(|m| usize::try_from(m.value).unwrap_or(usize::MAX)),
+    };
     out.fields = fields(model, &e.fields, &mut Vec::new())?;
     out.indexes = e
         .indexes

@@ -181,3 +181,24 @@ fn articles_fit_the_word() {
         assert_eq!(a(word), with);
     }
 }
+
+/// The front ends refuse a `max_size` the runtime could never apply: both
+/// know the same store-wide limit.
+#[test]
+fn the_record_size_limit_is_the_runtimes() {
+    assert_eq!(
+        kvmodel_codegen::vocab::MAX_RECORD_SIZE,
+        kvmodel_runtime::codec::record::MAX_RECORD_BYTES as u64
+    );
+}
+
+#[test]
+fn sizes() {
+    same(
+        "    max_size: 256 kilobytes\n",
+        "#[kv(max_size = \"256 kilobytes\")]",
+    );
+    same("    max_size: 0B\n", "#[kv(max_size = 0)]");
+    same("    max_size: 1GiB\n", "#[kv(max_size = \"1GiB\")]");
+    same("    max_size: [1KiB]\n", "#[kv(max_size = [\"1KiB\"])]");
+}

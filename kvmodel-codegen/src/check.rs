@@ -13,6 +13,7 @@ use crate::template;
 use crate::vocab;
 
 mod migrations;
+mod storage;
 mod types;
 
 /// Key builder names generated for every entity; indexes may not take them.
@@ -53,6 +54,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
 /// known (YAML); the derive sees one entity at a time.
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
     check_basics(e, diags);
+    storage::check(e, diags);
     if e.key.is_none() {
         // Record-only types (old versions in a `migrate_from` chain) have no
         // keys, so nothing may be derived from them.

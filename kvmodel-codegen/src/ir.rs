@@ -106,6 +106,9 @@ pub struct Entity {
     pub relations: Vec<Relation>,
     /// Record time to live.
     pub ttl: Option<Ttl>,
+    /// Largest encoded record accepted, in bytes (`max_size`): a larger one
+    /// is refused with `ValueTooLarge`, writing nothing.
+    pub max_size: Option<Sp<u64>>,
     /// Field whose value becomes the Redis Cluster hash tag.
     pub colocate: Option<Sp<String>>,
     /// Declarative migration steps.
@@ -141,6 +144,7 @@ impl Entity {
             counters: Vec::new(),
             relations: Vec::new(),
             ttl: None,
+            max_size: None,
             colocate: None,
             migrations: Vec::new(),
             migrate_from: None,

@@ -215,6 +215,23 @@ impl Reader<'_> {
         }
     }
 
+    /// A size in bytes: text with a unit (`256KiB`) or a number of bytes
+    /// (`1024`).
+    pub fn size(&mut self, v: &Sp<Value>, what: &str) -> Option<Sp<u64>> {
+        let parsed = match (v.value.typed(), v.value.text()) {
+            (Value::Int(i), _) => vocab::size_from_int(*i),
+            (_, Some(s)) => vocab::parse_size(s),
+            _ => return self.wrong(v, "a size such as `256KiB`", what),
+        };
+        match parsed {
+            Ok(n) => Some(Sp::new(n, v.origin.clone())),
+            Err(m) => {
+                self.report(m, &v.origin);
+                None
+            }
+        }
+    }
+
     /// `true` or `false` (YAML 1.2: also `True`, `TRUE`, `False`, `FALSE`;
     /// never `yes`, `no`, `on` or `off`).
     pub fn boolean(&mut self, v: &Sp<Value>, what: &str) -> Option<bool> {

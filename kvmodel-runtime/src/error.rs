@@ -99,13 +99,18 @@ pub enum Error {
         /// Why it was rejected.
         reason: String,
     },
-    /// A value exceeds what the store accepts.
+    /// A record is larger, encoded and before compression, than its
+    /// entity's `max_size` (or the 64 MiB any record may have); nothing was
+    /// written.
     #[error(
-        "the value for `{}` is {size} bytes, more than the limit of {limit} bytes; store large \
-         blobs elsewhere and keep a reference",
+        "the {entity} record at `{}` is {size} bytes encoded, more than its limit of {limit} \
+         bytes, so nothing was written; keep large parts elsewhere with a reference to them, \
+         or raise the entity's `max_size`",
         short(.key)
     )]
     ValueTooLarge {
+        /// Entity name.
+        entity: &'static str,
         /// The key being written.
         key: String,
         /// Encoded size in bytes.
@@ -300,6 +305,7 @@ mod tests {
                 reason: "bad".into(),
             },
             Error::ValueTooLarge {
+                entity: "User",
                 key: huge.clone(),
                 size: 1,
                 limit: 0,

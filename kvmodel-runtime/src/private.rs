@@ -3,6 +3,7 @@
 pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::migrate;
 pub use crate::codec::record::Encoding;
+pub use crate::codec::storage::Storage;
 pub use crate::codec::time::{Date, Timestamp};
 pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::maintenance::{Drift, Progress};

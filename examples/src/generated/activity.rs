@@ -26,7 +26,7 @@ pub struct Actor {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
-#[kv(namespace = "activity", key = "event:{id}")]
+#[kv(namespace = "activity", key = "event:{id}", max_size = "16KiB")]
 #[kv(index(name = by_subject, fields(subject), order_by = at))]
 #[kv(counter(name = per_hour, group_by(hour(at))))]
 #[kv(counter(name = per_kind_per_hour, group_by(kind, hour(at))))]

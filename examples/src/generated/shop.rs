@@ -30,7 +30,7 @@ pub struct Address {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
-#[kv(namespace = "shop", key = "user:{id}", version = 2)]
+#[kv(namespace = "shop", key = "user:{id}", version = 2, max_size = "64KiB")]
 /// Finds a user by e-mail, whatever its case.
 #[kv(index(name = by_email, fields(email), unique, normalize = "lowercase"))]
 #[kv(counter(name = by_status, group_by(status), since = 2))]

@@ -42,6 +42,7 @@ impl Lower<'_> {
                 }
                 "ttl" => e.ttl = self.ttl(v),
                 "colocate" => e.colocate = self.read().name(v, "`colocate`"),
+                "max_size" => e.max_size = self.read().size(v, "`max_size`"),
                 "fields" => e.fields = self.fields(v, types, &mut e.broken_fields),
                 "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),

@@ -22,6 +22,7 @@ const ENTITY_KEYS: &[&str] = &[
     "encoding",
     "ttl",
     "colocate",
+    "max_size",
     "fields",
     "indexes",
     "counters",

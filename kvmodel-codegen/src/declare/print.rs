@@ -337,6 +337,10 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let c = ident(c);
         head.push(quote!(colocate = #c));
     }
+    if let Some(m) = &e.max_size {
+        let m = vocab::format_size(m.value);
+        head.push(quote!(max_size = #m));
+    }
     // Names are printed as identifiers, like every other name the
     // attributes hold. Besides reading alike, an attribute with an
     // identifier value is no meta item to rustc, so clippy's

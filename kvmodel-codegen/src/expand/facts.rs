@@ -305,6 +305,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let storage = storage(cx);
     quote! {
         #[automatically_derived]
         impl #p::Entity for #name {
@@ -314,6 +315,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 key_space: #space,
                 encoding: #encoding,
                 ttl: #ttl,
+                storage: #storage,
             };
 
             fn record_key(&self) -> ::std::string::String {
@@ -347,4 +349,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
         }
     }
+}
+
+/// The entity's `Storage`: `PLAIN` unless it declares a limit.
+fn storage(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let Some(max) = &cx.e.max_size else {
+        return quote!(#p::Storage::PLAIN);
+    };
+    // Checked to be at most 64 MiB, so it fits a `usize` of any target.
+    let max =
+        proc_macro2::Literal::usize_unsuffixed(usize::try_from(max.value).unwrap_or(usize::MAX));
+    quote!(#p::Storage::PLAIN.max_size(#max))
 }

@@ -10,11 +10,13 @@ use std::fmt;
 use std::str::FromStr;
 
 mod names;
+mod size;
 mod types;
 
 pub use names::{
     ident, snake_case, stored_field, unraw, upper_camel_case, variant, variant_ident, variant_text,
 };
+pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
 use crate::ir::{Encoding, FieldExpr, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};

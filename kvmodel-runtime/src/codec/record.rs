@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 
-/// Largest encoded record accepted (Redis's own limit is 512 MiB).
+/// Largest encoded record accepted (Redis's own limit is 512 MiB); an
+/// entity's [`Storage`](crate::codec::storage::Storage) applies it.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
 /// How a record's payload is encoded.
@@ -30,15 +31,9 @@ const JSON_PREFIX: &[u8] = b"{\"v\":";
 const JSON_DATA: &[u8] = b",\"d\":";
 const MSGPACK_TAG: u8 = 0x92;
 
-fn too_large(key: &str, size: usize) -> Error {
-    Error::ValueTooLarge {
-        key: key.to_owned(),
-        size,
-        limit: MAX_RECORD_BYTES,
-    }
-}
-
-/// Encodes `value` at `version` in an envelope.
+/// Encodes `value` at `version` in an envelope. The size is not checked
+/// here: [`Storage::seal`](crate::codec::storage::Storage::seal) checks it
+/// against the entity's limit.
 pub fn encode<T: Serialize + ?Sized>(
     key: &str,
     encoding: Encoding,
@@ -63,9 +58,6 @@ pub fn encode<T: Serialize + ?Sized>(
             rmp_serde::to_vec_named(&(version, value)).map_err(|e| enc_err(e.to_string()))?
         }
     };
-    if out.len() > MAX_RECORD_BYTES {
-        return Err(too_large(key, out.len()));
-    }
     Ok(out)
 }
 

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::codec::key::{Derived, KeyBuilder};
 use crate::codec::record::{self, Encoding};
+use crate::codec::storage::Storage;
 use crate::error::{Error, Result};
 
 /// A record type with a version, readable from any older version.
@@ -61,6 +62,8 @@ pub struct EntityMeta {
     pub encoding: Encoding,
     /// Record time to live.
     pub ttl: Option<Ttl>,
+    /// The size limit applied to every record written.
+    pub storage: Storage,
 }
 
 /// A stored entity: `#[derive(KvEntity)]` with a key template implements it.
@@ -326,7 +329,9 @@ pub fn decode_at<E: Entity>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     Ok((version, value))
 }
 
-/// Encodes `value` at its current version.
+/// Encodes `value` at its current version, as its entity stores it:
+/// [`Error::ValueTooLarge`] when it is larger than the entity's limit.
 pub fn encode<E: Entity>(key: &str, value: &E) -> Result<Vec<u8>> {
-    record::encode(key, E::META.encoding, E::VERSION, value)
+    let encoded = record::encode(key, E::META.encoding, E::VERSION, value)?;
+    E::META.storage.seal(E::META.name, key, encoded)
 }

@@ -134,10 +134,14 @@ impl Walk {
     }
 }
 
-/// Decode and version errors are about one record; everything else (the
+/// Decode and version errors, and a record that would be rewritten larger
+/// than its entity's `max_size`, are about one record; everything else (the
 /// store failing) stops a walk.
 pub(crate) fn about_the_record(e: &Error) -> bool {
-    matches!(e, Error::Decode { .. } | Error::FutureVersion { .. })
+    matches!(
+        e,
+        Error::Decode { .. } | Error::FutureVersion { .. } | Error::ValueTooLarge { .. }
+    )
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {

@@ -29,6 +29,7 @@ pub use value::{Generic, Ordered, parse_arg};
 
 use crate::codec::key::Derived;
 use crate::codec::record::Encoding;
+use crate::codec::storage::Storage;
 use crate::engine::entity::Ttl;
 
 /// Every entity of one schema.
@@ -242,6 +243,8 @@ pub struct EntityModel {
     pub encoding: Encoding,
     /// The record time to live.
     pub ttl: Option<Ttl>,
+    /// The size limit applied to every record written.
+    pub storage: Storage,
     /// The field whose value is the Redis Cluster hash tag.
     pub colocate: Option<String>,
     /// The fields, in order.
@@ -270,6 +273,24 @@ pub struct Declared<'a> {
 }
 
 impl EntityModel {
+    /// The type name as errors carry it (`Error::ValueTooLarge { entity, .. }`):
+    /// each distinct name is kept once for the life of the process.
+    pub fn static_name(&self) -> &'static str {
+        use std::collections::BTreeSet;
+        use std::sync::{Mutex, OnceLock};
+        static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
+        let mut names = NAMES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(name) = names.get(self.name.as_str()) {
+            return name;
+        }
+        let name: &'static str = Box::leak(self.name.clone().into_boxed_str());
+        names.insert(name);
+        name
+    }
+
     /// An entity at version 1, JSON, without TTL or derived data.
     pub fn new(name: &str, namespace: &str, key: Vec<Segment>) -> EntityModel {
         EntityModel {
@@ -279,6 +300,7 @@ impl EntityModel {
             version: 1,
             encoding: Encoding::Json,
             ttl: None,
+            storage: Storage::PLAIN,
             colocate: None,
             fields: Vec::new(),
             indexes: Vec::new(),

@@ -124,12 +124,14 @@ impl EntityModel {
     }
 
     /// The stored bytes of `value` (conformed) at the current version: the
-    /// bytes the generated code writes for the same record.
+    /// bytes the generated code writes for the same record, and the same
+    /// [`Error::ValueTooLarge`] for one larger than the entity's limit.
     pub fn encode(&self, key: &str, value: &Value) -> Result<Vec<u8>> {
         let fields = OrderedFields {
             fields: &self.fields,
             value,
         };
-        record::encode(key, self.encoding, self.version, &fields)
+        let encoded = record::encode(key, self.encoding, self.version, &fields)?;
+        self.storage.seal(self.static_name(), key, encoded)
     }
 }

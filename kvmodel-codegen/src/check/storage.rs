@@ -1,0 +1,36 @@
+//! Rules on how an entity's records are stored: `max_size`.
+
+use crate::ir::Entity;
+use crate::origin::{Diagnostic, Diagnostics};
+use crate::vocab;
+
+/// Checks the storage settings of one entity.
+pub(super) fn check(e: &Entity, diags: &mut Diagnostics) {
+    let Some(max) = &e.max_size else { return };
+    if e.key.is_none() {
+        // A record-only type is never written, so a limit would never apply.
+        diags.error("E123", &max.origin, "`max_size` needs a `key`");
+        return;
+    }
+    // Zero refuses every record; beyond the store-wide limit the entity's
+    // own limit could never be the one that refuses.
+    if max.value == 0 || max.value > vocab::MAX_RECORD_SIZE {
+        diags.push(
+            Diagnostic::error(
+                "E130",
+                &max.origin,
+                format!(
+                    "`max_size` is {}, which {}; it must be between 1B and {}",
+                    vocab::format_size(max.value),
+                    if max.value == 0 {
+                        "refuses every record"
+                    } else {
+                        "is more than any record may have"
+                    },
+                    vocab::format_size(vocab::MAX_RECORD_SIZE)
+                ),
+            )
+            .help("a limit such as `256KiB` keeps one record from growing into a big key"),
+        );
+    }
+}
