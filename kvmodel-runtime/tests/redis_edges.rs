@@ -222,3 +222,51 @@ fn a_test_server_is_never_another_tests_server() {
     let second = std::panic::catch_unwind(|| RedisServer::start_on(port));
     assert!(second.is_err(), "a second server claimed port {port}");
 }
+
+/// How many times the server ran `command` (`INFO commandstats`, which
+/// counts the commands scripts run too).
+async fn calls(admin: &mut MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(admin)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// Removing a big collection never blocks the server on a `DEL`: deletes
+/// are `UNLINK`s, which free a large value in the background.
+#[tokio::test]
+async fn big_collections_are_unlinked_not_deleted() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut admin = admin(&server).await;
+    for chunk in 0..10u32 {
+        let mut b = Batch::new();
+        for i in 0..2_000u32 {
+            let n = chunk * 2_000 + i;
+            b.add(
+                "big",
+                n.to_be_bytes().to_vec(),
+                format!("m{n}").into_bytes(),
+            );
+        }
+        assert!(store.commit(b).await.unwrap().is_applied());
+    }
+    assert_eq!(store.collection_len("big").await.unwrap(), 20_000);
+    let (del, unlink) = (
+        calls(&mut admin, "del").await,
+        calls(&mut admin, "unlink").await,
+    );
+    let mut b = Batch::new();
+    b.delete("big").delete("small");
+    b.put("kept", b"v".to_vec(), None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert_eq!(store.collection_len("big").await.unwrap(), 0);
+    assert_eq!(calls(&mut admin, "del").await, del, "no DEL ran");
+    assert_eq!(calls(&mut admin, "unlink").await, unlink + 2);
+}

@@ -157,7 +157,9 @@ for o = 1, m do
   if kind == 'p' then
     if b ~= '' then redis.call('SET', key, a, 'PX', b) else redis.call('SET', key, a) end
   elseif kind == 'd' then
-    redis.call('DEL', key)
+    -- UNLINK, never DEL: a big collection is freed in the background
+    -- instead of blocking the server (a small value is freed at once).
+    redis.call('UNLINK', key)
   elseif kind == 'i' then
     redis.call('INCRBY', key, a)
   elseif kind == 'z' then
