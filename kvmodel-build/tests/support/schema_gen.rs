@@ -568,6 +568,10 @@ impl Gen<'_> {
         if self.rng.chance(5) {
             self.line(4, &format!("description: {}", q("An entity.")));
         }
+        if self.rng.chance(15) {
+            let size = *self.rng.pick(&["1B", "512", "64KiB", "1MiB", "64MiB"]);
+            self.line(4, &format!("max_size: {size}"));
+        }
         let fields = self.fields(4, None, key_fields);
         let since = |g: &mut Gen<'_>| {
             if version > 1 && g.rng.chance(40) {
