@@ -192,6 +192,29 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// An index, relation or counter added after the first version is
+    /// write-only: records older than the version that added it lack its
+    /// entries until a migration rewrites them, so a read would leave them
+    /// out. Nothing was read.
+    #[error(
+        "{entity}.{name} ({what}) was added in version {since}, but the store holds records \
+         older than that (it is known complete through version {complete}), whose entries \
+         are not in it yet, so reading it would leave them out; run `kvmodel migrate` (or the \
+         repository's `migrate_all`) to backfill it, or opt in to partial results with \
+         `with_partial_reads()`"
+    )]
+    NotReadable {
+        /// Entity name.
+        entity: String,
+        /// `index`, `unique index`, `relation` or `counter`.
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// The version that added it.
+        since: u32,
+        /// The version every record was known to be at or past.
+        complete: u32,
+    },
     /// The storage backend failed.
     #[error("the {backend} store failed while trying to {context}: {source}")]
     Backend {

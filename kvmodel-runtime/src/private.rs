@@ -9,6 +9,7 @@ pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::maintenance::{Drift, Progress};
 pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;
+pub use crate::engine::state::ReadGate;
 pub use crate::{Error, Page, PageRequest, Result, Store};
 pub use serde;
 pub use serde_json;

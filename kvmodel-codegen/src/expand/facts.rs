@@ -148,20 +148,31 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         } else {
             super::Derived::Index
         };
-        declared.push((cx.derived(kind), ix.name.as_str()));
+        declared.push((cx.derived(kind), ix.name.as_str(), ix.since.value));
     }
     for r in &e.relations {
-        declared.push((cx.derived(super::Derived::Relation), r.name.as_str()));
+        declared.push((
+            cx.derived(super::Derived::Relation),
+            r.name.as_str(),
+            r.since.value,
+        ));
     }
     for c in &e.counters {
-        declared.push((cx.derived(super::Derived::Counter), c.name.as_str()));
+        declared.push((
+            cx.derived(super::Derived::Counter),
+            c.name.as_str(),
+            c.since.value,
+        ));
     }
     let declared = if declared.is_empty() {
         TokenStream::new()
     } else {
-        let items = declared.iter().map(|(k, n)| quote!((#k, #n)));
+        let items = declared.iter().map(|(k, n, since)| {
+            let since = proc_macro2::Literal::u32_unsuffixed(*since);
+            quote!((#k, #n, #since))
+        });
         quote! {
-            fn declared() -> &'static [(#p::Derived, &'static str)] {
+            fn declared() -> &'static [(#p::Derived, &'static str, u32)] {
                 &[#(#items),*]
             }
         }

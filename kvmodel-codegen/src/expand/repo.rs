@@ -63,9 +63,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 " Finds the `{ename}` whose {fields} equals the given value{norm}: unique index `{}`.",
                 *ix.name
             );
+            let gate = gate(cx, super::Derived::Claim, ixname, ix.since.value);
             methods.push(quote! {
                 #[doc = #doc]
                 #vis async fn #m(&self, #(#params),*) -> #k::Result<::core::option::Option<#name>> {
+                    #gate
                     self.engine.find_unique(#ixname, &#keys::#kfn(#(#args),*)).await
                 }
             });
@@ -82,9 +84,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             );
             let page = param("page", &args);
             let (page_type, resolve) = page_of(cx, ix.order_by.as_ref(), &page);
+            let gate = gate(cx, super::Derived::Index, ixname, ix.since.value);
             methods.push(quote! {
                 #[doc = #doc]
                 #vis async fn #m(&self, #(#params,)* #page: #page_type) -> #k::Result<#k::Page<#name>> {
+                    #gate
                     self.engine.list(&#keys::#kfn(#(#args),*), #resolve).await
                 }
             });
@@ -106,9 +110,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         );
         let page = param("page", std::slice::from_ref(&id));
         let (page_type, resolve) = page_of(cx, r.order_by.as_ref(), &page);
+        let gate = gate(cx, super::Derived::Relation, &r.name, r.since.value);
         methods.push(quote! {
             #[doc = #doc]
             #vis async fn #m(&self, #id: #t, #page: #page_type) -> #k::Result<#k::Page<#name>> {
+                #gate
                 self.engine.list(&#keys::#kfn(#id), #resolve).await
             }
         });
@@ -136,9 +142,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             )
         };
         let doc = format!(" {what}{group}: counter `{}`.", *c.name);
+        let gate = gate(cx, super::Derived::Counter, &c.name, c.since.value);
         methods.push(quote! {
             #[doc = #doc]
             #vis async fn #m(&self, #(#names: #types),*) -> #k::Result<i64> {
+                #gate
                 self.engine.count(&#keys::#kfn(#(#names),*)).await
             }
         });
@@ -199,6 +207,9 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let purge_doc = format!(
         " Removes the `{ename}` at this key even when it cannot be decoded, with the entries found to point to it (a record that decodes is deleted as `delete` does); `false` if there was none. Without an expiry receipt its counter amounts are unknown: run `reconcile` afterwards."
     );
+    let partial_doc = format!(
+        " This repository, reading the `{ename}` indexes, relations and counters added after version 1 even while they are write-only (not yet backfilled by `migrate_all` or `kvmodel migrate`): such reads leave out the records written before they were added. By default they fail with `NotReadable`."
+    );
     let reconcile_doc = format!(
         " Like `verify`, and repairs what it finds in the `{ename}` indexes and counters (run while writers are paused, or verify again after)."
     );
@@ -206,12 +217,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         #[doc = #doc]
         #vis struct #repo<__S> {
             engine: #p::Engine<#name, __S>,
+            gate: #p::ReadGate,
         }
 
         #[automatically_derived]
         impl<__S: ::core::clone::Clone> ::core::clone::Clone for #repo<__S> {
             fn clone(&self) -> Self {
-                #repo { engine: ::core::clone::Clone::clone(&self.engine) }
+                #repo {
+                    engine: ::core::clone::Clone::clone(&self.engine),
+                    gate: ::core::clone::Clone::clone(&self.gate),
+                }
             }
         }
 
@@ -226,7 +241,12 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         impl<__S: #k::Store> #repo<__S> {
             /// A repository on `store`.
             #vis fn new(store: __S) -> Self {
-                #repo { engine: #p::Engine::new(store) }
+                #repo { engine: #p::Engine::new(store), gate: #p::ReadGate::new() }
+            }
+
+            #[doc = #partial_doc]
+            #vis fn with_partial_reads(self) -> Self {
+                #repo { engine: self.engine, gate: self.gate.partial() }
             }
 
             /// The store this repository writes to.
@@ -416,4 +436,15 @@ fn page_of(
             typed(quote!(#k::Date), quote!(#p::sort_of(&__v.first_of_month())))
         }
     }
+}
+
+/// Checks the state of what version `since` added before reading it
+/// (nothing for what version 1 had).
+fn gate(cx: &Ctx<'_>, kind: super::Derived, name: &str, since: u32) -> TokenStream {
+    if since <= 1 {
+        return TokenStream::new();
+    }
+    let kind = cx.derived(kind);
+    let since = proc_macro2::Literal::u32_unsuffixed(since);
+    quote!(self.engine.require_readable(&self.gate, #kind, #name, #since).await?;)
 }

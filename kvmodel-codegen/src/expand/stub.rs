@@ -69,6 +69,7 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
         "migrate_all",
         "verify",
         "reconcile",
+        "with_partial_reads",
     ]);
     let mut key_fns = Vec::new();
     let mut methods = Vec::new();
@@ -126,6 +127,7 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
         impl<__S: #k::Store> #repo<__S> {
             #vis fn new(store: __S) -> Self { #repo { _store: store } }
             #vis fn store(&self) -> &__S { &self._store }
+            #vis fn with_partial_reads(self) -> Self { self }
             #vis async fn create(&self, _: &#name) -> #k::Result<()> { #never }
             #vis async fn update(&self, _: &#name) -> #k::Result<()> { #never }
             #vis async fn get<#(#key_tys),*>(&self, #(#key_args),*) -> #k::Result<::core::option::Option<#name>> { #never }

@@ -130,8 +130,17 @@ impl Access {
     }
 }
 
-/// What the report says about retries and the occasional extra commit,
-/// which the per-access counts leave out.
+/// Store calls of the first read a repository makes of something added
+/// after version 1: the read of its state.
+pub const STATE_CHECK: u32 = 1;
+
+/// Store calls that establish an entity's index state where none is
+/// recorded, for an entity of at most 1000 records: a page of the discovery
+/// set, the versions of its records, and the write of the state.
+pub const STATE_FIRST_LOOK: u32 = 3;
+
+/// What the report says about retries, the occasional extra commit and
+/// the state checks, which the per-access counts leave out.
 pub fn footnote() -> String {
     format!(
         "On Redis, updates and deletes retry their read and commit when another writer changed \
@@ -139,7 +148,11 @@ pub fn footnote() -> String {
          commit, and the first unique lookup or page, on a Redis server that has not run the \
          script yet take one round trip more; listings add one commit when they remove entries of expired records or \
          entries their records no longer derive; one write in {} of an expiring entity is \
-         followed by a sweep step.",
-        super::expiry::STEP_ONE_IN
+         followed by a sweep step. The first read a repository makes of an index, relation or \
+         counter added after version 1 also reads its state ({} round trip; {} more, once per \
+         store, where none is recorded yet).",
+        super::expiry::STEP_ONE_IN,
+        STATE_CHECK,
+        STATE_FIRST_LOOK,
     )
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::codec::key::{Derived, KeyBuilder};
+use crate::codec::key::{Derived, Space};
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
 use crate::error::{Error, Result};
@@ -98,59 +98,49 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         self.record_key() == key
     }
 
-    /// The declared indexes, relations and counters by kind and name
-    /// (unique indexes are [`Derived::Claim`]), so maintenance can tell the
-    /// entity's own derived keys from those of another version of it.
-    /// Generated code lists them; the default lists none, and maintenance
-    /// then leaves such keys alone.
-    fn declared() -> &'static [(Derived, &'static str)] {
+    /// The declared indexes, relations and counters by kind, name and the
+    /// record version that introduced them (unique indexes are
+    /// [`Derived::Claim`]), so maintenance can tell the entity's own
+    /// derived keys from those of another version of it. Generated code
+    /// lists them; the default lists none, and maintenance then leaves such
+    /// keys alone.
+    fn declared() -> &'static [(Derived, &'static str, u32)] {
         &[]
+    }
+
+    /// The entity's derived key space: its discovery set, ledger, receipts
+    /// and state are spelled there.
+    fn space() -> Space<'static> {
+        Space::new(Self::META.namespace, Self::META.key_space)
     }
 
     /// The discovery set listing every record of the entity.
     fn all_key() -> String {
-        KeyBuilder::derived(
-            Self::META.namespace,
-            Self::META.key_space,
-            Derived::Discovery,
-        )
-        .finish()
+        Self::space().all_key()
     }
 
     /// The expiry ledger: record keys under the time their last write is
     /// due to expire (only expiring entities write to it).
     fn ledger_key() -> String {
-        KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Expiry).finish()
+        Self::space().ledger_key()
     }
 
     /// The receipt of the record at `record_key`: what its last write
     /// contributed, kept while the record is live and until its expiry has
     /// been swept (only expiring entities write them).
     fn receipt_key(record_key: &str) -> String {
-        let prefix =
-            KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
-                .finish();
-        let rest = record_key
-            .strip_prefix(Self::META.namespace)
-            .and_then(|r| r.strip_prefix(':'))
-            .unwrap_or(record_key);
-        format!("{prefix}:{rest}")
+        Self::space().receipt_key(record_key)
     }
 
     /// The record key a receipt key belongs to (the inverse of
     /// [`receipt_key`](Entity::receipt_key)).
     fn record_of_receipt(receipt_key: &str) -> Option<String> {
-        let prefix =
-            KeyBuilder::derived(Self::META.namespace, Self::META.key_space, Derived::Receipt)
-                .lit("")
-                .finish();
-        let rest = receipt_key.strip_prefix(&prefix)?;
-        Some(format!("{}:{rest}", Self::META.namespace))
+        Self::space().record_of_receipt(receipt_key)
     }
 
     /// The prefix of every derived key of the entity.
     fn derived_prefix() -> String {
-        format!("{}:{}#", Self::META.namespace, Self::META.key_space)
+        Self::space().derived_prefix()
     }
 }
 

@@ -33,8 +33,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
-use crate::engine::repo::{Engine, ReceiptMove, transition};
+use crate::engine::repo::{Engine, ReceiptMove, transition_in};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
@@ -231,13 +232,24 @@ pub(crate) fn move_receipt<E: Entity>(
     old: Option<&StoredReceipt>,
     new: Option<&Receipt>,
 ) -> Result<()> {
-    let receipt_key = E::receipt_key(key);
+    move_receipt_in(E::space(), b, key, old, new)
+}
+
+/// [`move_receipt`] for the entity whose derived keys live in `space`.
+pub(crate) fn move_receipt_in(
+    space: Space<'_>,
+    b: &mut Batch,
+    key: &str,
+    old: Option<&StoredReceipt>,
+    new: Option<&Receipt>,
+) -> Result<()> {
+    let receipt_key = space.receipt_key(key);
     let member = key.as_bytes().to_vec();
     match old {
         Some(o) => {
             b.equals(&receipt_key, o.bytes.clone());
             if let Ok(r) = &o.receipt {
-                b.remove(E::ledger_key(), due(r.at), member.clone());
+                b.remove(space.ledger_key(), due(r.at), member.clone());
             }
         }
         None => {
@@ -247,7 +259,7 @@ pub(crate) fn move_receipt<E: Entity>(
     match new {
         Some(r) => {
             b.put(&receipt_key, r.encode(&receipt_key)?, None);
-            b.add(E::ledger_key(), due(r.at), member);
+            b.add(space.ledger_key(), due(r.at), member);
         }
         None if old.is_some() => {
             b.delete(&receipt_key);
@@ -260,18 +272,32 @@ pub(crate) fn move_receipt<E: Entity>(
 /// Adds to `b` the undoing of the expired write of the record at `key`
 /// whose receipt is `stored` (read as `receipt`): conditional on the record
 /// being absent and the receipt unchanged.
-fn expire_ops<E: Entity>(b: &mut Batch, key: &str, stored: &[u8], receipt: &Receipt) -> Result<()> {
+fn expire_ops(
+    space: Space<'_>,
+    b: &mut Batch,
+    key: &str,
+    stored: &[u8],
+    receipt: &Receipt,
+) -> Result<()> {
     b.absent(key);
     let mut facts = receipt.facts.clone();
     // Claims carry the record's TTL and expired with it; one may belong to
     // another record by now.
     facts.claims.clear();
-    transition::<E>(b, key, Some(&facts), None, None, ReceiptMove::Untouched)?;
+    transition_in(
+        space,
+        b,
+        key,
+        Some(&facts),
+        None,
+        None,
+        ReceiptMove::Untouched,
+    )?;
     let old = StoredReceipt {
         bytes: stored.to_vec(),
         receipt: Ok(receipt.clone()),
     };
-    move_receipt::<E>(b, key, Some(&old), None)
+    move_receipt_in(space, b, key, Some(&old), None)
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -341,9 +367,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         bytes: &[u8],
         receipt: &Receipt,
     ) -> Result<bool> {
-        let mut b = Batch::new();
-        expire_ops::<E>(&mut b, key, bytes, receipt)?;
-        Ok(self.commit(b).await?.is_applied())
+        expire_receipt_in(self.store(), E::space(), key, bytes, receipt).await
     }
 
     /// A sweep step after a write of an expiring entity: one in
@@ -365,108 +389,133 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// holds an expired member.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "sweep_expired", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn sweep_expired(&self, limit: usize) -> Result<Sweep> {
-        let mut out = Sweep::default();
-        let now = self.store().now_ms().await?;
-        let ledger = E::ledger_key();
-        let mut after = None;
-        let mut left = limit;
-        while left > 0 {
-            let mut req = RangeRequest::all(left.min(PAGE));
-            req.upper = Bound::Included(due(now));
-            req.after = after.take();
-            let range = self.store().range(&ledger, req).await?;
-            left = left.saturating_sub(range.members.len());
-            out.examined += range.members.len() as u64;
-            self.sweep_entries(&range.members, &mut out).await?;
-            match range.next {
-                Some(n) => after = Some(n),
-                None => return Ok(out),
-            }
-        }
-        out.more = true;
-        Ok(out)
+        sweep_in(self.store(), E::space(), limit).await
     }
+}
 
-    /// Sweeps one page of due ledger entries: one commit for the page, or
-    /// one per entry when a condition of the page failed.
-    async fn sweep_entries(&self, entries: &[Member], out: &mut Sweep) -> Result<()> {
-        let ledger = E::ledger_key();
-        let keys: Vec<String> = entries
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-            .collect();
-        let mut reads: Vec<String> = keys.clone();
-        reads.extend(keys.iter().map(|k| E::receipt_key(k)));
-        let mut values = self.store().get_many(&reads).await?;
-        let receipts = values.split_off(keys.len());
-        let mut plans: Vec<(Batch, bool)> = Vec::new();
-        for (((entry, key), record), stored) in entries.iter().zip(&keys).zip(values).zip(receipts)
-        {
-            let mut b = Batch::new();
-            let stale = |b: &mut Batch, stored: &Option<Vec<u8>>| {
-                match stored {
-                    Some(bytes) => b.equals(E::receipt_key(key), bytes.clone()),
-                    None => b.absent(E::receipt_key(key)),
-                };
-                b.remove(&ledger, entry.sort.clone(), entry.member.clone());
-            };
-            let receipt = match &stored {
-                Some(bytes) => match Receipt::decode(&E::receipt_key(key), bytes) {
-                    Ok(r) => Some(r),
-                    Err(e) => {
-                        out.skipped.push(Skipped::new(key.clone(), e));
-                        continue;
-                    }
-                },
-                None => None,
-            };
-            match receipt {
-                Some(r) if Some(r.at) == due_time(&entry.sort) => {
-                    if record.is_some() {
-                        continue; // due by the estimate, not yet expired
-                    }
-                    let bytes = stored.as_deref().unwrap_or_default();
-                    expire_ops::<E>(&mut b, key, bytes, &r)?;
-                    plans.push((b, true));
-                }
-                // No receipt, or one of a later write: the entry is stale.
-                _ => {
-                    stale(&mut b, &stored);
-                    plans.push((b, false));
-                }
-            }
+/// Undoes the expired write of the record at `key` whose receipt is
+/// stored as `bytes` (read as `receipt`), if the record is still absent
+/// and the receipt unchanged; whether it did.
+pub(crate) async fn expire_receipt_in<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    key: &str,
+    bytes: &[u8],
+    receipt: &Receipt,
+) -> Result<bool> {
+    let mut b = Batch::new();
+    expire_ops(space, &mut b, key, bytes, receipt)?;
+    Ok(crate::engine::walk::commit(store, b).await?.is_applied())
+}
+
+/// [`Engine::sweep_expired`] for the entity whose derived keys live in
+/// `space`.
+pub(crate) async fn sweep_in<S: Store>(store: &S, space: Space<'_>, limit: usize) -> Result<Sweep> {
+    let mut out = Sweep::default();
+    let now = store.now_ms().await?;
+    let ledger = space.ledger_key();
+    let mut after = None;
+    let mut left = limit;
+    while left > 0 {
+        let mut req = RangeRequest::all(left.min(PAGE));
+        req.upper = Bound::Included(due(now));
+        req.after = after.take();
+        let range = store.range(&ledger, req).await?;
+        left = left.saturating_sub(range.members.len());
+        out.examined += range.members.len() as u64;
+        sweep_entries(store, space, &range.members, &mut out).await?;
+        match range.next {
+            Some(n) => after = Some(n),
+            None => return Ok(out),
         }
-        if plans.is_empty() {
-            return Ok(());
-        }
-        let mut all = Batch::new();
-        for (b, _) in &plans {
-            for c in b.conditions() {
-                all.condition(c.clone());
-            }
-            for op in b.ops() {
-                all.op(op.clone());
-            }
-        }
-        if let Ok(Outcome::Applied) = self.commit(all).await {
-            out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
-            return Ok(());
-        }
-        // Something changed meanwhile (or one entry cannot be applied): each
-        // on its own, so the others go through.
-        for (b, expires) in plans {
-            match self.commit(b).await {
-                Ok(Outcome::Applied) if expires => out.expired += 1,
-                Ok(_) => {}
-                Err(e @ Error::InvalidBatch { .. }) => {
-                    let key = e_key(&e);
-                    out.skipped.push(Skipped::new(key, e));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
+    out.more = true;
+    Ok(out)
+}
+
+/// Sweeps one page of due ledger entries: one commit for the page, or one
+/// per entry when a condition of the page failed.
+async fn sweep_entries<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    entries: &[Member],
+    out: &mut Sweep,
+) -> Result<()> {
+    let ledger = space.ledger_key();
+    let keys: Vec<String> = entries
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+        .collect();
+    let mut reads: Vec<String> = keys.clone();
+    reads.extend(keys.iter().map(|k| space.receipt_key(k)));
+    let mut values = store.get_many(&reads).await?;
+    let receipts = values.split_off(keys.len());
+    let mut plans: Vec<(Batch, bool)> = Vec::new();
+    for (((entry, key), record), stored) in entries.iter().zip(&keys).zip(values).zip(receipts) {
+        let mut b = Batch::new();
+        let stale = |b: &mut Batch, stored: &Option<Vec<u8>>| {
+            match stored {
+                Some(bytes) => b.equals(space.receipt_key(key), bytes.clone()),
+                None => b.absent(space.receipt_key(key)),
+            };
+            b.remove(&ledger, entry.sort.clone(), entry.member.clone());
+        };
+        let receipt = match &stored {
+            Some(bytes) => match Receipt::decode(&space.receipt_key(key), bytes) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    out.skipped.push(Skipped::new(key.clone(), e));
+                    continue;
+                }
+            },
+            None => None,
+        };
+        match receipt {
+            Some(r) if Some(r.at) == due_time(&entry.sort) => {
+                if record.is_some() {
+                    continue; // due by the estimate, not yet expired
+                }
+                let bytes = stored.as_deref().unwrap_or_default();
+                expire_ops(space, &mut b, key, bytes, &r)?;
+                plans.push((b, true));
+            }
+            // No receipt, or one of a later write: the entry is stale.
+            _ => {
+                stale(&mut b, &stored);
+                plans.push((b, false));
+            }
+        }
+    }
+    if plans.is_empty() {
+        return Ok(());
+    }
+    let mut all = Batch::new();
+    for (b, _) in &plans {
+        for c in b.conditions() {
+            all.condition(c.clone());
+        }
+        for op in b.ops() {
+            all.op(op.clone());
+        }
+    }
+    if let Ok(Outcome::Applied) = crate::engine::walk::commit(store, all).await {
+        out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
+        return Ok(());
+    }
+    // Something changed meanwhile (or one entry cannot be applied): each
+    // on its own, so the others go through.
+    for (b, expires) in plans {
+        match crate::engine::walk::commit(store, b).await {
+            Ok(Outcome::Applied) if expires => out.expired += 1,
+            Ok(_) => {}
+            Err(e @ Error::InvalidBatch { .. }) => {
+                let key = e_key(&e);
+                out.skipped.push(Skipped::new(key, e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The key an invalid batch names.

@@ -1,17 +1,25 @@
 //! The upkeep engine behind every generated repository: the traits an
 //! entity implements and the facts its records derive ([`entity`]), typed
 //! reads and writes ([`repo`]), pages ([`page`]) and maintenance
-//! ([`maintenance`]).
+//! ([`maintenance`]): the `verify`/`reconcile` [`walk`] and [`migrate`],
+//! written once over any [`def::EntityDef`] (a generated entity or the
+//! run-time model), index [`state`]s, and the migration lease and
+//! [`ledger`].
 
 mod api;
 pub mod cost;
+pub mod def;
 pub mod entity;
 pub mod expiry;
+pub mod ledger;
 pub mod maintenance;
+pub mod migrate;
 pub mod orphans;
 pub mod page;
 pub mod repo;
 pub mod skipped;
+pub mod state;
+pub mod walk;
 #[cfg(feature = "tracing")]
 pub mod trace;
 

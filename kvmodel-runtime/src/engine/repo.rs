@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt, stored_from};
+use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt_in, stored_from};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -113,17 +114,30 @@ pub(crate) fn transition<E: Entity>(
     ttl: Option<Duration>,
     receipt: ReceiptMove<'_>,
 ) -> Result<Checked> {
+    transition_in(E::space(), b, owner, old, new, ttl, receipt)
+}
+
+/// [`transition`] for the entity whose derived keys live in `space`.
+pub(crate) fn transition_in(
+    space: Space<'_>,
+    b: &mut Batch,
+    owner: &str,
+    old: Option<&Facts>,
+    new: Option<&Facts>,
+    ttl: Option<Duration>,
+    receipt: ReceiptMove<'_>,
+) -> Result<Checked> {
     if let ReceiptMove::Record { old: stored, due } = receipt {
         let next = match (new, due) {
             (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
             _ => None,
         };
         if stored.is_some() || next.is_some() {
-            move_receipt::<E>(b, owner, stored, next.as_ref())?;
+            move_receipt_in(space, b, owner, stored, next.as_ref())?;
         }
     }
     let first = b.conditions().len();
-    let discovery = E::all_key();
+    let discovery = space.all_key();
     let discovery = discovery.as_str();
     let none = Facts::default();
     let (from, to) = (old.unwrap_or(&none), new.unwrap_or(&none));

@@ -46,3 +46,34 @@ impl fmt::Display for Skipped {
         fmt::Display::fmt(&self.error, f)
     }
 }
+
+/// The stored form of a report (a saved walk): the key and the message.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Wire {
+    key: String,
+    error: String,
+}
+
+impl serde::Serialize for Skipped {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            key: self.key.clone(),
+            error: self.error.to_string(),
+        }
+        .serialize(s)
+    }
+}
+
+/// A skipped record read back from a saved report keeps its key and
+/// message, as a decode error.
+impl<'de> serde::Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(d)?;
+        let reason = match wire.error.split_once("` could not be decoded: ") {
+            Some((_, reason)) => reason.to_owned(),
+            None => wire.error,
+        };
+        let error = Error::decode(&wire.key, reason, None);
+        Ok(Skipped::new(wire.key, error))
+    }
+}

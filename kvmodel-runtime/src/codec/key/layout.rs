@@ -29,6 +29,9 @@ pub enum Derived {
     /// (claims, collection members, counter amounts) and when it is due,
     /// so that its expiry can undo exactly that.
     Receipt,
+    /// The state of the entity's indexes, relations and counters: which
+    /// are readable and which are still being backfilled.
+    State,
 }
 
 impl Derived {
@@ -43,6 +46,7 @@ impl Derived {
             Derived::Discovery => "all",
             Derived::Expiry => "exp",
             Derived::Receipt => "rcpt",
+            Derived::State => "state",
         }
     }
 }
@@ -104,7 +108,7 @@ impl KeyBuilder {
 
 impl Derived {
     /// Every kind, for reading keys back.
-    pub const ALL: [Derived; 7] = [
+    pub const ALL: [Derived; 8] = [
         Derived::Claim,
         Derived::Index,
         Derived::Relation,
@@ -112,7 +116,97 @@ impl Derived {
         Derived::Discovery,
         Derived::Expiry,
         Derived::Receipt,
+        Derived::State,
     ];
+}
+
+/// The keys an entity has besides its records and declared entries: its
+/// discovery set, expiry ledger, receipts and index state, all under
+/// `{namespace}:{key space}#`. Generated entities and the run-time model
+/// spell them here, once.
+///
+/// ```
+/// use kvmodel_runtime::codec::key::Space;
+/// let users = Space::new("shop", "user");
+/// assert_eq!(users.all_key(), "shop:user#all");
+/// assert_eq!(users.receipt_key("shop:user:1"), "shop:user#rcpt:user:1");
+/// assert_eq!(users.record_of_receipt("shop:user#rcpt:user:1").unwrap(), "shop:user:1");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Space<'a> {
+    /// The namespace.
+    pub namespace: &'a str,
+    /// The entity's key space (the literal segments of its key template).
+    pub key_space: &'a str,
+}
+
+impl<'a> Space<'a> {
+    /// The space of an entity.
+    pub const fn new(namespace: &'a str, key_space: &'a str) -> Self {
+        Space {
+            namespace,
+            key_space,
+        }
+    }
+
+    /// A derived key of this space without a name.
+    fn key(&self, kind: Derived) -> String {
+        KeyBuilder::derived(self.namespace, self.key_space, kind).finish()
+    }
+
+    /// The discovery set listing every record.
+    pub fn all_key(&self) -> String {
+        self.key(Derived::Discovery)
+    }
+
+    /// The expiry ledger: record keys under the time their last write is
+    /// due to expire.
+    pub fn ledger_key(&self) -> String {
+        self.key(Derived::Expiry)
+    }
+
+    /// The state of the entity's indexes, relations and counters.
+    pub fn state_key(&self) -> String {
+        self.key(Derived::State)
+    }
+
+    /// The receipt of the record at `record_key`.
+    pub fn receipt_key(&self, record_key: &str) -> String {
+        let prefix = self.key(Derived::Receipt);
+        let rest = record_key
+            .strip_prefix(self.namespace)
+            .and_then(|r| r.strip_prefix(':'))
+            .unwrap_or(record_key);
+        format!("{prefix}:{rest}")
+    }
+
+    /// The record key a receipt key belongs to (the inverse of
+    /// [`receipt_key`](Self::receipt_key)).
+    pub fn record_of_receipt(&self, receipt_key: &str) -> Option<String> {
+        let prefix = KeyBuilder::derived(self.namespace, self.key_space, Derived::Receipt)
+            .lit("")
+            .finish();
+        let rest = receipt_key.strip_prefix(&prefix)?;
+        Some(format!("{}:{rest}", self.namespace))
+    }
+
+    /// The prefix of every derived key of the entity.
+    pub fn derived_prefix(&self) -> String {
+        format!("{}:{}#", self.namespace, self.key_space)
+    }
+
+    /// The kind and name of a derived key of this space (`(Claim,
+    /// "by_email")` for a claim of `by_email`); `None` for another key.
+    /// Keys without a name (the discovery set, the ledger, the state) have
+    /// an empty name.
+    pub fn classify<'k>(&self, key: &'k str) -> Option<(Derived, &'k str)> {
+        let rest = key.strip_prefix(self.namespace)?.strip_prefix(':')?;
+        let rest = rest.strip_prefix(self.key_space)?.strip_prefix('#')?;
+        let (kind, tail) = rest.split_once(':').unwrap_or((rest, ""));
+        let kind = Derived::ALL.into_iter().find(|k| k.as_str() == kind)?;
+        let name = tail.split(':').next().unwrap_or(tail);
+        Some((kind, name))
+    }
 }
 
 /// The unescaped components after `…#{kind}:{name}:` of a derived key built

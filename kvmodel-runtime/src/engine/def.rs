@@ -1,0 +1,183 @@
+//! What maintenance needs of an entity, as a value: the one description
+//! that both generated entities ([`Typed`]) and the run-time model
+//! ([`EntityModel`]) give, so `verify`, `reconcile` and `migrate` are
+//! written once for both and agree on every key, entry and counter.
+
+use std::marker::PhantomData;
+
+use crate::codec::key::{Derived, Space};
+use crate::engine::entity::{self, Entity, Facts, Ttl};
+use crate::error::Result;
+use crate::model::{EntityModel, Record};
+
+/// An entity as maintenance sees it.
+pub trait EntityDef: Send + Sync {
+    /// A record read from the store.
+    type Record: Send + Sync;
+
+    /// The entity's name, for messages.
+    fn name(&self) -> &str;
+
+    /// Its namespace and key space.
+    fn space(&self) -> Space<'_>;
+
+    /// The version records are written at.
+    fn version(&self) -> u32;
+
+    /// The record time to live.
+    fn ttl(&self) -> Option<Ttl>;
+
+    /// The version that introduced the index, relation or counter `name` of
+    /// kind `kind` ([`Derived::Claim`] for a unique index); `None` when the
+    /// entity declares no such thing.
+    fn since(&self, kind: Derived, name: &str) -> Option<u32>;
+
+    /// Reads the bytes stored at `key`: the version they are at, and the
+    /// record (an older one migrated). Bytes that do not decode, of a newer
+    /// version, or of another key are an error.
+    fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, Self::Record)>;
+
+    /// Every derived entry of the record at the current version.
+    fn facts(&self, record: &Self::Record) -> Result<Facts>;
+
+    /// The bytes of the record at the current version.
+    fn encode(&self, key: &str, record: &Self::Record) -> Result<Vec<u8>>;
+
+    /// The entries the record stored at `key` as `bytes` has at its stored
+    /// version.
+    fn stored_facts(&self, key: &str, bytes: &[u8]) -> Result<(u32, Facts)> {
+        let (version, record) = self.read(key, bytes)?;
+        let mut facts = self.facts(&record)?;
+        facts.retain_since(version);
+        Ok((version, facts))
+    }
+
+    /// Whether records expire.
+    fn expiring(&self) -> bool {
+        self.ttl().is_some()
+    }
+}
+
+/// A generated entity `E` as an [`EntityDef`].
+pub struct Typed<E>(PhantomData<fn() -> E>);
+
+impl<E> Typed<E> {
+    /// The description of `E`.
+    pub const fn new() -> Self {
+        Typed(PhantomData)
+    }
+}
+
+impl<E> Default for Typed<E> {
+    fn default() -> Self {
+        Typed::new()
+    }
+}
+
+impl<E> std::fmt::Debug for Typed<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Typed<{}>", std::any::type_name::<E>())
+    }
+}
+
+impl<E: Entity> EntityDef for Typed<E> {
+    type Record = E;
+
+    fn name(&self) -> &str {
+        E::META.name
+    }
+
+    fn space(&self) -> Space<'_> {
+        E::space()
+    }
+
+    fn version(&self) -> u32 {
+        E::VERSION
+    }
+
+    fn ttl(&self) -> Option<Ttl> {
+        E::META.ttl
+    }
+
+    fn since(&self, kind: Derived, name: &str) -> Option<u32> {
+        E::declared()
+            .iter()
+            .find(|(k, n, _)| *k == kind && *n == name)
+            .map(|(_, _, since)| *since)
+    }
+
+    fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, E)> {
+        entity::decode_at::<E>(key, bytes)
+    }
+
+    fn facts(&self, record: &E) -> Result<Facts> {
+        Ok(Facts::of(record))
+    }
+
+    fn encode(&self, key: &str, record: &E) -> Result<Vec<u8>> {
+        entity::encode(key, record)
+    }
+}
+
+/// The key space of a model entity, computed once.
+#[derive(Debug, Clone)]
+pub struct ModelDef {
+    model: EntityModel,
+    key_space: String,
+}
+
+impl ModelDef {
+    /// The description of `model`.
+    pub fn new(model: EntityModel) -> Self {
+        ModelDef {
+            key_space: model.key_space(),
+            model,
+        }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &EntityModel {
+        &self.model
+    }
+}
+
+impl EntityDef for ModelDef {
+    type Record = Record;
+
+    fn name(&self) -> &str {
+        &self.model.name
+    }
+
+    fn space(&self) -> Space<'_> {
+        Space::new(&self.model.namespace, &self.key_space)
+    }
+
+    fn version(&self) -> u32 {
+        self.model.version
+    }
+
+    fn ttl(&self) -> Option<Ttl> {
+        self.model.ttl
+    }
+
+    fn since(&self, kind: Derived, name: &str) -> Option<u32> {
+        self.model
+            .declared()
+            .iter()
+            .find(|d| d.kind == kind && d.name == name)
+            .map(|d| d.since)
+    }
+
+    fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, Record)> {
+        let record = self.model.read(key, bytes)?;
+        Ok((record.version, record))
+    }
+
+    fn facts(&self, record: &Record) -> Result<Facts> {
+        self.model.facts(&record.value)
+    }
+
+    fn encode(&self, key: &str, record: &Record) -> Result<Vec<u8>> {
+        self.model.encode(key, &record.value)
+    }
+}

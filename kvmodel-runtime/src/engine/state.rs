@@ -1,0 +1,310 @@
+//! Index states: an index, relation or counter added after the first
+//! version (`since: N`, N > 1) is written by every write from the start,
+//! but readable only once no record older than N remains, since older
+//! records lack its entries until they are rewritten. Until then it is
+//! *write-only*, and reading it fails with [`Error::NotReadable`] instead
+//! of silently leaving the old records out (or reads it anyway, when the
+//! reader opts in to partial results).
+//!
+//! The state lives in the store, under the entity's derived key space
+//! (`{ns}:{space}#state`), as JSON: the version every record was known to
+//! be at or past (`complete`), and what established it. Generated
+//! repositories and the `kvmodel` command share it:
+//!
+//! - the first read that needs the state, when none is stored,
+//!   establishes it: an empty entity is complete at the reader's version;
+//!   otherwise up to [`FIRST_LOOK`] records are looked at (their version
+//!   only) and the state is their lowest version, or 1 when there are more;
+//! - a migration (`migrate_all`, `kvmodel migrate`) that leaves no old
+//!   record behind makes it complete at the current version; one that
+//!   leaves duplicates of a unique index records them, and the state the
+//!   lowest version left.
+//!
+//! Records written by code older than the state (a deployment that still
+//! runs old writers) are not seen: stop old writers before migrating.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::key::{Derived, Space};
+use crate::codec::record;
+use crate::engine::entity::Entity;
+use crate::engine::migrate::{Duplicate, MigrateState};
+use crate::engine::repo::Engine;
+use crate::error::{Error, Result};
+use crate::store::batch::Batch;
+use crate::store::{RangeRequest, Store};
+
+/// Records the first read looks at, when no state is stored, before it
+/// leaves the decision to a migration.
+pub const FIRST_LOOK: usize = 10_000;
+
+/// Duplicates kept in the state (all are counted).
+const KEPT_DUPLICATES: usize = 100;
+
+/// The stored state of an entity's indexes, relations and counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexState {
+    /// Every record was at this version or later when the state was last
+    /// established: what was introduced at or before it is readable.
+    pub complete: u32,
+    /// What established it, in words.
+    pub by: String,
+    /// When, in milliseconds since the Unix epoch, by the store's clock.
+    pub at_ms: u64,
+    /// Duplicates of unique indexes the last migration met (the first
+    /// hundred).
+    #[serde(default)]
+    pub duplicates: Vec<Duplicate>,
+    /// How many duplicates it met.
+    #[serde(default)]
+    pub duplicate_count: u64,
+}
+
+impl IndexState {
+    /// Whether what version `since` introduced is readable.
+    pub fn readable(&self, since: u32) -> bool {
+        since <= self.complete
+    }
+}
+
+/// The state stored for the entity in `space`, if any.
+pub async fn load<S: Store>(store: &S, space: Space<'_>) -> Result<Option<IndexState>> {
+    let key = space.state_key();
+    match store.get(&key).await? {
+        None => Ok(None),
+        Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Error::decode(
+                &key,
+                "it is not a kvmodel index state; delete it and the next read establishes it again",
+                Some(Box::new(e)),
+            )
+        }),
+    }
+}
+
+fn encode(key: &str, state: &IndexState) -> Result<Vec<u8>> {
+    serde_json::to_vec(state).map_err(|e| Error::Encode {
+        key: key.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Writes `state` if the stored one is still `old`; the stored state after.
+async fn replace<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    old: Option<&IndexState>,
+    state: IndexState,
+) -> Result<IndexState> {
+    let key = space.state_key();
+    let mut b = Batch::new();
+    match old {
+        Some(o) => b.equals(&key, encode(&key, o)?),
+        None => b.absent(&key),
+    };
+    b.put(&key, encode(&key, &state)?, None);
+    if crate::engine::walk::commit(store, b).await?.is_applied() {
+        return Ok(state);
+    }
+    // Another reader or a migration got there first: theirs stands.
+    Ok(load(store, space).await?.unwrap_or(state))
+}
+
+/// Whether the entity has no record.
+async fn empty<S: Store>(store: &S, space: Space<'_>) -> Result<bool> {
+    let page = store.range(&space.all_key(), RangeRequest::all(1)).await?;
+    Ok(page.members.is_empty())
+}
+
+/// Establishes the state of an entity none is stored for, as code at
+/// `version` sees it: see the [module documentation](self).
+pub async fn establish<S: Store>(store: &S, space: Space<'_>, version: u32) -> Result<IndexState> {
+    let all = space.all_key();
+    let mut lowest: Option<u32> = None;
+    let mut seen = 0usize;
+    let mut after = None;
+    let finished = loop {
+        let mut req = RangeRequest::all(1000);
+        req.after = after.take();
+        let page = store.range(&all, req).await?;
+        let keys: Vec<String> = page
+            .members
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+            .collect();
+        for (key, bytes) in keys.iter().zip(store.get_many(&keys).await?) {
+            // Records that do not decode are read by nobody: they leave
+            // no index partial.
+            if let Some(h) = bytes.and_then(|b| record::header(key, &b).ok()) {
+                lowest = Some(lowest.map_or(h.version, |l| l.min(h.version)));
+            }
+        }
+        seen += keys.len();
+        match page.next {
+            Some(n) if seen < FIRST_LOOK => after = Some(n),
+            Some(_) => break false,
+            None => break true,
+        }
+    };
+    let (complete, by) = match (finished, lowest) {
+        (true, None) => (version, "the first read, of an empty entity".to_owned()),
+        (true, Some(l)) => (
+            l.min(version),
+            format!("the first read, which looked at all {seen} records"),
+        ),
+        (false, _) => (
+            1,
+            format!("the first read, which found more than {FIRST_LOOK} records: migrate decides"),
+        ),
+    };
+    let state = IndexState {
+        complete,
+        by,
+        at_ms: store.now_ms().await?,
+        duplicates: Vec::new(),
+        duplicate_count: 0,
+    };
+    replace(store, space, None, state).await
+}
+
+/// Records what a finished migration of the entity to `version` found:
+/// complete at `version` when it left no old record, else at the lowest
+/// version it left, with the duplicates it met. `by` names the run.
+pub async fn record_migration<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    version: u32,
+    run: &MigrateState,
+    by: &str,
+) -> Result<IndexState> {
+    let state = IndexState {
+        complete: run.oldest_left.map_or(version, |v| v.min(version)),
+        by: by.to_owned(),
+        at_ms: store.now_ms().await?,
+        duplicates: run
+            .duplicates
+            .iter()
+            .take(KEPT_DUPLICATES)
+            .cloned()
+            .collect(),
+        duplicate_count: run.duplicates.len() as u64,
+    };
+    let key = space.state_key();
+    let mut b = Batch::new();
+    b.put(&key, encode(&key, &state)?, None);
+    let _ = crate::engine::walk::commit(store, b).await?;
+    Ok(state)
+}
+
+/// What kind of thing a [`Derived`] kind names, for messages.
+fn what(kind: Derived) -> &'static str {
+    match kind {
+        Derived::Claim => "unique index",
+        Derived::Index => "index",
+        Derived::Relation => "relation",
+        _ => "counter",
+    }
+}
+
+/// Checks that what `since` introduced (the `kind` named `name` of the
+/// entity `entity` in `space`, read by code at `version`) is readable,
+/// establishing the state when none is stored; [`Error::NotReadable`] when
+/// it is write-only. An empty entity is readable whatever its state.
+#[allow(clippy::too_many_arguments)]
+pub async fn require<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    entity: &str,
+    version: u32,
+    kind: Derived,
+    name: &str,
+    since: u32,
+) -> Result<IndexState> {
+    let state = match load(store, space).await? {
+        Some(s) => s,
+        None => establish(store, space, version).await?,
+    };
+    if state.readable(since) {
+        return Ok(state);
+    }
+    if empty(store, space).await? {
+        let fresh = IndexState {
+            complete: version,
+            by: "a read of an empty entity".to_owned(),
+            at_ms: store.now_ms().await?,
+            duplicates: Vec::new(),
+            duplicate_count: 0,
+        };
+        let state = replace(store, space, Some(&state), fresh).await?;
+        if state.readable(since) {
+            return Ok(state);
+        }
+    }
+    Err(Error::NotReadable {
+        entity: entity.to_owned(),
+        what: what(kind),
+        name: name.to_owned(),
+        since,
+        complete: state.complete,
+    })
+}
+
+/// How a repository reads indexes, relations and counters added after the
+/// first version: refused while they are write-only (the default), or
+/// partial results accepted. It remembers what it found readable (shared
+/// by clones), so the state is read once.
+#[derive(Debug, Clone, Default)]
+pub struct ReadGate {
+    partial: bool,
+    complete: Arc<AtomicU32>,
+}
+
+impl ReadGate {
+    /// A gate that refuses write-only reads.
+    pub fn new() -> Self {
+        ReadGate::default()
+    }
+
+    /// A gate that reads write-only indexes anyway, with whatever entries
+    /// they hold.
+    pub fn partial(mut self) -> Self {
+        self.partial = true;
+        self
+    }
+
+    /// Whether partial reads are accepted.
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// Checks, before a read of what version `since` introduced (the
+    /// `kind` named `name`), that it is readable; see [`require`].
+    pub async fn require_readable(
+        &self,
+        gate: &ReadGate,
+        kind: Derived,
+        name: &str,
+        since: u32,
+    ) -> Result<()> {
+        if gate.partial || since <= gate.complete.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let state = require(
+            self.store(),
+            E::space(),
+            E::META.name,
+            E::VERSION,
+            kind,
+            name,
+            since,
+        )
+        .await?;
+        gate.complete.fetch_max(state.complete, Ordering::Relaxed);
+        Ok(())
+    }
+}
