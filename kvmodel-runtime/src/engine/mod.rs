@@ -19,8 +19,8 @@ pub mod page;
 pub mod repo;
 pub mod skipped;
 pub mod state;
-pub mod walk;
 #[cfg(feature = "tracing")]
 pub mod trace;
+pub mod walk;
 
 pub use repo::{Engine, MAX_ATTEMPTS};
