@@ -215,6 +215,8 @@ pub struct EntityRun {
     pub duplicates: Vec<Duplicate>,
     /// Records left unmigrated because writers kept changing them.
     pub conflicts: u64,
+    /// The lowest version of a record left older than `version`.
+    pub oldest_left: Option<u32>,
     /// Where the entity's walk resumes (hex), while it is not done.
     pub cursor: Option<String>,
     /// Whether the entity's walk is finished.
