@@ -1,5 +1,7 @@
 //! Commands and exit codes: 0 success, 1 problems found (schema errors,
-//! `--check` differences, `--deny-warnings` warnings), 2 usage or I/O errors.
+//! `--check` differences, `--deny-warnings` warnings, drift in a store), 2
+//! usage or I/O errors, 3 refused (another migration holds the lease), 130
+//! interrupted (run the command again to resume).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -11,7 +13,9 @@ use kvmodel_build::{Schema, keys::Format};
 /// Typed repositories for key-value stores, from a declared data model.
 #[derive(Debug, Parser)]
 #[command(name = "kvmodel", version, about, long_about = None)]
-#[command(after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error.")]
+#[command(
+    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease), 130 interrupted (run again to resume)."
+)]
 struct Cli {
     /// When to color diagnostics.
     #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
@@ -71,6 +75,21 @@ enum Command {
         /// The schema as changed.
         new: PathBuf,
     },
+    /// Check a live store against a schema: every record's claims, index
+    /// entries and counters, and derived entries no record owns (exit 1 on
+    /// drift).
+    Verify(crate::ops::VerifyArgs),
+    /// Repair what `verify` finds, and say what changed (exit 1 when
+    /// something needs a person: a value two records claim, a record that
+    /// cannot be read).
+    Reconcile(crate::ops::ReconcileArgs),
+    /// Rewrite records stored at an older version and backfill what later
+    /// versions added, under the namespace's migration lease, recording the
+    /// run in the store's ledger; `--status` shows both.
+    Migrate(crate::ops::MigrateArgs),
+    /// Look at live data through a schema: records by key, a unique lookup,
+    /// a page of an index or relation, a counter, as JSON.
+    Inspect(crate::ops::InspectArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
         /// Schema files.
@@ -121,6 +140,14 @@ fn load_all(paths: &[PathBuf], color: bool, deny_warnings: bool) -> Result<Vec<S
         return Err(Exit(1));
     }
     Ok(schemas)
+}
+
+/// An exit code as the command's result.
+fn exit(code: u8) -> Result<(), Exit> {
+    match code {
+        0 => Ok(()),
+        code => Err(Exit(code)),
+    }
 }
 
 fn write_stdout(text: &str) -> Result<(), Exit> {
@@ -237,6 +264,10 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             }
             Ok(())
         }
+        Command::Verify(args) => exit(crate::ops::run(crate::ops::verify(args))),
+        Command::Reconcile(args) => exit(crate::ops::run(crate::ops::reconcile(args))),
+        Command::Migrate(args) => exit(crate::ops::run(crate::ops::migrate(args))),
+        Command::Inspect(args) => exit(crate::ops::run(crate::ops::inspect(args))),
         Command::Keys { schemas, format } => {
             let format = match format {
                 KeysFormat::Text => Format::Text,

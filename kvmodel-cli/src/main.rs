@@ -1,9 +1,10 @@
 //! The `kvmodel` command. Argument parsing and file I/O live here; the work
-//! is `kvmodel_build`'s.
+//! is `kvmodel_build`'s and, on live stores, `kvmodel_runtime`'s.
 
 #![warn(missing_docs)]
 
 mod cli;
+mod ops;
 
 fn main() -> std::process::ExitCode {
     cli::run()

@@ -33,6 +33,10 @@ fn help_texts() {
         &["generate", "--help"],
         &["expand", "--help"],
         &["keys", "--help"],
+        &["verify", "--help"],
+        &["reconcile", "--help"],
+        &["migrate", "--help"],
+        &["inspect", "--help"],
     ] {
         let o = kvmodel(args);
         assert_eq!(code(&o), 0);

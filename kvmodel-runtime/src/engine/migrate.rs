@@ -67,6 +67,10 @@ pub struct MigrateState {
     pub(crate) cursor: Option<Vec<u8>>,
     /// Whether the walk is finished.
     pub done: bool,
+    /// With `dry_run`: the claims the rewrites would take, and by which
+    /// record, so two old records with one new unique value are reported.
+    #[serde(skip)]
+    would_claim: std::collections::HashMap<String, String>,
 }
 
 impl MigrateState {
@@ -132,7 +136,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
             }
             let outcome = if state.dry_run {
-                self.check_rewrite(key).await
+                self.check_rewrite(key, &mut state.would_claim).await
             } else {
                 self.rewrite(key).await
             };
@@ -238,8 +242,13 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
     }
 
     /// What [`rewrite`](Self::rewrite) would do, without writing: the claims
-    /// the rewrite would take, checked against their holders.
-    async fn check_rewrite(&self, key: &str) -> Result<Rewrite> {
+    /// the rewrite would take, checked against their holders and against
+    /// the claims earlier rewrites of the dry run would take.
+    async fn check_rewrite(
+        &self,
+        key: &str,
+        would_claim: &mut std::collections::HashMap<String, String>,
+    ) -> Result<Rewrite> {
         let Some(bytes) = self.store.get(key).await? else {
             return Ok(Rewrite::Gone);
         };
@@ -252,11 +261,19 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let keys: Vec<String> = claims.iter().map(|c| c.key.clone()).collect();
         let holders = self.store.get_many(&keys).await?;
         for (c, holder) in claims.iter().zip(holders) {
-            if holder.is_some_and(|h| h != key.as_bytes()) {
-                let name = claim_index(self.def, &c.key).unwrap_or(c.index);
+            let name = claim_index(self.def, &c.key).unwrap_or(c.index);
+            if holder.as_deref().is_some_and(|h| h != key.as_bytes()) {
                 let d = self.duplicate(name, &c.key, key).await?;
                 return Ok(Rewrite::Duplicate(d, stored));
             }
+            if let Some(first) = would_claim.get(&c.key).filter(|r| *r != key) {
+                let mut d = self.duplicate(name, &c.key, key).await?;
+                d.holder = first.clone();
+                return Ok(Rewrite::Duplicate(d, stored));
+            }
+        }
+        for c in claims {
+            would_claim.insert(c.key.clone(), key.to_owned());
         }
         Ok(Rewrite::Done)
     }

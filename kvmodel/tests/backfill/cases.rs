@@ -59,6 +59,30 @@ pub async fn write_only_until_backfilled<H: Harness>(h: &H) {
     let partial = MemberRepo::new(h.store()).with_partial_reads();
     assert_eq!(partial.count_per_team("red").await.unwrap(), 0);
 
+    // A dry run finds the duplicate among the old records and writes nothing.
+    let store = h.store();
+    let def = Typed::<Member>::new();
+    let mut dry = MigrateState::new(true);
+    while !dry.done {
+        Walker::new(&def, &store)
+            .migrate_step(&mut dry, 2)
+            .await
+            .unwrap();
+    }
+    assert_eq!((dry.rewritten, dry.duplicates.len()), (4, 1), "{dry:?}");
+    assert_eq!(
+        (dry.duplicates[0].record.clone(), dry.duplicates[0].holder.clone()),
+        (MemberKeys::record("m02"), MemberKeys::record("m00"))
+    );
+    assert_eq!(partial.count_per_team("red").await.unwrap(), 0);
+    assert!(
+        state::load(&store, Member::space())
+            .await
+            .unwrap()
+            .is_some_and(|s| s.complete == 1),
+        "the dry run leaves the state as the first read established it"
+    );
+
     let done = repo.migrate_all(2, |_| {}).await.unwrap();
     assert_eq!((done.visited, done.changed), (5, 4), "{done:?}");
     assert_eq!(done.duplicates.len(), 1, "{done:?}");

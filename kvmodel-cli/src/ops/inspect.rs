@@ -1,0 +1,319 @@
+//! `kvmodel inspect`: live data through the schema, as JSON. Reads only.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use kvmodel_runtime::codec::key::Derived;
+use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::state;
+use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
+use kvmodel_runtime::store::counter::read_counter;
+use kvmodel_runtime::{RangeRequest, Store};
+
+use super::{Context, Fail, fail, print, store_error};
+
+/// `kvmodel inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The schema file the store's data follows.
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: PathBuf,
+    /// The store: `redb:PATH`, `redis://HOST:PORT`.
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// The entity (its type name in the schema).
+    pub entity: String,
+    /// Values: the key parts of records (one per placeholder of the key
+    /// template, in order; several records in turn), or with `--index`,
+    /// `--relation` or `--counter` the values that name one.
+    pub values: Vec<String>,
+    /// Look a record up by this unique index, or read a page of this
+    /// ordered index.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["relation", "counter"])]
+    pub index: Option<String>,
+    /// Read a page of this relation (the value is the parent's id).
+    #[arg(long, value_name = "NAME", conflicts_with = "counter")]
+    pub relation: Option<String>,
+    /// Read this counter (the values are its groups: a field's value, a
+    /// timestamp for `hour(…)`, a date for `day(…)` and `month(…)`).
+    #[arg(long, value_name = "NAME")]
+    pub counter: Option<String>,
+    /// Records per page of a listing.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: usize,
+    /// Continue a listing after this position (the `next` of a page).
+    #[arg(long, value_name = "POSITION")]
+    pub after: Option<String>,
+    /// Read an index, relation or counter a migration has not backfilled
+    /// yet (its results leave out the records written before it existed).
+    #[arg(long)]
+    pub partial: bool,
+}
+
+/// Prints what was asked for as JSON; exit 0.
+pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
+    let cx = Context::open(&args.schema, &args.store).await?;
+    let Some(model) = cx.model.entity(&args.entity).cloned() else {
+        return Err(fail(format_args!(
+            "`{}` declares no entity `{}`; it declares {}",
+            cx.schema,
+            args.entity,
+            cx.known()
+        )));
+    };
+    let def = ModelDef::new(model.clone());
+    let doc = if let Some(name) = &args.index {
+        let ix = model
+            .indexes
+            .iter()
+            .find(|i| &i.name == name)
+            .ok_or_else(|| unknown("index", name, &model))?;
+        let fields: Vec<&str> = ix.fields.iter().map(String::as_str).collect();
+        let values = typed(&model, &fields, &args.values)?;
+        let kind = if ix.unique {
+            Derived::Claim
+        } else {
+            Derived::Index
+        };
+        readable(&cx, &def, &args, kind, name, ix.since).await?;
+        if ix.unique {
+            let claim = model.claim_key(name, &values).map_err(fail)?;
+            let record = lookup(&cx, &def, &claim).await?;
+            json!({ "entity": model.name, "index": name, "claim": claim, "record": record })
+        } else {
+            let key = model.index_key(name, &values).map_err(fail)?;
+            page(&cx, &def, &args, &key, "index", name).await?
+        }
+    } else if let Some(name) = &args.relation {
+        let r = model
+            .relations
+            .iter()
+            .find(|r| &r.name == name)
+            .ok_or_else(|| unknown("relation", name, &model))?;
+        let values = typed(&model, &[r.by.as_str()], &args.values)?;
+        readable(&cx, &def, &args, Derived::Relation, name, r.since).await?;
+        let key = model.relation_key(name, &values[0]).map_err(fail)?;
+        page(&cx, &def, &args, &key, "relation", name).await?
+    } else if let Some(name) = &args.counter {
+        let c = model
+            .counters
+            .iter()
+            .find(|c| &c.name == name)
+            .ok_or_else(|| unknown("counter", name, &model))?;
+        if args.values.len() != c.group_by.len() {
+            return Err(fail(format_args!(
+                "counter `{name}` takes {} group value(s), {} were given",
+                c.group_by.len(),
+                args.values.len()
+            )));
+        }
+        let mut groups = Vec::new();
+        for (g, text) in c.group_by.iter().zip(&args.values) {
+            groups.push(match g {
+                FieldExpr::Field(f) => arg(&model, f, text)?,
+                _ => Value::String(text.clone()),
+            });
+        }
+        readable(&cx, &def, &args, Derived::Counter, name, c.since).await?;
+        let key = model.counter_key(name, &groups).map_err(fail)?;
+        let bytes = cx.store.get(&key).await.map_err(store_error)?;
+        let value = match bytes {
+            Some(b) => read_counter(&key, &b).map_err(store_error)?,
+            None => 0,
+        };
+        json!({ "entity": model.name, "counter": name, "key": key, "value": value })
+    } else if args.values.is_empty() {
+        let all = def.space().all_key();
+        page(&cx, &def, &args, &all, "all", "").await?
+    } else {
+        let fields = model.key_fields();
+        if fields.is_empty() || args.values.len() % fields.len() != 0 {
+            return Err(fail(format_args!(
+                "a `{}` key has {} part(s) ({}); give them for each record",
+                model.name,
+                fields.len(),
+                fields.join(", ")
+            )));
+        }
+        let mut records = Vec::new();
+        for parts in args.values.chunks(fields.len()) {
+            let values = typed(&model, &fields, parts)?;
+            let key = model.key_of_parts(&values).map_err(fail)?;
+            records.push(read(&cx, &def, &key).await?);
+        }
+        json!({ "entity": model.name, "records": records })
+    };
+    print(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    ))?;
+    Ok(0)
+}
+
+fn unknown(what: &str, name: &str, model: &EntityModel) -> Fail {
+    fail(format_args!(
+        "`{}` declares no {what} `{name}`; see `kvmodel keys` for its indexes, relations and counters",
+        model.name
+    ))
+}
+
+/// `text` as a value of the field `field`.
+fn arg(model: &EntityModel, field: &str, text: &str) -> Result<Value, Fail> {
+    let ty = model
+        .field(field)
+        .map(|f| &f.ty)
+        .unwrap_or(&TypeModel::String);
+    parse_arg(ty, text).map_err(|e| fail(format_args!("{field}: {e}")))
+}
+
+/// The values of `fields`, one argument each.
+fn typed(model: &EntityModel, fields: &[&str], texts: &[String]) -> Result<Vec<Value>, Fail> {
+    if texts.len() != fields.len() {
+        return Err(fail(format_args!(
+            "this needs {} value(s) ({}), {} were given",
+            fields.len(),
+            fields.join(", "),
+            texts.len()
+        )));
+    }
+    fields
+        .iter()
+        .zip(texts)
+        .map(|(f, t)| arg(model, f, t))
+        .collect()
+}
+
+/// Refuses a read of what a migration has not backfilled, unless
+/// `--partial`.
+async fn readable(
+    cx: &Context,
+    def: &ModelDef,
+    args: &InspectArgs,
+    kind: Derived,
+    name: &str,
+    since: u32,
+) -> Result<(), Fail> {
+    if since <= 1 || args.partial {
+        return Ok(());
+    }
+    state::require(
+        &cx.store,
+        def.space(),
+        def.name(),
+        def.version(),
+        kind,
+        name,
+        since,
+    )
+    .await
+    .map(drop)
+    .map_err(|e| fail(format_args!("{e} (for `kvmodel inspect`: `--partial`)")))
+}
+
+/// The record at `key` as JSON: its version and value, `null` when there
+/// is none, or the error that keeps it from being read.
+async fn read(cx: &Context, def: &ModelDef, key: &str) -> Result<Value, Fail> {
+    let bytes = cx.store.get(key).await.map_err(store_error)?;
+    Ok(match bytes {
+        None => json!({ "key": key, "record": null }),
+        Some(b) => match def.read(key, &b) {
+            Ok((version, r)) => json!({ "key": key, "version": version, "record": r.value }),
+            Err(e) => json!({ "key": key, "error": e.to_string() }),
+        },
+    })
+}
+
+/// The record a unique claim names, if it still has the value.
+async fn lookup(cx: &Context, def: &ModelDef, claim: &str) -> Result<Value, Fail> {
+    let Some(holder) = cx.store.get(claim).await.map_err(store_error)? else {
+        return Ok(Value::Null);
+    };
+    let key = String::from_utf8_lossy(&holder).into_owned();
+    let Some(bytes) = cx.store.get(&key).await.map_err(store_error)? else {
+        return Ok(json!({ "key": key, "stale": "the claim names a record that is gone" }));
+    };
+    Ok(match def.stored_facts(&key, &bytes) {
+        Ok((_, facts)) if facts.has_claim(claim) => read(cx, def, &key).await?,
+        Ok(_) => json!({ "key": key, "stale": "the record no longer has this value" }),
+        Err(e) => json!({ "key": key, "error": e.to_string() }),
+    })
+}
+
+/// A page of the collection at `key`: the records it lists, and those
+/// listed that are gone or no longer belong (which listings skip).
+async fn page(
+    cx: &Context,
+    def: &ModelDef,
+    args: &InspectArgs,
+    key: &str,
+    what: &str,
+    name: &str,
+) -> Result<Value, Fail> {
+    let mut req = RangeRequest::all(args.limit.max(1));
+    if let Some(after) = &args.after {
+        req.after = Some(from_hex(after).ok_or_else(|| {
+            fail(format_args!(
+                "`{after}` is not a position; pass the `next` of an earlier page"
+            ))
+        })?);
+    }
+    let range = cx.store.range(key, req).await.map_err(store_error)?;
+    let keys: Vec<String> = range
+        .members
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.member).into_owned())
+        .collect();
+    let values = cx.store.get_many(&keys).await.map_err(store_error)?;
+    let (mut items, mut stale) = (Vec::new(), Vec::new());
+    let all = what == "all";
+    for ((k, bytes), m) in keys.iter().zip(values).zip(&range.members) {
+        let Some(bytes) = bytes else {
+            stale.push(json!({ "key": k, "why": "no such record" }));
+            continue;
+        };
+        match def.read(k, &bytes) {
+            Ok((version, r)) => {
+                let belongs = all
+                    || def.facts(&r).is_ok_and(|mut f| {
+                        f.retain_since(version);
+                        f.has_member(key, &m.sort)
+                    });
+                if belongs {
+                    items.push(json!({ "key": k, "version": version, "record": r.value }));
+                } else {
+                    stale.push(json!({ "key": k, "why": "the record does not belong here" }));
+                }
+            }
+            Err(e) => stale.push(json!({ "key": k, "why": e.to_string() })),
+        }
+    }
+    let mut doc = json!({
+        "entity": def.name(),
+        "collection": key,
+        "items": items,
+        "next": range.next.map(|n| to_hex(&n)),
+    });
+    if !all {
+        doc[what] = Value::String(name.to_owned());
+    }
+    if !stale.is_empty() {
+        doc["skipped"] = Value::Array(stale);
+    }
+    Ok(doc)
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}

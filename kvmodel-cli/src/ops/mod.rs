@@ -1,0 +1,208 @@
+//! Maintenance of a live store through a schema: `verify`, `reconcile`,
+//! `migrate` and `inspect`. The schema is lowered to the runtime's model
+//! and the runtime's walks do the work (the same code generated
+//! repositories run); this module parses arguments, shows progress, saves
+//! checkpoints and prints reports.
+//!
+//! Exit codes: 0 done (verify: no drift), 1 problems found (drift, records
+//! a migration left behind, problems reconcile cannot repair), 2 usage or
+//! I/O errors (a bad schema, a store that cannot be opened), 3 refused
+//! (another migration holds the lease), 130 interrupted (resumable).
+
+mod inspect;
+mod migrate;
+mod progress;
+mod report;
+mod walk;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::{Args, ValueEnum};
+use kvmodel_runtime::AnyStore;
+use kvmodel_runtime::model::{EntityModel, Model};
+
+pub use inspect::{InspectArgs, inspect};
+pub use migrate::{MigrateArgs, migrate};
+pub use walk::{ReconcileArgs, VerifyArgs, reconcile, verify};
+
+/// Exit code: problems found.
+pub const PROBLEMS: u8 = 1;
+/// Exit code: usage, schema or I/O error.
+pub const FAILED: u8 = 2;
+/// Exit code: refused, another runner holds the migration lease.
+pub const REFUSED: u8 = 3;
+/// Exit code: interrupted; run the command again to resume.
+pub const INTERRUPTED: u8 = 130;
+
+/// The schema and the store.
+#[derive(Debug, Args)]
+pub struct Target {
+    /// The schema file the store's data follows.
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: PathBuf,
+    /// The store: `redb:PATH`, `redis://HOST:PORT` (`memory:` is empty).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// Only this entity (repeat for more; default: every entity).
+    #[arg(long = "entity", value_name = "ENTITY")]
+    pub entities: Vec<String>,
+}
+
+/// How reports are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Lines for people.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// A failure that ends a command: its message is printed, its code returned.
+pub struct Fail(pub u8);
+
+/// Prints `error: {msg}` and fails with code 2.
+pub fn fail(msg: impl std::fmt::Display) -> Fail {
+    eprintln!("error: {msg}");
+    Fail(FAILED)
+}
+
+/// What every maintenance command starts with.
+pub struct Context {
+    /// The schema file as given.
+    pub schema: String,
+    /// The store URL as given.
+    pub url: String,
+    /// The run-time model.
+    pub model: Model,
+    /// The store.
+    pub store: AnyStore,
+    /// Set when the user interrupts (Ctrl-C): commands stop after the page
+    /// in progress.
+    pub interrupted: Arc<AtomicBool>,
+}
+
+impl Context {
+    /// Loads the schema (exit 2 on errors), lowers it, opens the store.
+    pub async fn open(schema: &std::path::Path, url: &str) -> Result<Context, Fail> {
+        let loaded = kvmodel_build::load_file(schema)
+            .map_err(|e| fail(format_args!("cannot read `{}`: {e}", schema.display())))?;
+        if loaded.has_errors() {
+            eprintln!("{}\n", loaded.render_diagnostics(false));
+            return Err(fail(format_args!(
+                "`{}` has errors; fix them before using it on a store",
+                schema.display()
+            )));
+        }
+        let model = kvmodel_build::runtime_model::lower(&loaded.model)
+            .map_err(|e| fail(format_args!("cannot use `{}`: {e}", schema.display())))?;
+        let store = AnyStore::open(url)
+            .await
+            .map_err(|e| fail(format_args!("cannot open the store: {e}")))?;
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let flag = interrupted.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        });
+        Ok(Context {
+            schema: schema.display().to_string(),
+            url: url.to_owned(),
+            model,
+            store,
+            interrupted,
+        })
+    }
+
+    /// Whether the user asked to stop.
+    pub fn stopped(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// The entities named (all when none is), in schema order; an unknown
+    /// name is an error that lists the known ones.
+    pub fn entities(&self, names: &[String]) -> Result<Vec<EntityModel>, Fail> {
+        for n in names {
+            if self.model.entity(n).is_none() {
+                return Err(fail(format_args!(
+                    "`{}` declares no entity `{n}`; it declares {}",
+                    self.schema,
+                    self.known()
+                )));
+            }
+        }
+        Ok(self
+            .model
+            .entities
+            .iter()
+            .filter(|e| names.is_empty() || names.contains(&e.name))
+            .cloned()
+            .collect())
+    }
+
+    /// The entity names, for messages.
+    pub fn known(&self) -> String {
+        self.model
+            .entities
+            .iter()
+            .map(|e| format!("`{}`", e.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Runs `body` on a runtime and turns its result into an exit code.
+pub fn run<F>(body: F) -> u8
+where
+    F: std::future::Future<Output = Result<u8, Fail>>,
+{
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format_args!("cannot start the async runtime: {e}")).0,
+    };
+    match rt.block_on(body) {
+        Ok(code) => code,
+        Err(Fail(code)) => code,
+    }
+}
+
+/// Prints `text` on standard output.
+pub fn print(text: &str) -> Result<(), Fail> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| fail(format_args!("cannot write output: {e}")))
+}
+
+/// A store error as a failure of the command.
+pub fn store_error(e: kvmodel_runtime::Error) -> Fail {
+    fail(e)
+}
+
+/// Milliseconds of a duration written `250ms`, `2s`, `1m` (or plain
+/// milliseconds).
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. `250ms`, `2s` or `1m`"))?;
+    let factor = match unit {
+        "" | "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        _ => {
+            return Err(format!(
+                "`{text}` has an unknown unit; use `ms`, `s` or `m`"
+            ));
+        }
+    };
+    Ok(n.saturating_mul(factor))
+}

@@ -1,0 +1,235 @@
+//! What `verify` and `reconcile` found, per entity, as lines or JSON.
+
+use serde::{Deserialize, Serialize};
+
+use kvmodel_runtime::engine::maintenance::Drift;
+use kvmodel_runtime::engine::state::IndexState;
+use kvmodel_runtime::model::EntityModel;
+
+/// One thing out of step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Problem {
+    /// `missing_claim`, `conflicting_claim`, `missing_member`, `counter`,
+    /// `undecodable`, `orphan_claim`, `orphan_member` or `receipt`.
+    pub kind: String,
+    /// The key concerned (claim, collection, counter or record).
+    pub key: String,
+    /// The record it is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// What the store holds (a claim's holder, a counter's value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<String>,
+    /// What the records imply (a counter's total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// Why a record cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether `reconcile` repairs it (it never takes a claim another
+    /// record holds, decodes the undecodable, or writes a counter beyond 64
+    /// bits).
+    pub repairable: bool,
+}
+
+/// What a walk of one entity found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EntityReport {
+    /// The entity.
+    pub entity: String,
+    /// Records examined.
+    pub records: u64,
+    /// Records that expired and await the sweep (not drift).
+    pub expired: u64,
+    /// What is out of step.
+    pub problems: Vec<Problem>,
+    /// Indexes, relations and counters that are write-only (not yet
+    /// backfilled by a migration).
+    pub write_only: Vec<String>,
+}
+
+fn problem(kind: &str, key: &str) -> Problem {
+    Problem {
+        kind: kind.to_owned(),
+        key: key.to_owned(),
+        record: None,
+        found: None,
+        expected: None,
+        error: None,
+        repairable: true,
+    }
+}
+
+impl EntityReport {
+    /// The report of `drift`, with what the index `state` leaves write-only.
+    pub fn new(model: &EntityModel, drift: &Drift, state: Option<&IndexState>) -> EntityReport {
+        let mut problems = Vec::new();
+        for (claim, record) in &drift.missing_claims {
+            problems.push(Problem {
+                record: Some(record.clone()),
+                ..problem("missing_claim", claim)
+            });
+        }
+        for (claim, record, holder) in &drift.conflicting_claims {
+            problems.push(Problem {
+                record: Some(record.clone()),
+                found: Some(holder.clone()),
+                repairable: false,
+                ..problem("conflicting_claim", claim)
+            });
+        }
+        for (collection, record) in &drift.missing_members {
+            problems.push(Problem {
+                record: Some(record.clone()),
+                ..problem("missing_member", collection)
+            });
+        }
+        for c in &drift.counters {
+            problems.push(Problem {
+                found: Some(c.actual.to_string()),
+                expected: Some(c.expected.to_string()),
+                repairable: i64::try_from(c.expected).is_ok(),
+                ..problem("counter", &c.key)
+            });
+        }
+        for s in &drift.undecodable {
+            problems.push(Problem {
+                error: Some(s.error.to_string()),
+                repairable: false,
+                ..problem("undecodable", &s.key)
+            });
+        }
+        for (claim, owner) in &drift.orphan_claims {
+            problems.push(Problem {
+                record: Some(owner.clone()),
+                ..problem("orphan_claim", claim)
+            });
+        }
+        for (collection, member) in &drift.orphan_members {
+            problems.push(Problem {
+                record: Some(member.clone()),
+                ..problem("orphan_member", collection)
+            });
+        }
+        for record in &drift.receipts {
+            problems.push(problem("receipt", record));
+        }
+        let write_only = model
+            .declared()
+            .iter()
+            .filter(|d| d.since > 1 && state.is_none_or(|s| !s.readable(d.since)))
+            .map(|d| format!("{} (since version {})", d.name, d.since))
+            .collect();
+        EntityReport {
+            entity: model.name.clone(),
+            records: drift.records,
+            expired: drift.expired,
+            problems,
+            write_only,
+        }
+    }
+}
+
+/// One problem as a line.
+fn line(p: &Problem, verb: &str) -> String {
+    let of = |r: &Option<String>| r.as_deref().map(|r| format!(" of {r}")).unwrap_or_default();
+    let what = match p.kind.as_str() {
+        "missing_claim" => format!("missing claim {}{}", p.key, of(&p.record)),
+        "conflicting_claim" => format!(
+            "claim {} of {} is held by {} (two records have this unique value; change one)",
+            p.key,
+            p.record.as_deref().unwrap_or("?"),
+            p.found.as_deref().unwrap_or("?")
+        ),
+        "missing_member" => format!("missing member{} in {}", of(&p.record), p.key),
+        "counter" => format!(
+            "counter {} holds {}, the records add up to {}",
+            p.key,
+            p.found.as_deref().unwrap_or("?"),
+            p.expected.as_deref().unwrap_or("?")
+        ),
+        "undecodable" => format!(
+            "record {} cannot be read: {} (purge it, or fix it by hand)",
+            p.key,
+            p.error.as_deref().unwrap_or("?")
+        ),
+        "orphan_claim" => format!(
+            "orphaned claim {} names {}, which does not have that value",
+            p.key,
+            p.record.as_deref().unwrap_or("?")
+        ),
+        "orphan_member" => format!(
+            "orphaned member {} in {} (its record is gone or does not derive it)",
+            p.record.as_deref().unwrap_or("?"),
+            p.key
+        ),
+        "receipt" => format!("expiry receipt of {} is missing or out of step", p.key),
+        other => format!("{other} {}", p.key),
+    };
+    if verb.is_empty() || !p.repairable {
+        format!("  {what}")
+    } else {
+        format!("  {verb} {what}")
+    }
+}
+
+/// The text report: one block per entity, then a summary. `verb` prefixes
+/// repairable problems (`repaired`, `would repair`, or nothing for verify).
+pub fn text(command: &str, reports: &[EntityReport], verb: &str) -> String {
+    let mut out = String::new();
+    let mut total = 0;
+    for r in reports {
+        total += r.problems.len();
+        let state = if r.problems.is_empty() {
+            "clean".to_owned()
+        } else {
+            format!("{} problem(s)", r.problems.len())
+        };
+        out.push_str(&format!("{} ({} records): {state}\n", r.entity, r.records));
+        for p in &r.problems {
+            out.push_str(&line(p, verb));
+            out.push('\n');
+        }
+        if r.expired > 0 {
+            out.push_str(&format!(
+                "  {} expired record(s) await the expiry sweep (not drift)\n",
+                r.expired
+            ));
+        }
+        for w in &r.write_only {
+            out.push_str(&format!(
+                "  write-only: {w} is not backfilled yet; run `kvmodel migrate`\n"
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "{command}: {total} problem(s) in {} entit{}",
+        reports.len(),
+        if reports.len() == 1 { "y" } else { "ies" }
+    ));
+    if !verb.is_empty() {
+        let repairable = reports
+            .iter()
+            .flat_map(|r| &r.problems)
+            .filter(|p| p.repairable)
+            .count();
+        out.push_str(&format!(", {repairable} {verb}"));
+    }
+    out.push('\n');
+    out
+}
+
+/// The JSON report.
+pub fn json(command: &str, store: &str, schema: &str, reports: &[EntityReport]) -> String {
+    let problems: usize = reports.iter().map(|r| r.problems.len()).sum();
+    let doc = serde_json::json!({
+        "command": command,
+        "schema": schema,
+        "store": store,
+        "problems": problems,
+        "entities": reports,
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
+}

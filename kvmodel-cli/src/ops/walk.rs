@@ -1,0 +1,230 @@
+//! `kvmodel verify` and `kvmodel reconcile`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use kvmodel_runtime::Store;
+use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::state;
+use kvmodel_runtime::engine::walk::{Phase, WalkState, Walker};
+
+use super::progress::Progress;
+use super::report::{self, EntityReport};
+use super::{Context, Fail, Format, INTERRUPTED, PROBLEMS, Target, fail, print, store_error};
+
+/// What both walks take.
+#[derive(Debug, Args)]
+pub struct WalkOptions {
+    #[command(flatten)]
+    pub target: Target,
+    /// Records, keys or counters per page (and per saved step).
+    #[arg(long, default_value_t = 500, value_name = "N")]
+    pub page_size: usize,
+    /// Save progress to FILE after every page, and resume from it when it
+    /// exists (after an interruption); it is removed when the walk is done.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+    /// The report's format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Show no progress.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `kvmodel verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub options: WalkOptions,
+}
+
+/// `kvmodel reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    #[command(flatten)]
+    pub options: WalkOptions,
+    /// Report what would be repaired and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// A walk saved between pages.
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    command: String,
+    schema: String,
+    store: String,
+    /// Reports of the entities already walked.
+    done: Vec<EntityReport>,
+    /// The entity being walked, and where.
+    current: Option<(String, WalkState)>,
+}
+
+impl Checkpoint {
+    fn load(path: &Path) -> Result<Option<Checkpoint>, Fail> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                fail(format_args!(
+                    "`{}` is not a kvmodel checkpoint ({e}); remove it to start over",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(fail(format_args!("cannot read `{}`: {e}", path.display()))),
+        }
+    }
+
+    fn save(&self, path: &Path) -> Result<(), Fail> {
+        let tmp = path.with_extension("tmp");
+        let bytes = serde_json::to_vec(self).map_err(|e| fail(e))?;
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .map_err(|e| fail(format_args!("cannot write `{}`: {e}", path.display())))
+    }
+}
+
+/// Checks a live store against the schema; exit 1 when anything drifted.
+pub async fn verify(args: VerifyArgs) -> Result<u8, Fail> {
+    walk("verify", args.options, false).await
+}
+
+/// Repairs what verify finds; exit 1 when something needs a person.
+pub async fn reconcile(args: ReconcileArgs) -> Result<u8, Fail> {
+    let command = if args.dry_run {
+        "reconcile --dry-run"
+    } else {
+        "reconcile"
+    };
+    walk(command, args.options, !args.dry_run).await
+}
+
+async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<u8, Fail> {
+    let cx = Context::open(&o.target.schema, &o.target.store).await?;
+    let entities = cx.entities(&o.target.entities)?;
+    let mut cp = Checkpoint {
+        command: command.to_owned(),
+        schema: cx.schema.clone(),
+        store: cx.url.clone(),
+        done: Vec::new(),
+        current: None,
+    };
+    if let Some(path) = &o.checkpoint {
+        if let Some(saved) = Checkpoint::load(path)? {
+            if (saved.command.as_str(), saved.store.as_str()) != (command, cx.url.as_str()) {
+                return Err(fail(format_args!(
+                    "`{}` saves a `{}` of `{}`, not this command; remove it or name another file",
+                    path.display(),
+                    saved.command,
+                    saved.store
+                )));
+            }
+            if !o.quiet {
+                eprintln!(
+                    "resuming from `{}`: {} entit(ies) done",
+                    path.display(),
+                    saved.done.len()
+                );
+            }
+            cp = saved;
+        }
+    }
+    let mut progress = Progress::new(o.quiet);
+    for model in entities {
+        if cp.done.iter().any(|r| r.entity == model.name) {
+            continue;
+        }
+        let def = ModelDef::new(model.clone());
+        let walker = Walker::new(&def, &cx.store);
+        let mut st = match cp.current.take() {
+            Some((name, st)) if name == model.name => st,
+            _ => {
+                let mut st = WalkState::new(repair);
+                walker.start(&mut st).await.map_err(store_error)?;
+                st
+            }
+        };
+        let total = cx
+            .store
+            .collection_len(&def.space().all_key())
+            .await
+            .map_err(store_error)?;
+        while !st.is_done() {
+            walker
+                .step(&mut st, o.page_size)
+                .await
+                .map_err(store_error)?;
+            match st.phase {
+                Phase::Records => progress.update(
+                    &format!("{command} {} records", model.name),
+                    st.visited,
+                    Some(total),
+                ),
+                Phase::Derived | Phase::Counters => progress.update(
+                    &format!("{command} {} derived keys", model.name),
+                    st.examined,
+                    None,
+                ),
+                Phase::Done => {}
+            }
+            cp.current = Some((model.name.clone(), st.clone()));
+            if let Some(path) = &o.checkpoint {
+                cp.save(path)?;
+            }
+            if cx.stopped() && !st.is_done() {
+                progress.done(&format!("{command}: interrupted"));
+                return Ok(interrupted(command, &o));
+            }
+        }
+        let index_state = state::load(&cx.store, def.space())
+            .await
+            .map_err(store_error)?;
+        let r = EntityReport::new(&model, &st.drift, index_state.as_ref());
+        progress.done(&format!(
+            "{command} {}: {} records, {} problem(s)",
+            model.name,
+            r.records,
+            r.problems.len()
+        ));
+        cp.done.push(r);
+        cp.current = None;
+        if let Some(path) = &o.checkpoint {
+            cp.save(path)?;
+        }
+    }
+    let verb = match command {
+        "reconcile" => "repaired",
+        "reconcile --dry-run" => "would repair",
+        _ => "",
+    };
+    match o.format {
+        Format::Text => print(&report::text(command, &cp.done, verb))?,
+        Format::Json => print(&report::json(command, &cx.url, &cx.schema, &cp.done))?,
+    }
+    if let Some(path) = &o.checkpoint {
+        let _ = std::fs::remove_file(path);
+    }
+    let problems = cp.done.iter().flat_map(|r| &r.problems);
+    let failed = if repair {
+        problems.filter(|p| !p.repairable).count() > 0
+    } else {
+        problems.count() > 0
+    };
+    Ok(if failed { PROBLEMS } else { 0 })
+}
+
+/// The message and code of an interrupted walk.
+fn interrupted(command: &str, o: &WalkOptions) -> u8 {
+    match &o.checkpoint {
+        Some(path) => eprintln!(
+            "{command} was interrupted; run it again with `--checkpoint {}` to resume",
+            path.display()
+        ),
+        None => eprintln!(
+            "{command} was interrupted; pass `--checkpoint FILE` to be able to resume a walk"
+        ),
+    }
+    INTERRUPTED
+}

@@ -1,0 +1,458 @@
+//! The cases, on either backend.
+
+use std::process::Command;
+use std::time::Duration;
+
+use kvmodel::{Batch, Date, Error, Store};
+use kvmodel_examples::shop::{
+    Order, OrderKeys, OrderRepo, Product, ProductRepo, User, UserKeys, UserRepo, UserStatus,
+};
+use kvmodel_runtime::engine::def::ModelDef;
+use kvmodel_runtime::engine::ledger::{self, Acquired, Lease, Outcome};
+use kvmodel_runtime::engine::walk::{WalkState, Walker};
+use serde_json::Value;
+
+use super::support::*;
+
+fn user(i: usize) -> User {
+    User {
+        id: format!("u{i}"),
+        email: format!("U{i}@Example.com"),
+        name: format!("User {i}"),
+        status: UserStatus::Active,
+        age: None,
+        address: None,
+        tags: vec![],
+        created_at: ts("2026-03-01T10:00:00Z"),
+    }
+}
+
+fn order(i: usize, user: usize) -> Order {
+    Order {
+        id: format!("o{i}"),
+        user_id: format!("u{user}"),
+        total_cents: 100 * i as i64,
+        created_at: ts("2026-03-02T10:00:00Z"),
+    }
+}
+
+/// Users, orders and products written by generated code.
+async fn populate(b: &Backend) {
+    let store = b.open().await;
+    let users = UserRepo::new(store.clone());
+    let orders = OrderRepo::new(store.clone());
+    let products = ProductRepo::new(store.clone());
+    for i in 0..4 {
+        users.create(&user(i)).await.unwrap();
+    }
+    for i in 0..3 {
+        orders.create(&order(i, i)).await.unwrap();
+    }
+    for (sku, cat, price) in [
+        ("p1", "books", 500),
+        ("p2", "books", 300),
+        ("p3", "toys", 900),
+    ] {
+        products
+            .create(&Product {
+                sku: sku.into(),
+                category: cat.into(),
+                title: format!("{sku} title"),
+                price_cents: price,
+            })
+            .await
+            .unwrap();
+    }
+}
+
+fn day() -> Date {
+    "2026-03-01".parse().unwrap()
+}
+
+/// Deletes a claim, bumps a counter and leaves an orphaned member.
+async fn damage(b: &Backend) {
+    let store = b.open().await;
+    let mut batch = Batch::new();
+    batch
+        .delete(UserKeys::by_email("u1@example.com"))
+        .incr(UserKeys::counter_signups_per_day(day()), 5)
+        .add(
+            OrderKeys::relation_user("u2"),
+            kvmodel::__private::sort_of(&ts("2026-03-02T10:00:00Z")),
+            OrderKeys::record("o404").into_bytes(),
+        );
+    assert!(store.commit(batch).await.unwrap().is_applied());
+}
+
+pub async fn damage_is_found_repaired_and_gone(b: Backend) {
+    populate(&b).await;
+    damage(&b).await;
+    let url = b.url();
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 1, "drift exits 1: {}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        "User (4 records): 2 problem(s)",
+        "  missing claim shop:user#uniq:by_email:u1@example.com of shop:user:u1",
+        "  counter shop:user#count:signups_per_day:2026-03-01 holds 9, the records add up to 4",
+        "Order (3 records): 1 problem(s)",
+        "  orphaned member shop:order:o404 in shop:order#rel:user:u2 (its record is gone or does not derive it)",
+        "Product (3 records): clean",
+        "verify: 3 problem(s) in 3 entities",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
+    }
+    let o = kvmodel(&ops("verify", &url, &["-q", "--format", "json"]));
+    assert_eq!(code(&o), 1);
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(doc["problems"], 3);
+    let kinds: Vec<&str> = doc["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["problems"].as_array().unwrap())
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["missing_claim", "counter", "orphan_member"]);
+
+    let o = kvmodel(&ops("reconcile", &url, &["--dry-run", "-q"]));
+    assert_eq!(code(&o), 1, "a dry run reports, as verify does");
+    assert!(
+        out(&o).contains("  would repair missing claim"),
+        "{}",
+        out(&o)
+    );
+    let o = kvmodel(&ops("reconcile", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "everything repaired: {}{}", out(&o), err(&o));
+    assert!(
+        out(&o).contains("  repaired counter shop:user#count:signups_per_day:2026-03-01 holds 9")
+    );
+    assert!(
+        out(&o).ends_with("reconcile: 3 problem(s) in 3 entities, 3 repaired\n"),
+        "{}",
+        out(&o)
+    );
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    assert!(
+        out(&o).ends_with("verify: 0 problem(s) in 3 entities\n"),
+        "{}",
+        out(&o)
+    );
+
+    let store = b.open().await;
+    let users = UserRepo::new(store.clone());
+    assert_eq!(
+        users
+            .find_by_email("u1@example.com")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        "u1"
+    );
+    assert_eq!(users.count_signups_per_day(day()).await.unwrap(), 4);
+}
+
+pub async fn migrate_backfills_what_reads_refused(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 6).await;
+    let users = UserRepo::new(store.clone());
+    match users.count_by_status(UserStatus::Active).await {
+        Err(Error::NotReadable { since: 2, .. }) => {}
+        other => panic!("reads of what version 2 added are refused: {other:?}"),
+    }
+    drop((users, store));
+    let url = b.url();
+    let counter = ops(
+        "inspect",
+        &url,
+        &["User", "--counter", "by_status", "active"],
+    );
+    let o = kvmodel(&counter);
+    assert_eq!(code(&o), 2, "{}", out(&o));
+    assert!(err(&o).contains("was added in version 2"), "{}", err(&o));
+    let mut partial = counter.clone();
+    partial.push("--partial");
+    let o = kvmodel(&partial);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(serde_json::from_str::<Value>(&out(&o)).unwrap()["value"], 0);
+
+    let o = kvmodel(&ops("migrate", &url, &["-q", "--owner", "tester"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert!(
+        out(&o).contains("migrate run 1 by tester: completed"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o).contains("User (version 2): 6 visited, 6 rewritten"),
+        "{}",
+        out(&o)
+    );
+    let o = kvmodel(&counter);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(serde_json::from_str::<Value>(&out(&o)).unwrap()["value"], 6);
+    let o = kvmodel(&ops("migrate", &url, &["--status"]));
+    assert_eq!(code(&o), 0);
+    for line in [
+        "lease: free",
+        "run 1 by tester (schemas/shop.yaml): completed",
+        "  User → version 2: 6 visited, 6 rewritten, 0 duplicate(s)",
+    ] {
+        assert!(out(&o).contains(line), "no {line:?} in\n{}", out(&o));
+    }
+    assert!(
+        out(&o).contains("User (version 2): complete through version 2 (kvmodel migrate (run 1))"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(code(&kvmodel(&ops("verify", &url, &["-q"]))), 0);
+
+    let store = b.open().await;
+    let users = UserRepo::new(store.clone());
+    assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 6);
+    assert_eq!(users.get("u3").await.unwrap().unwrap().name, "User 3");
+}
+
+pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 3).await;
+    let Acquired::Held { .. } = Lease::acquire(&store, "shop", "elsewhere:1", 7, 60_000)
+        .await
+        .unwrap()
+    else {
+        panic!("the lease is free");
+    };
+    drop(store);
+    let url = b.url();
+    let o = kvmodel(&ops("migrate", &url, &["-q"]));
+    assert_eq!(code(&o), 3, "refused: {}{}", out(&o), err(&o));
+    assert!(
+        err(&o).contains("refused: `elsewhere:1` holds the migration lease of `shop` (run 7)"),
+        "{}",
+        err(&o)
+    );
+    // A lease that lapsed (its runner died) is taken over.
+    let store = b.open().await;
+    let mut held = match ledger::current(&store, "shop").await.unwrap() {
+        Some(l) => l,
+        None => panic!("the lease is stored"),
+    };
+    held.expires_ms = 0;
+    let mut batch = Batch::new();
+    batch.put(
+        ledger::key("shop", "lease"),
+        serde_json::to_vec(&held).unwrap(),
+        None,
+    );
+    assert!(store.commit(batch).await.unwrap().is_applied());
+    drop(store);
+    let o = kvmodel(&ops("migrate", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert!(
+        err(&o).contains("took over the lapsed migration lease of `elsewhere:1` (run 7)"),
+        "{}",
+        err(&o)
+    );
+}
+
+pub async fn two_concurrent_migrations_one_refused(b: Backend) {
+    assert!(
+        b.is_redis(),
+        "two processes share a Redis server, not a redb file"
+    );
+    let store = b.open().await;
+    old_users(&store, 12).await;
+    let url = b.url();
+    let slow = ops(
+        "migrate",
+        &url,
+        &[
+            "-q",
+            "--page-size",
+            "1",
+            "--pause",
+            "150ms",
+            "--owner",
+            "first",
+        ],
+    );
+    let first = spawn(&slow);
+    let mut held = false;
+    for _ in 0..400 {
+        held = ledger::current(&store, "shop").await.unwrap().is_some();
+        if held {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(held, "the first migration takes the lease");
+    let o = kvmodel(&ops("migrate", &url, &["-q", "--owner", "second"]));
+    assert_eq!(code(&o), 3, "{}{}", out(&o), err(&o));
+    assert!(
+        err(&o).contains("refused: `first` holds the migration lease"),
+        "{}",
+        err(&o)
+    );
+    let done = first.wait_with_output().unwrap();
+    assert_eq!(code(&done), 0, "{}{}", out(&done), err(&done));
+    let runs = ledger::runs(&store, "shop", 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "the refused run is not in the ledger");
+    assert_eq!(
+        (runs[0].owner.as_str(), runs[0].outcome),
+        ("first", Outcome::Completed)
+    );
+    let users = UserRepo::new(store);
+    assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 12);
+}
+
+pub async fn an_interrupted_migration_resumes(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 12).await;
+    let url = b.url();
+    let slow = ops(
+        "migrate",
+        &url,
+        &["-q", "--page-size", "1", "--pause", "150ms"],
+    );
+    let child = spawn(&slow);
+    let mut progressed = false;
+    for _ in 0..400 {
+        let runs = ledger::runs(&store, "shop", 1).await.unwrap();
+        progressed = runs
+            .first()
+            .and_then(|r| r.entities.first())
+            .is_some_and(|e| e.rewritten >= 3);
+        if progressed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(progressed, "the migration rewrites a few records");
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 130, "{}{}", out(&o), err(&o));
+    assert!(err(&o).contains("migrate was interrupted; run it again to resume"));
+    let run = ledger::runs(&store, "shop", 1).await.unwrap().remove(0);
+    assert_eq!(run.outcome, Outcome::Interrupted);
+    let (rewritten, cursor) = (run.entities[0].rewritten, run.entities[0].cursor.clone());
+    assert!(
+        rewritten >= 3 && rewritten < 12 && cursor.is_some(),
+        "{run:?}"
+    );
+
+    let o = kvmodel(&ops("migrate", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert!(err(&o).contains("resuming run 1"), "{}", err(&o));
+    let runs = ledger::runs(&store, "shop", 10).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome, Outcome::Completed);
+    assert_eq!(
+        runs[0].entities[0].rewritten, 12,
+        "each record rewritten once"
+    );
+    let users = UserRepo::new(store);
+    assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 12);
+    assert!(users.verify(5).await.unwrap().is_clean());
+}
+
+pub async fn a_saved_verify_resumes(b: Backend) {
+    populate(&b).await;
+    damage(&b).await;
+    let url = b.url();
+    let full = out(&kvmodel(&ops("verify", &url, &["-q"])));
+    // A walk of `User` saved after two steps, as an interrupted run leaves it.
+    let model = {
+        let schema = kvmodel_build::load_file(&repo().join("schemas/shop.yaml")).unwrap();
+        kvmodel_build::runtime_model::lower(&schema.model).unwrap()
+    };
+    let def = ModelDef::new(model.entity("User").unwrap().clone());
+    let store = b.open().await;
+    let mut state = WalkState::new(false);
+    let walker = Walker::new(&def, &store);
+    walker.step(&mut state, 1).await.unwrap();
+    walker.step(&mut state, 1).await.unwrap();
+    assert!(!state.is_done());
+    drop(store);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("verify.json");
+    let checkpoint = serde_json::json!({
+        "command": "verify",
+        "schema": "schemas/shop.yaml",
+        "store": url,
+        "done": [],
+        "current": ["User", state],
+    });
+    std::fs::write(&file, serde_json::to_vec(&checkpoint).unwrap()).unwrap();
+    let path = file.to_str().unwrap();
+    let o = kvmodel(&ops("verify", &url, &["--checkpoint", path]));
+    assert_eq!(code(&o), 1);
+    assert!(err(&o).contains("resuming from"), "{}", err(&o));
+    assert_eq!(
+        out(&o),
+        full,
+        "the resumed walk finds what a whole one does"
+    );
+    assert!(
+        !file.exists(),
+        "the checkpoint is removed when the walk is done"
+    );
+    // Another command's checkpoint is refused.
+    std::fs::write(&file, serde_json::to_vec(&checkpoint).unwrap()).unwrap();
+    let o = kvmodel(&ops("reconcile", &url, &["--checkpoint", path]));
+    assert_eq!(code(&o), 2, "{}", err(&o));
+}
+
+pub async fn inspect_reads_through_the_schema(b: Backend) {
+    populate(&b).await;
+    let url = b.url();
+    let json = |more: &[&str]| -> Value {
+        let o = kvmodel(&ops("inspect", &url, more));
+        assert_eq!(code(&o), 0, "{more:?}: {}", err(&o));
+        serde_json::from_str(&out(&o)).unwrap()
+    };
+    let doc = json(&["User", "u1", "u9"]);
+    assert_eq!(doc["records"][0]["key"], "shop:user:u1");
+    assert_eq!(doc["records"][0]["version"], 2);
+    assert_eq!(doc["records"][0]["record"]["email"], "U1@Example.com");
+    assert_eq!(doc["records"][1]["record"], Value::Null);
+    let doc = json(&["User", "--index", "by_email", "u2@EXAMPLE.com"]);
+    assert_eq!(doc["record"]["record"]["id"], "u2");
+    let doc = json(&["Product", "--index", "by_category", "books", "--limit", "1"]);
+    assert_eq!(doc["items"][0]["record"]["sku"], "p2", "cheapest first");
+    let next = doc["next"].as_str().unwrap().to_owned();
+    let doc = json(&[
+        "Product",
+        "--index",
+        "by_category",
+        "books",
+        "--after",
+        &next,
+    ]);
+    assert_eq!(doc["items"][0]["record"]["sku"], "p1");
+    assert_eq!(doc["next"], Value::Null);
+    let doc = json(&["Order", "--relation", "user", "u1"]);
+    assert_eq!(doc["items"][0]["record"]["id"], "o1");
+    let doc = json(&["Order", "--counter", "revenue_by_day", "2026-03-02"]);
+    assert_eq!(doc["value"], 300);
+    let doc = json(&["Product"]);
+    assert_eq!(doc["items"].as_array().unwrap().len(), 3);
+    let o = kvmodel(&ops("inspect", &url, &["Nobody"]));
+    assert_eq!(code(&o), 2);
+    assert!(
+        err(&o).contains("declares no entity `Nobody`"),
+        "{}",
+        err(&o)
+    );
+}

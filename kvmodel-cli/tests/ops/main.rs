@@ -1,0 +1,51 @@
+//! `kvmodel verify | reconcile | migrate | inspect` end to end, on a redb
+//! file and on a Redis server started for the test: a store populated by
+//! generated code and damaged by hand is found out (exit 1), repaired and
+//! clean again; a migration backfills what reads refused before; a second
+//! migration is refused while the first holds the lease; an interrupted
+//! migration resumes; a saved walk resumes.
+
+mod cases;
+mod support;
+
+use cases::*;
+use support::Backend;
+
+macro_rules! on_both {
+    ($($case:ident),* $(,)?) => {
+        mod redb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Backend::redb()).await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Backend::redis()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    damage_is_found_repaired_and_gone,
+    migrate_backfills_what_reads_refused,
+    a_held_lease_refuses_and_a_lapsed_one_is_taken_over,
+    a_saved_verify_resumes,
+    inspect_reads_through_the_schema,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_migrations_one_refused() {
+    cases::two_concurrent_migrations_one_refused(Backend::redis()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_migration_resumes() {
+    cases::an_interrupted_migration_resumes(Backend::redis()).await;
+}
