@@ -129,7 +129,7 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         page(&cx, &def, &args, &all, "all", "").await?
     } else {
         let fields = model.key_fields();
-        if fields.is_empty() || args.values.len() % fields.len() != 0 {
+        if fields.is_empty() || !args.values.len().is_multiple_of(fields.len()) {
             return Err(fail(format_args!(
                 "a `{}` key has {} part(s) ({}); give them for each record",
                 model.name,

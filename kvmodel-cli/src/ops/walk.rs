@@ -79,7 +79,7 @@ impl Checkpoint {
 
     fn save(&self, path: &Path) -> Result<(), Fail> {
         let tmp = path.with_extension("tmp");
-        let bytes = serde_json::to_vec(self).map_err(|e| fail(e))?;
+        let bytes = serde_json::to_vec(self).map_err(fail)?;
         std::fs::write(&tmp, bytes)
             .and_then(|_| std::fs::rename(&tmp, path))
             .map_err(|e| fail(format_args!("cannot write `{}`: {e}", path.display())))

@@ -348,7 +348,7 @@ pub async fn an_interrupted_migration_resumes(b: Backend) {
     assert_eq!(run.outcome, Outcome::Interrupted);
     let (rewritten, cursor) = (run.entities[0].rewritten, run.entities[0].cursor.clone());
     assert!(
-        rewritten >= 3 && rewritten < 12 && cursor.is_some(),
+        (3..12).contains(&rewritten) && cursor.is_some(),
         "{run:?}"
     );
 

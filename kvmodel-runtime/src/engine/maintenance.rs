@@ -2,7 +2,8 @@
 //! `migrate` (rewrite old versions), `verify` (recompute index entries and
 //! counters, report drift) and `reconcile` (the same, and repair it).
 //!
-//! The walks themselves are written once, over any [`EntityDef`], in
+//! The walks themselves are written once, over any
+//! [`EntityDef`](crate::engine::def::EntityDef), in
 //! [`walk`](crate::engine::walk) and [`migrate`](crate::engine::migrate);
 //! the `kvmodel` command runs the same code through the run-time model.
 

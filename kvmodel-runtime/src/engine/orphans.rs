@@ -1,7 +1,7 @@
 //! `purge` of a record that cannot be decoded: it is removed with the
 //! derived entries it can be shown to own, found through its expiry
 //! receipt or by walking the entity's derived keys (see
-//! [`inward`](crate::engine::walk::inward)).
+//! the inward phase of a walk, `engine::walk::inward`).
 
 use crate::engine::def::Typed;
 use crate::engine::entity::{Entity, Facts};

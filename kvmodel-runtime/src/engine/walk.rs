@@ -5,7 +5,7 @@
 //! (never a key scan): what each record implies must be there (its claims,
 //! its collection members, its receipt), and its counter amounts are added
 //! up. Inwards, from every derived key of the entity, which it enumerates
-//! with the store's maintenance-only [`Store::scan`] (see [`inward`]): what
+//! with the store's maintenance-only [`Store::scan`] (its `inward` module): what
 //! is there must be implied by a record. Last, every counter met either way
 //! is compared with what the records add up to.
 //!

@@ -71,7 +71,10 @@ pub async fn write_only_until_backfilled<H: Harness>(h: &H) {
     }
     assert_eq!((dry.rewritten, dry.duplicates.len()), (4, 1), "{dry:?}");
     assert_eq!(
-        (dry.duplicates[0].record.clone(), dry.duplicates[0].holder.clone()),
+        (
+            dry.duplicates[0].record.clone(),
+            dry.duplicates[0].holder.clone()
+        ),
         (MemberKeys::record("m02"), MemberKeys::record("m00"))
     );
     assert_eq!(partial.count_per_team("red").await.unwrap(), 0);
