@@ -347,10 +347,7 @@ pub async fn an_interrupted_migration_resumes(b: Backend) {
     let run = ledger::runs(&store, "shop", 1).await.unwrap().remove(0);
     assert_eq!(run.outcome, Outcome::Interrupted);
     let (rewritten, cursor) = (run.entities[0].rewritten, run.entities[0].cursor.clone());
-    assert!(
-        (3..12).contains(&rewritten) && cursor.is_some(),
-        "{run:?}"
-    );
+    assert!((3..12).contains(&rewritten) && cursor.is_some(), "{run:?}");
 
     let o = kvmodel(&ops("migrate", &url, &["-q"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
