@@ -94,15 +94,37 @@ pub fn bounds_empty<T: PartialOrd>(lo: &Bound<T>, hi: &Bound<T>) -> bool {
 }
 
 /// Builds a [`RangeResult`] from up to `limit + 1` entries in scan order.
-pub fn page_from_entries(mut entries: Vec<Vec<u8>>, limit: usize) -> Result<RangeResult> {
+///
+/// An entry that does not decode (no sort-key terminator: bytes written into
+/// the collection by something other than a store) is left out of
+/// `members`, so that a listing never fails or shows a made-up member
+/// because of it; `next` still resumes past it.
+pub fn page_from_entries(entries: Vec<Vec<u8>>, limit: usize) -> Result<RangeResult> {
+    Ok(page_from_entries_with(entries, Vec::<()>::new(), limit).0)
+}
+
+/// [`page_from_entries`], keeping `extra` (one item per entry, such as the
+/// value each entry's member names; shorter when absent) in step with the
+/// members that are kept.
+pub(crate) fn page_from_entries_with<T>(
+    mut entries: Vec<Vec<u8>>,
+    extra: Vec<T>,
+    limit: usize,
+) -> (RangeResult, Vec<T>) {
     let more = entries.len() > limit;
     entries.truncate(limit);
     let next = if more { entries.last().cloned() } else { None };
-    let members = entries
-        .iter()
-        .map(|e| decode_entry(e))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RangeResult { members, next })
+    let mut members = Vec::with_capacity(entries.len());
+    let mut kept = Vec::with_capacity(extra.len().min(entries.len()));
+    let mut extra = extra.into_iter();
+    for e in &entries {
+        let item = extra.next();
+        if let Ok(m) = decode_entry(e) {
+            members.push(m);
+            kept.extend(item);
+        }
+    }
+    (RangeResult { members, next }, kept)
 }
 
 /// A [`ScanPage`] from up to `count + 1` keys in byte order, all past the

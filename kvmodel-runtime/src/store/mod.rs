@@ -28,7 +28,7 @@ pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Held, check};
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
-pub(crate) use entries::{scan_count, scan_page};
+pub(crate) use entries::{page_from_entries_with, scan_count, scan_page};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;

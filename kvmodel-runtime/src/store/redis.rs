@@ -21,7 +21,7 @@ use crate::store::batch::{Batch, Condition, Op, Outcome};
 use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
 use crate::store::{
     Direction, RangeRequest, RangeResult, ScanPage, Store, Via, encode_entry, entry_bounds,
-    member_keys, page_from_entries, scan_count,
+    member_keys, page_from_entries, page_from_entries_with, scan_count,
 };
 
 const SCRIPT: &str = include_str!("redis.lua");
@@ -377,7 +377,7 @@ impl Store for RedisStore {
             .eval_read(key, &argv, "read a sorted collection and its records")
             .await?;
         values.truncate(req.limit);
-        let range = page_from_entries(entries, req.limit)?;
+        let (range, mut values) = page_from_entries_with(entries, values, req.limit);
         // The script reads raw member bytes; a member that is not UTF-8
         // names no key.
         for (value, name) in values.iter_mut().zip(member_keys(&range)) {
