@@ -68,6 +68,27 @@ pub fn fail(msg: impl std::fmt::Display) -> Fail {
     Fail(FAILED)
 }
 
+/// Refuses a store URL that cannot name data some program wrote: `memory:`
+/// (a store inside one process, empty in this one) and a redb file that does
+/// not exist (opening it would create an empty file and report it clean).
+fn live_store(url: &str) -> Result<(), Fail> {
+    let (scheme, rest) = url.split_once(':').unwrap_or((url, ""));
+    match scheme.to_ascii_lowercase().as_str() {
+        "memory" => Err(fail(format_args!(
+            "`{url}` is a store inside one process, so this command would see an empty one; \
+             run the repository methods (`verify`, `reconcile`, `migrate_all`) inside the \
+             program that owns it, or give a `redb:PATH` or `redis://HOST:PORT` store"
+        ))),
+        "redb" if !rest.is_empty() && !std::path::Path::new(rest).is_file() => {
+            Err(fail(format_args!(
+                "there is no redb file at `{rest}`; check the path (this command never creates \
+                 a store)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// What every maintenance command starts with.
 pub struct Context {
     /// The schema file as given.
@@ -97,6 +118,7 @@ impl Context {
         }
         let model = kvmodel_build::runtime_model::lower(&loaded.model)
             .map_err(|e| fail(format_args!("cannot use `{}`: {e}", schema.display())))?;
+        live_store(url)?;
         let store = AnyStore::open(url)
             .await
             .map_err(|e| fail(format_args!("cannot open the store: {e}")))?;

@@ -49,3 +49,36 @@ async fn two_concurrent_migrations_one_refused() {
 async fn an_interrupted_migration_resumes() {
     cases::an_interrupted_migration_resumes(Backend::redis()).await;
 }
+
+/// A store URL that names no data a program wrote is refused (exit 2) by
+/// every command, and no file is created.
+#[test]
+fn stores_that_hold_no_data_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo.redb");
+    let redb = format!("redb:{}", missing.display());
+    for command in ["verify", "reconcile", "migrate", "inspect"] {
+        for (url, says) in [
+            (redb.as_str(), "there is no redb file at"),
+            ("memory:", "is a store inside one process"),
+        ] {
+            let mut args = support::ops(command, url, &[]);
+            if command == "inspect" {
+                args.push("User");
+            }
+            let o = support::kvmodel(&args);
+            assert_eq!(
+                support::code(&o),
+                2,
+                "{command} {url}: {}",
+                support::err(&o)
+            );
+            assert!(
+                support::err(&o).contains(says),
+                "{command} {url}: {}",
+                support::err(&o)
+            );
+            assert!(!missing.exists(), "{command} created {}", missing.display());
+        }
+    }
+}
