@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
+use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::codec::key::Derived;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
 use kvmodel_runtime::engine::state;
@@ -253,7 +254,7 @@ async fn page(
 ) -> Result<Value, Fail> {
     let mut req = RangeRequest::all(args.limit.max(1));
     if let Some(after) = &args.after {
-        req.after = Some(from_hex(after).ok_or_else(|| {
+        req.after = Some(hex::decode(after).ok_or_else(|| {
             fail(format_args!(
                 "`{after}` is not a position; pass the `next` of an earlier page"
             ))
@@ -293,7 +294,7 @@ async fn page(
         "entity": def.name(),
         "collection": key,
         "items": items,
-        "next": range.next.map(|n| to_hex(&n)),
+        "next": range.next.map(|n| hex::encode(&n)),
     });
     if !all {
         doc[what] = Value::String(name.to_owned());
@@ -302,18 +303,4 @@ async fn page(
         doc["skipped"] = Value::Array(stale);
     }
     Ok(doc)
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }

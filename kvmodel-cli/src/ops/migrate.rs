@@ -5,6 +5,7 @@
 use clap::Args;
 
 use kvmodel_runtime::Store;
+use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
 use kvmodel_runtime::engine::ledger::{self, Acquired, EntityRun, Lease, Outcome, Run};
 use kvmodel_runtime::engine::migrate::MigrateState;
@@ -265,7 +266,7 @@ async fn migrate_entities(
         let def = ModelDef::new(model.clone());
         let walker = Walker::new(&def, &cx.store);
         let total = cx.store.collection_len(&def.space().all_key()).await?;
-        let cursor = er.cursor.as_deref().and_then(from_hex);
+        let cursor = er.cursor.as_deref().and_then(hex::decode);
         let mut st = MigrateState::after(cursor);
         st.dry_run = args.dry_run;
         st.visited = er.visited;
@@ -285,7 +286,7 @@ async fn migrate_entities(
             slot.duplicates = st.duplicates.clone();
             slot.conflicts = er.conflicts + st.conflicts.len() as u64;
             slot.oldest_left = st.oldest_left;
-            slot.cursor = st.cursor().map(to_hex);
+            slot.cursor = st.cursor().map(hex::encode);
             slot.done = st.done;
             if args.dry_run {
                 continue;
@@ -377,15 +378,4 @@ async fn left(at: u64, cx: &Context) -> String {
     let now = cx.store.now_ms().await.unwrap_or(at);
     let secs = at.saturating_sub(now).div_ceil(1000);
     format!("{secs}s")
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }

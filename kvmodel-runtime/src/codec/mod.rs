@@ -1,7 +1,9 @@
 //! Encodings: keys and sort keys ([`key`]), record envelopes ([`record`]),
 //! what an entity does to its records before they are stored ([`storage`]),
-//! declarative migration steps ([`migrate`]) and time ([`time`]).
+//! declarative migration steps ([`migrate`]), time ([`time`]) and byte
+//! positions as text ([`hex`]).
 
+pub mod hex;
 pub mod key;
 pub mod migrate;
 pub mod record;

@@ -85,20 +85,6 @@ struct Wire {
     counters: Vec<(String, i64)>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
-}
-
 impl Receipt {
     /// The receipt of a write contributing `facts`, due at `at`.
     pub(crate) fn new(at: u64, facts: &Facts) -> Receipt {
@@ -131,7 +117,7 @@ impl Receipt {
                 .facts
                 .members
                 .iter()
-                .map(|m| (m.collection.clone(), hex(&m.sort)))
+                .map(|m| (m.collection.clone(), crate::codec::hex::encode(&m.sort)))
                 .collect(),
             counters,
         };
@@ -155,7 +141,7 @@ impl Receipt {
             });
         }
         for (collection, sort) in wire.members {
-            let sort = unhex(&sort)
+            let sort = crate::codec::hex::decode(&sort)
                 .ok_or_else(|| Error::decode(key, "a sort key in the receipt is not hex", None))?;
             facts.member(1, collection, sort);
         }

@@ -11,7 +11,7 @@ pub(crate) mod hex {
 
     pub(crate) fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
         match v {
-            Some(bytes) => s.serialize_some(&to_hex(bytes)),
+            Some(bytes) => s.serialize_some(&crate::codec::hex::encode(bytes)),
             None => s.serialize_none(),
         }
     }
@@ -20,7 +20,7 @@ pub(crate) mod hex {
         d: D,
     ) -> Result<Option<Vec<u8>>, D::Error> {
         match Option::<String>::deserialize(d)? {
-            Some(text) => from_hex(&text)
+            Some(text) => crate::codec::hex::decode(&text)
                 .map(Some)
                 .ok_or_else(|| serde::de::Error::custom("a cursor is not hex text")),
             None => Ok(None),
@@ -66,20 +66,4 @@ pub(crate) mod int {
             .parse()
             .map_err(|_| serde::de::Error::custom("a counter total is not an integer"))
     }
-}
-
-/// Lowercase hex of bytes.
-pub(crate) fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Bytes of hex text.
-pub(crate) fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }
