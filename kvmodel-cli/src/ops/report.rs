@@ -117,7 +117,12 @@ impl EntityReport {
         let write_only = model
             .declared()
             .iter()
-            .filter(|d| d.since > 1 && state.is_none_or(|s| !s.readable(d.since)))
+            // With no state recorded, the first read establishes one, and
+            // an empty entity is readable at once.
+            .filter(|d| match state {
+                Some(s) => d.since > 1 && !s.readable(d.since),
+                None => d.since > 1 && drift.records > 0,
+            })
             .map(|d| format!("{} (since version {})", d.name, d.since))
             .collect();
         EntityReport {

@@ -82,3 +82,19 @@ fn stores_that_hold_no_data_are_refused() {
         }
     }
 }
+
+/// An empty store is readable at once (the first read would say so), so
+/// `verify` calls nothing of it write-only; it exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_store_has_nothing_write_only() {
+    let b = Backend::redb();
+    drop(b.open().await);
+    let url = b.url();
+    let o = support::kvmodel(&support::ops("verify", &url, &["-q"]));
+    assert_eq!(support::code(&o), 0, "{}", support::err(&o));
+    assert!(
+        !support::out(&o).contains("write-only"),
+        "{}",
+        support::out(&o)
+    );
+}
