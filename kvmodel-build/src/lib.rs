@@ -25,6 +25,7 @@ mod lower;
 mod node;
 mod render;
 pub mod runtime_model;
+mod rust_source;
 
 use std::path::Path;
 
@@ -33,6 +34,7 @@ pub use expand::expand;
 pub use kvmodel_codegen::ir::Model;
 pub use kvmodel_codegen::origin::{Diagnostic, Severity};
 pub use render::render;
+pub use rust_source::load_rust;
 
 use kvmodel_codegen::origin::{Diagnostics, Origin};
 
@@ -150,6 +152,22 @@ pub fn load(file: &str, source: &str) -> Schema {
 pub fn load_file(path: &Path) -> std::io::Result<Schema> {
     let source = std::fs::read_to_string(path)?;
     Ok(load(&path.display().to_string(), &source))
+}
+
+/// Whether `path` names a Rust source file (`.rs`) rather than a schema.
+pub fn is_rust_source(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "rs")
+}
+
+/// Reads and loads a model from disk: a Rust source file of derived
+/// entities ([`load_rust`]) when the name ends in `.rs`, a schema file
+/// ([`load`]) otherwise.
+pub fn load_model_file(path: &Path) -> std::io::Result<Schema> {
+    if !is_rust_source(path) {
+        return load_file(path);
+    }
+    let source = std::fs::read_to_string(path)?;
+    Ok(load_rust(&path.display().to_string(), &source))
 }
 
 /// A generated file: a name relative to the output directory, and its text.

@@ -41,7 +41,7 @@ enum KeysFormat {
 enum Command {
     /// Validate and lint schema files; report every problem with file:line:col.
     Check {
-        /// Schema files.
+        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Treat lint warnings as problems (exit 1).
@@ -69,6 +69,10 @@ enum Command {
     },
     /// Compare two versions of a schema: safe, needs migration or breaking,
     /// with reasons (exit 1 when breaking).
+    ///
+    /// Either file may be a schema or a Rust source file (`.rs`) of
+    /// `#[derive(KvEntity)]` structs and the `KvEnum` enums they hold, such as
+    /// the deployed version saved with `git show v1:src/model.rs > old.rs`.
     Diff {
         /// The schema as deployed.
         old: PathBuf,
@@ -92,7 +96,7 @@ enum Command {
     Inspect(crate::ops::InspectArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
-        /// Schema files.
+        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Output format.
@@ -109,12 +113,35 @@ fn usage(msg: impl std::fmt::Display) -> Exit {
     Exit(2)
 }
 
+/// What a command reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Inputs {
+    /// Schema files only.
+    Schemas,
+    /// Schema files, or Rust source files of derived entities.
+    Models,
+}
+
 /// Loads every schema; prints diagnostics; fails with 1 on errors.
-fn load_all(paths: &[PathBuf], color: bool, deny_warnings: bool) -> Result<Vec<Schema>, Exit> {
+fn load_all(
+    paths: &[PathBuf],
+    inputs: Inputs,
+    color: bool,
+    deny_warnings: bool,
+) -> Result<Vec<Schema>, Exit> {
     let mut schemas = Vec::new();
     for p in paths {
-        let s = kvmodel_build::load_file(p)
-            .map_err(|e| usage(format_args!("cannot read `{}`: {e}", p.display())))?;
+        let s = match inputs {
+            Inputs::Models => kvmodel_build::load_model_file(p),
+            Inputs::Schemas if kvmodel_build::is_rust_source(p) => {
+                return Err(usage(format_args!(
+                    "`{}` is Rust source; this command reads schema files (the derive expands Rust source when it compiles; `check`, `keys` and `diff` read it too)",
+                    p.display()
+                )));
+            }
+            Inputs::Schemas => kvmodel_build::load_file(p),
+        }
+        .map_err(|e| usage(format_args!("cannot read `{}`: {e}", p.display())))?;
         schemas.push(s);
     }
     let (mut errors, mut warnings) = (0, 0);
@@ -163,7 +190,7 @@ fn generate(
     check: bool,
     color: bool,
 ) -> Result<(), Exit> {
-    let loaded = load_all(schemas, color, false)?;
+    let loaded = load_all(schemas, Inputs::Schemas, color, false)?;
     let files = kvmodel_build::generate(&loaded).map_err(|e| {
         eprintln!("{e}");
         Exit(1)
@@ -229,7 +256,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             schemas,
             deny_warnings,
         } => {
-            let loaded = load_all(&schemas, color, deny_warnings)?;
+            let loaded = load_all(&schemas, Inputs::Models, color, deny_warnings)?;
             for s in &loaded {
                 eprintln!("ok {} ({} entities)", s.file, s.model.entities.len());
             }
@@ -241,7 +268,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             check,
         } => generate(&schemas, output.as_deref(), check, color),
         Command::Expand { schemas } => {
-            for s in load_all(&schemas, color, false)? {
+            for s in load_all(&schemas, Inputs::Schemas, color, false)? {
                 let text = kvmodel_build::expand(&s.model).map_err(|e| {
                     usage(format_args!(
                         "internal error while expanding {}: {e}",
@@ -253,7 +280,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             Ok(())
         }
         Command::Diff { old, new } => {
-            let loaded = load_all(&[old, new], color, false)?;
+            let loaded = load_all(&[old, new], Inputs::Models, color, false)?;
             let changes = kvmodel_build::diff::diff(&loaded[0].model, &loaded[1].model);
             write_stdout(&kvmodel_build::diff::report(&changes))?;
             if changes
@@ -273,7 +300,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
                 KeysFormat::Text => Format::Text,
                 KeysFormat::Markdown => Format::Markdown,
             };
-            for s in load_all(&schemas, color, false)? {
+            for s in load_all(&schemas, Inputs::Models, color, false)? {
                 write_stdout(&kvmodel_build::keys::report(&s.model, format))?;
             }
             Ok(())

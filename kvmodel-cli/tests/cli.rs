@@ -37,6 +37,7 @@ fn help_texts() {
         &["reconcile", "--help"],
         &["migrate", "--help"],
         &["inspect", "--help"],
+        &["diff", "--help"],
     ] {
         let o = kvmodel(args);
         assert_eq!(code(&o), 0);
@@ -203,4 +204,43 @@ fn generate_prints_to_stdout_with_dash_or_without_output() {
     let o = kvmodel(&["generate", "schemas/sessions.yaml", "--check"]);
     assert_eq!(code(&o), 2);
     assert!(text(&o.stderr).contains("pass `-o FILE|DIR`"));
+}
+
+/// Derive users have `diff`, `check` and `keys` too: a Rust source file of
+/// `#[derive(KvEntity)]` structs reads as the derive reads it.
+#[test]
+fn diff_check_and_keys_read_derive_sources() {
+    let (old, new) = (
+        "kvmodel-cli/tests/derive/old.rs",
+        "kvmodel-cli/tests/derive/new.rs",
+    );
+    let o = kvmodel(&["diff", old, new]);
+    assert_eq!(code(&o), 1, "breaking changes exit 1: {}", text(&o.stderr));
+    insta::assert_snapshot!("diff_of_derive_sources", text(&o.stdout));
+    assert_eq!(code(&kvmodel(&["diff", new, new])), 0);
+
+    let o = kvmodel(&["check", old]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        text(&o.stderr).contains(
+            "kvmodel-cli/tests/derive/old.rs:21:23: warning[W002]: index `by_tier` of `User`"
+        ),
+        "lints of derive sources, located: {}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["keys", new]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        text(&o.stdout).contains("shop:user:<id>"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    let o = kvmodel(&["generate", new]);
+    assert_eq!(code(&o), 2, "generate reads schema files only");
+    assert!(
+        text(&o.stderr).contains("is Rust source"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -1,8 +1,18 @@
 //! `kvmodel diff`: what changing a schema does to data already stored.
+//! Every line says what happens to stored records and what command, if
+//! any, brings them in step; `breaking` is anything no command repairs
+//! (records that stop decoding, keys that move) or that serves wrong
+//! answers until one runs.
+
+mod types;
 
 use std::fmt;
 
-use kvmodel_codegen::ir::{Entity, Field, Model};
+use kvmodel_codegen::Sp;
+use kvmodel_codegen::ir::{
+    Counter, Entity, Field, FieldExpr, Index, Model, Normalize, Relation, Ttl,
+};
+use kvmodel_codegen::vocab;
 
 /// How a change affects stored data, from harmless to harmful.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,19 +127,57 @@ fn type_change(name: &str, old: &Field, new: &Field, migrated: bool, out: &mut V
     }
 }
 
+type IndexLayout<'a> = (
+    &'a [Sp<String>],
+    bool,
+    &'a Option<Sp<Normalize>>,
+    &'a Option<Sp<FieldExpr>>,
+);
+
+/// What an index's keys and entries are made of.
+fn index_layout(x: &Index) -> IndexLayout<'_> {
+    (&x.fields, x.unique, &x.normalize, &x.order_by)
+}
+
+/// What a counter's keys and amounts are made of.
+fn counter_layout(x: &Counter) -> (&[Sp<FieldExpr>], &Option<Sp<String>>) {
+    (&x.group_by, &x.sum)
+}
+
+/// What a relation's keys and entries are made of.
+fn relation_layout(x: &Relation) -> (&Sp<String>, &Sp<String>, &Option<Sp<FieldExpr>>) {
+    (&x.belongs_to, &x.by, &x.order_by)
+}
+
 fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
     let new_since_ok = |since: u32| since > old.version.value;
-    // A new counter without `since` is decremented by updates and deletes of
-    // records that never incremented it; a new index or relation entry without
-    // it is only missing until the record is rewritten (removals are no-ops).
+    // What an addition without `since` means: upkeep takes every stored
+    // record to have its entry already. An update leaves an index or
+    // relation entry it takes as present alone (unless the indexed fields
+    // change), and `migrate_all` rewrites only records of older versions,
+    // so only `reconcile` fills it; a counter is worse, as updates and
+    // deletes take back what was never added.
+    let unsinced = |what: &str, x: &str, unique: bool| {
+        let risk = if unique {
+            "a new record may claim a value an old one holds"
+        } else {
+            "listings miss them"
+        };
+        format!(
+            "{name}: new {what} `{x}` without `since`: updates that leave its fields unchanged and `migrate_all` take records already stored to have their entry, so they never add it; run `reconcile` to fill it (until then {risk}), or bump `version` and declare `since` so that `migrate_all` does"
+        )
+    };
+    // `layout` is what an entry's keys are made of: when it changes, the
+    // stored entries are wrong; a description or `since` changes nothing
+    // stored.
     macro_rules! compare {
-        ($list:ident, $what:literal, $unsinced:expr) => {
+        ($list:ident, $what:literal, $layout:expr, $words:expr, $unique:expr, $unsinced_breaks:expr) => {
             for x in &new.$list {
                 match old.$list.iter().find(|o| *o.name == *x.name) {
-                    None if new_since_ok(x.since.value) => push(out, Impact::NeedsMigration, format!("{name}: new {} `{}` (since {}); run `migrate_all` to fill it for records nobody updates", $what, *x.name, x.since.value)),
-                    None if $unsinced == Impact::Breaking => push(out, Impact::Breaking, format!("{name}: new {} `{}` without `since` above the old version {}; updates and deletes of old records would take back what they never added (bump `version` and set `since`)", $what, *x.name, old.version.value)),
-                    None => push(out, $unsinced, format!("{name}: new {} `{}`; old records have no entry until they are rewritten (`reconcile` fills them)", $what, *x.name)),
-                    Some(o) if o != x => push(out, Impact::NeedsMigration, format!("{name}: {} `{}` changed; existing entries follow the old definition until `reconcile` (or drop and rebuild it)", $what, *x.name)),
+                    None if new_since_ok(x.since.value) => push(out, Impact::NeedsMigration, format!("{name}: new {} `{}` (since {}); records already stored {} when they are updated, all of them by `migrate_all`; until then {}", $what, *x.name, x.since.value, $words(x).0, $words(x).1)),
+                    None if $unsinced_breaks => push(out, Impact::Breaking, format!("{name}: new {} `{}` without `since` above the old version {}; updates and deletes of old records would take back what they never added (bump `version` and set `since`)", $what, *x.name, old.version.value)),
+                    None => push(out, Impact::NeedsMigration, unsinced($what, &x.name, $unique(x))),
+                    Some(o) if $layout(o) != $layout(x) => push(out, Impact::NeedsMigration, format!("{name}: {} `{}` changed; stored entries follow the old definition until `reconcile` rewrites them", $what, *x.name)),
                     Some(_) => {}
                 }
             }
@@ -140,9 +188,75 @@ fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>
             }
         };
     }
-    compare!(indexes, "index", Impact::NeedsMigration);
-    compare!(counters, "counter", Impact::Breaking);
-    compare!(relations, "relation", Impact::NeedsMigration);
+    compare!(
+        indexes,
+        "index",
+        index_layout,
+        |x: &Index| if x.unique {
+            ("are claimed", "finds miss them")
+        } else {
+            ("get their entry", "listings miss them")
+        },
+        |x: &Index| x.unique,
+        false
+    );
+    compare!(
+        counters,
+        "counter",
+        counter_layout,
+        |_: &Counter| ("are counted", "counts leave them out"),
+        |_: &Counter| false,
+        true
+    );
+    compare!(
+        relations,
+        "relation",
+        relation_layout,
+        |_: &Relation| ("get their entry", "listings miss them"),
+        |_: &Relation| false,
+        false
+    );
+}
+
+fn ttl_text(t: &Ttl) -> String {
+    let after = vocab::format_duration_ms(t.after_ms.value);
+    match &t.jitter_permille {
+        Some(j) => format!("{after}, jitter {}", vocab::format_jitter(j.value)),
+        None => after,
+    }
+}
+
+/// Every write sets a record's expiry from the TTL of the code that writes
+/// it; stored records keep theirs until they are written again.
+fn ttl_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
+    match (&old.ttl, &new.ttl) {
+        (None, Some(t)) => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: TTL added ({}); records written from now on expire, records already stored do not until they are written again",
+                ttl_text(t)
+            ),
+        ),
+        (Some(t), None) => push(
+            out,
+            Impact::NeedsMigration,
+            format!(
+                "{name}: TTL removed (was {}); records already stored still expire when the TTL of their last write runs out, but writes no longer sweep what they leave in counters and listings: run `reconcile` once they have expired",
+                ttl_text(t)
+            ),
+        ),
+        (Some(a), Some(b)) if a != b => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: TTL {} → {}; records already stored keep the expiry their last write set, each write from now on sets the new one",
+                ttl_text(a),
+                ttl_text(b)
+            ),
+        ),
+        _ => {}
+    }
 }
 
 /// Compares two versions of a schema.
@@ -198,6 +312,7 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
                 ),
             );
         }
+        ttl_changes(name, o, n, &mut out);
         field_changes(name, o, n, &mut out);
         derived_changes(name, o, n, &mut out);
     }
@@ -213,6 +328,7 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
             );
         }
     }
+    types::type_changes(old, new, &mut out);
     out.sort_by(|a, b| {
         b.impact
             .cmp(&a.impact)
