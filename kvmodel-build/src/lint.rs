@@ -1,21 +1,34 @@
 //! Lints from key-value modelling practice: the schema works, but the store
 //! will not like it. Warnings with stable codes, a why and a fix.
 
-use kvmodel_codegen::ir::{Entity, FieldType, Model, Segment, TypeKind};
-use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Severity};
+use kvmodel_codegen::ir::{Entity, FieldType, Lint, Model, Segment, TypeKind};
+use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Severity, Sp};
+use kvmodel_codegen::vocab;
 
+/// Whether `lint` is allowed by one of the `allow` lists (the entity's,
+/// the construct's).
+fn allowed(lint: Lint, lists: &[&[Sp<Lint>]]) -> bool {
+    lists.iter().any(|l| l.iter().any(|a| a.value == lint))
+}
+
+/// A warning of `lint` at `origin`, with its fix and how to allow it on
+/// `place` (`the index`).
 fn warn(
-    code: &'static str,
+    lint: Lint,
     origin: &kvmodel_codegen::Origin,
     message: String,
     help: &str,
+    place: &str,
 ) -> Diagnostic {
     Diagnostic {
         severity: Severity::Warning,
-        code,
+        code: lint.code(),
         message,
         origin: origin.clone(),
-        help: Some(help.to_owned()),
+        help: Some(format!(
+            "{help}; if this is intended, add {} to {place}",
+            vocab::list_setting(origin, "allow", lint.code())
+        )),
     }
 }
 
@@ -64,7 +77,7 @@ fn unbounded(ty: &FieldType, model: &Model, depth: u32) -> bool {
 /// can become a big key: every read and write moves it whole, and on Redis
 /// it blocks the server while it is copied or freed.
 fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
-    if e.key.is_none() || e.max_size.is_some() {
+    if e.key.is_none() || e.max_size.is_some() || allowed(Lint::BigRecord, &[&e.allow]) {
         return;
     }
     let fields: Vec<_> = e
@@ -75,7 +88,7 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
     let Some(first) = fields.first() else { return };
     let names: Vec<String> = fields.iter().map(|f| format!("`{}`", *f.name)).collect();
     diags.push(warn(
-        "W005",
+        Lint::BigRecord,
         &first.name.origin,
         format!(
             "`{}` has no `max_size`, and its field{} {} can grow without bound, so one record can become a big key that every read and write moves whole",
@@ -83,7 +96,15 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
             if names.len() == 1 { "" } else { "s" },
             names.join(", ")
         ),
-        "add `max_size: 256KiB` (or the limit it needs): a larger record is refused with `ValueTooLarge`, writing nothing",
+        &format!(
+            "add {} (or the limit it needs): a larger record is refused with `ValueTooLarge`, writing nothing",
+            if vocab::schema_file(&e.name.origin) {
+                "`max_size: 256KiB`"
+            } else {
+                "`max_size = \"256KiB\"`"
+            }
+        ),
+        "the entity",
     ));
 }
 
@@ -94,12 +115,16 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
         for c in &e.counters {
             // W001: one key written by every create serializes all writers on
             // one Redis slot and one redb page.
-            if c.group_by.is_empty() {
+            if c.group_by.is_empty() && !allowed(Lint::HotCounter, &[&e.allow, &c.allow]) {
                 diags.push(warn(
-                    "W001",
+                    Lint::HotCounter,
                     &c.name.origin,
                     format!("counter `{}` of `{}` has no group, so every create writes the same key (a hot key)", *c.name, *e.name),
-                    "group it (e.g. `group_by: [\"day(created_at)\"]`) and sum the groups when reading, or accept the contention",
+                    &format!(
+                        "group it (e.g. {}) and sum the groups when reading, or accept the contention",
+                        vocab::list_setting(&c.name.origin, "group_by", "day(created_at)")
+                    ),
+                    "the counter",
                 ));
             }
         }
@@ -108,12 +133,16 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
             // with the whole table and never shrinks. A TTL bounds it:
             // expired records leave their collections (and counters) at the
             // expiry sweep, which writes run in small steps.
-            if e.ttl.is_none() && ix.fields.iter().all(|f| low_cardinality(e, f, model)) {
+            if e.ttl.is_none()
+                && ix.fields.iter().all(|f| low_cardinality(e, f, model))
+                && !allowed(Lint::UnboundedIndex, &[&e.allow, &ix.allow])
+            {
                 diags.push(warn(
-                    "W002",
+                    Lint::UnboundedIndex,
                     &ix.name.origin,
                     format!("index `{}` of `{}` groups by a field with few values, so each of its collections holds a large share of all records without bound", *ix.name, *e.name),
                     "add a higher-cardinality field or a time bucket to `fields`, or give the entity a `ttl` (expired records then leave their collections at the expiry sweep)",
+                    "the index",
                 ));
             }
         }
@@ -126,26 +155,36 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
                     Segment::Field(_) => 1,
                 })
                 .sum();
-            if literal_len > LONG_TEMPLATE {
+            if literal_len > LONG_TEMPLATE && !allowed(Lint::LongKey, &[&e.allow]) {
                 diags.push(warn(
-                    "W003",
+                    Lint::LongKey,
                     &k.origin,
                     format!("the key template `{}` spends {literal_len} characters on fixed text in every key", k.text),
                     "shorten the literal segments: keys are stored once per record and per index entry",
+                    "the entity",
                 ));
             }
         }
         let lower = e.name.to_ascii_lowercase();
         if e.ttl.is_none()
+            && !allowed(Lint::EphemeralWithoutTtl, &[&e.allow])
             && EPHEMERAL
                 .iter()
                 .any(|w| lower.contains(&w.replace('_', "")))
         {
             diags.push(warn(
-                "W004",
+                Lint::EphemeralWithoutTtl,
                 &e.name.origin,
                 format!("`{}` looks like short-lived data but has no `ttl`, so its records are never removed", *e.name),
-                "add `ttl: { after: 30m, jitter: 10% }` (or the lifetime it needs)",
+                &format!(
+                    "add {} (or the lifetime it needs)",
+                    if vocab::schema_file(&e.name.origin) {
+                        "`ttl: { after: 30m, jitter: 10% }`"
+                    } else {
+                        "`ttl = \"30m\", ttl_jitter = \"10%\"`"
+                    }
+                ),
+                "the entity",
             ));
         }
     }

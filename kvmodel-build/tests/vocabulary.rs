@@ -202,3 +202,11 @@ fn sizes() {
     same("    max_size: 1GiB\n", "#[kv(max_size = \"1GiB\")]");
     same("    max_size: [1KiB]\n", "#[kv(max_size = [\"1KiB\"])]");
 }
+
+#[test]
+fn lint_codes() {
+    same(
+        "    allow: [W0002]\n    indexes: { by_email: { fields: [email], allow: [w001] } }\n",
+        "#[kv(allow(W0002))]\n#[kv(index(name = \"by_email\", fields(email), allow(w001)))]",
+    );
+}

@@ -80,6 +80,23 @@ pub enum Encoding {
     MsgPack,
 }
 
+/// A lint of `kvmodel check` (and of a build script), which a schema may
+/// allow where it knows better: on an entity, an index, a counter, or for
+/// the whole file. Written by its code (`W002`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lint {
+    /// W001: a counter without a group, one hot key written by every create.
+    HotCounter,
+    /// W002: an ordered index over a field with few values and no TTL.
+    UnboundedIndex,
+    /// W003: a key template with long literal segments.
+    LongKey,
+    /// W004: short-lived data (a session, a cache) without a TTL.
+    EphemeralWithoutTtl,
+    /// W005: fields that grow without bound and no `max_size`.
+    BigRecord,
+}
+
 /// One entity (or, without a key, a versioned record type used in a
 /// `migrate_from` chain).
 #[derive(Clone, Debug, PartialEq)]
@@ -122,6 +139,9 @@ pub struct Entity {
     pub description: Option<String>,
     /// Where the entity was declared.
     pub origin: Origin,
+    /// Lints allowed on the entity and everything it declares (a schema
+    /// file's top-level `allow:` is allowed on each of its entities).
+    pub allow: Vec<Sp<Lint>>,
     /// Fields declared in a schema file whose declaration is in error (an
     /// unknown type, say): left out of `fields`, and named here so that
     /// rules referring to them add no second error. Empty in a valid model.
@@ -150,6 +170,7 @@ impl Entity {
             migrate_from: None,
             crate_path: None,
             description: None,
+            allow: Vec::new(),
             broken_fields: Vec::new(),
         }
     }
@@ -380,6 +401,8 @@ pub struct Index {
     /// What it is for, in the schema author's words (YAML `description:`,
     /// doc comments in Rust).
     pub description: Option<String>,
+    /// Lints allowed on this index.
+    pub allow: Vec<Sp<Lint>>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -397,6 +420,7 @@ impl Index {
             order_by: None,
             since: default_since(),
             description: None,
+            allow: Vec::new(),
         }
     }
 }
@@ -415,6 +439,8 @@ pub struct Counter {
     /// What it is for, in the schema author's words (YAML `description:`,
     /// doc comments in Rust).
     pub description: Option<String>,
+    /// Lints allowed on this counter.
+    pub allow: Vec<Sp<Lint>>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -430,6 +456,7 @@ impl Counter {
             sum: None,
             since: default_since(),
             description: None,
+            allow: Vec::new(),
         }
     }
 }

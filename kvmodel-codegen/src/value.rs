@@ -182,12 +182,33 @@ impl Reader<'_> {
     pub fn names(&mut self, v: &Sp<Value>, what: &str) -> Vec<Sp<String>> {
         match &v.value {
             Value::List(items) => items.iter().filter_map(|i| self.name(i, what)).collect(),
-            Value::Str(_) | Value::Plain { .. } => self.name(v, what).into_iter().collect(),
+            Value::Str(_) | Value::Plain { .. } | Value::Path(_) => {
+                self.name(v, what).into_iter().collect()
+            }
             _ => {
                 self.wrong::<()>(v, "a list of names", what);
                 Vec::new()
             }
         }
+    }
+
+    /// Words of the vocabulary, bare or quoted: a list of them, or one
+    /// alone (`allow: [W002]`, `allow(W002)`).
+    pub fn words<T: std::str::FromStr<Err = Mistake>>(
+        &mut self,
+        v: &Sp<Value>,
+        what: &str,
+    ) -> Vec<Sp<T>> {
+        self.names(v, what)
+            .into_iter()
+            .filter_map(|s| match s.parse::<T>() {
+                Ok(t) => Some(Sp::new(t, s.origin)),
+                Err(m) => {
+                    self.report(m, &s.origin);
+                    None
+                }
+            })
+            .collect()
     }
 
     /// A path, bare or quoted, as text (`belongs_to = User`).

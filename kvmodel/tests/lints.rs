@@ -43,12 +43,13 @@ mod user_code {
         key = "item:{id}:{n}",
         version = 2,
         ttl = "1h",
-        ttl_jitter = "5%"
+        ttl_jitter = "5%",
+        allow(W003)
     )]
     #[kv(index(name = "by_kind", fields(kind), order_by = day(at)))]
     #[kv(index(name = "by_slug", fields(slug), unique, normalize = "lowercase"))]
     #[kv(relation(name = "owner", belongs_to = Owner, by = owner, order_by = at))]
-    #[kv(counter(name = "total"))]
+    #[kv(counter(name = "total", allow(W001)))]
     #[kv(counter(name = "weight", sum = weight, group_by(kind, hour(at), month(at))))]
     #[kv(migration(from = 1, add(weight = 0), rename(old = slug), remove(junk)))]
     pub struct Item {
@@ -67,7 +68,7 @@ mod user_code {
     #[kv(namespace = "lint", key = "owner:{id}")]
     pub(crate) struct Owner {
         pub id: ::std::string::String,
-        #[kv(index, order_by = id)]
+        #[kv(index, order_by = id, allow(W002))]
         pub(crate) r#type: ::std::string::String,
     }
 }

@@ -2,7 +2,8 @@
 //! counters, relations and migration steps.
 
 use kvmodel_codegen::ir::{
-    Counter, Entity, Field, Index, KeyTemplate, Migration, Relation, Ttl, TypeDef, default_since,
+    Counter, Entity, Field, Index, KeyTemplate, Lint, Migration, Relation, Ttl, TypeDef,
+    default_since,
 };
 use kvmodel_codegen::origin::{Diagnostic, Sp};
 use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};
@@ -16,6 +17,7 @@ impl Lower<'_> {
         name: &Sp<String>,
         body: &Node,
         namespace: Option<Sp<String>>,
+        allow: &[Sp<Lint>],
         types: &[TypeDef],
     ) -> Option<Entity> {
         let origin = name.origin.clone();
@@ -48,7 +50,14 @@ impl Lower<'_> {
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
                 "relations" => e.relations = self.named(v, "relation", |l, n, b| l.relation(n, b)),
                 "migrations" => e.migrations = self.migrations(v, &e.fields, types),
+                "allow" => e.allow = self.read().words(v, "`allow`"),
                 _ => {}
+            }
+        }
+        // The file's `allow:` holds for each of its entities.
+        for a in allow {
+            if !e.allow.iter().any(|x| x.value == a.value) {
+                e.allow.push(a.clone());
             }
         }
         if e.key.is_none() {
@@ -101,6 +110,7 @@ impl Lower<'_> {
                 "normalize" => ix.normalize = self.read().word(v, "`normalize`"),
                 "order_by" => ix.order_by = self.read().field_expr(v, "`order_by`"),
                 "since" => ix.since = self.since(v),
+                "allow" => ix.allow = self.read().words(v, "`allow`"),
                 _ => {}
             }
         }
@@ -125,6 +135,7 @@ impl Lower<'_> {
                 }
                 "sum" => c.sum = self.read().name(v, "`sum`"),
                 "since" => c.since = self.since(v),
+                "allow" => c.allow = self.read().words(v, "`allow`"),
                 _ => {}
             }
         }

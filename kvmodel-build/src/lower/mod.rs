@@ -15,7 +15,7 @@ use crate::node::Locator;
 
 type Node = Sp<Value>;
 
-const TOP_KEYS: &[&str] = &["kvmodel", "namespace", "entities", "types"];
+const TOP_KEYS: &[&str] = &["kvmodel", "namespace", "entities", "types", "allow"];
 const ENTITY_KEYS: &[&str] = &[
     "key",
     "version",
@@ -29,6 +29,7 @@ const ENTITY_KEYS: &[&str] = &[
     "relations",
     "migrations",
     "description",
+    "allow",
 ];
 const FIELD_KEYS: &[&str] = &["type", "optional", "default", "description"];
 const TTL_KEYS: &[&str] = &["after", "jitter"];
@@ -104,6 +105,7 @@ impl Lower<'_> {
         let mut namespace = None;
         let mut version_seen = false;
         let mut entities = None;
+        let mut allow = Vec::new();
         for (k, v) in self.entries(doc, TOP_KEYS, "the schema") {
             match k.value.as_str() {
                 "kvmodel" => {
@@ -116,6 +118,7 @@ impl Lower<'_> {
                 "namespace" => namespace = self.read().string(v, "`namespace`"),
                 "entities" => entities = Some(v),
                 "types" => model.types = self.types(v),
+                "allow" => allow = self.read().words(v, "`allow`"),
                 _ => {}
             }
         }
@@ -137,7 +140,8 @@ impl Lower<'_> {
             Some(e) => {
                 if let Value::Map(list) = &e.value {
                     for (name, body) in list {
-                        if let Some(ent) = self.entity(name, body, namespace.clone(), &model.types)
+                        if let Some(ent) =
+                            self.entity(name, body, namespace.clone(), &allow, &model.types)
                         {
                             model.entities.push(ent);
                         }

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::value::{self, Reader};
 use super::{Keys, meta_name};
-use crate::ir::{Counter, Index, Migration, Relation};
+use crate::ir::{Counter, Index, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
@@ -35,6 +35,13 @@ fn named(
     name
 }
 
+/// `allow(W001, W002)`: lints allowed where it is written.
+pub(super) fn allow(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Vec<Sp<Lint>>> {
+    let items = value::list(meta)?;
+    let list = Sp::new(crate::value::Value::List(items), Origin::Span(meta.path.span()));
+    Ok(r.words(&list, "`allow`"))
+}
+
 pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Option<Index>> {
     let span = meta.path.span();
     let mut ix = Index::new(Sp::new(String::new(), Origin::Span(span)));
@@ -51,6 +58,7 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
                     .collect();
             }
             "unique" => ix.unique = true,
+            "allow" => ix.allow = allow(&m, r)?,
             "normalize" => ix.normalize = r.word(&value::parse(m.value()?)?, "`normalize`"),
             "order_by" => ix.order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
             "since" => {
@@ -89,6 +97,7 @@ pub(super) fn counter(
                     .collect();
             }
             "sum" => c.sum = r.name(&value::parse(m.value()?)?, "`sum`"),
+            "allow" => c.allow = allow(&m, r)?,
             "since" => {
                 c.since = r
                     .version(&value::parse(m.value()?)?, "`since`")

@@ -33,6 +33,7 @@ const ENTITY_KEYS: &[&str] = &[
     "counter",
     "relation",
     "migration",
+    "allow",
 ];
 /// What `crate = …` must be.
 const CRATE_PATH: (&str, &str) = (
@@ -44,7 +45,15 @@ const PREVIOUS_TYPE: (&str, &str) = (
     "a type",
     "the type of the previous version, such as `UserV1`",
 );
-const FIELD_KEYS: &[&str] = &["unique", "index", "normalize", "order_by", "name", "since"];
+const FIELD_KEYS: &[&str] = &[
+    "unique",
+    "index",
+    "normalize",
+    "order_by",
+    "name",
+    "since",
+    "allow",
+];
 
 fn meta_name(meta: &ParseNestedMeta<'_>) -> String {
     match meta.path.get_ident() {
@@ -261,6 +270,7 @@ fn entity_key(
         "counter" => e.counters.extend(construct::counter(meta, r)?),
         "relation" => e.relations.extend(construct::relation(meta, r)?),
         "migration" => e.migrations.extend(construct::migration(meta, r)?),
+        "allow" => e.allow.extend(construct::allow(meta, r)?),
         _ => keys.unknown(meta)?,
     }
     Ok(())
@@ -299,6 +309,7 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
                         ix.since = s;
                     }
                 }
+                "allow" => ix.allow = construct::allow(&m, &mut r)?,
                 _ => keys.unknown(&m)?,
             }
             Ok(())

@@ -258,6 +258,15 @@ fn field_expr_tokens(x: &crate::ir::FieldExpr) -> TokenStream {
     }
 }
 
+/// `allow(W001, W002)`, or nothing.
+fn allow_tokens(allow: &[crate::Sp<crate::ir::Lint>]) -> Option<TokenStream> {
+    if allow.is_empty() {
+        return None;
+    }
+    let codes = allow.iter().map(|l| format_ident!("{}", l.code()));
+    Some(quote!(allow(#(#codes),*)))
+}
+
 fn since_tokens(since: u32) -> TokenStream {
     if since == vocab::DEFAULT_SINCE {
         quote!()
@@ -341,6 +350,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let m = vocab::format_size(m.value);
         head.push(quote!(max_size = #m));
     }
+    head.extend(allow_tokens(&e.allow));
     // Names are printed as identifiers, like every other name the
     // attributes hold. Besides reading alike, an attribute with an
     // identifier value is no meta item to rustc, so clippy's
@@ -365,10 +375,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(, order_by = #o)
         });
         let since = since_tokens(ix.since.value);
+        let allow = allow_tokens(&ix.allow).map(|a| quote!(, #a));
         let docs = docs(ix.description.as_ref());
-        attrs.push(
-            quote!(#docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #since))]),
-        );
+        attrs.push(quote!(
+            #docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #since #allow))]
+        ));
     }
     for c in &e.counters {
         let n = ident(&c.name);
@@ -383,8 +394,9 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(, sum = #s)
         });
         let since = since_tokens(c.since.value);
+        let allow = allow_tokens(&c.allow).map(|a| quote!(, #a));
         let docs = docs(c.description.as_ref());
-        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #since))]));
+        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #since #allow))]));
     }
     for r in &e.relations {
         let n = ident(&r.name);

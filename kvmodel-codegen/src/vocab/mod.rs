@@ -18,7 +18,7 @@ pub use names::{
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Encoding, FieldExpr, Normalize};
+use crate::ir::{Encoding, FieldExpr, Lint, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};
 
 /// The record version of an entity that declares none (`version`).
@@ -29,9 +29,16 @@ pub const DEFAULT_VERSION: u32 = 1;
 pub const DEFAULT_SINCE: u32 = 1;
 
 /// The keys of an index, in both front-ends (the derive adds `name`).
-pub const INDEX_KEYS: &[&str] = &["fields", "unique", "normalize", "order_by", "since"];
+pub const INDEX_KEYS: &[&str] = &[
+    "fields",
+    "unique",
+    "normalize",
+    "order_by",
+    "since",
+    "allow",
+];
 /// The keys of a counter (the derive adds `name`).
-pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since"];
+pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
 /// The keys of a migration step.
@@ -146,7 +153,7 @@ fn one_of<T: Copy>(
     Err(Mistake::new(
         "E010",
         format!(
-            "unknown {what} `{text}`{hint}; expected {}",
+            "unknown {what} `{text}`; expected {}{hint}",
             alternatives(&words)
         ),
     ))
@@ -175,6 +182,41 @@ impl FromStr for Encoding {
 impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Lint {
+    /// Every lint, in code order.
+    pub const ALL: [Lint; 5] = [
+        Lint::HotCounter,
+        Lint::UnboundedIndex,
+        Lint::LongKey,
+        Lint::EphemeralWithoutTtl,
+        Lint::BigRecord,
+    ];
+
+    /// Its code (`W002`), as written in `allow` and in warnings.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lint::HotCounter => "W001",
+            Lint::UnboundedIndex => "W002",
+            Lint::LongKey => "W003",
+            Lint::EphemeralWithoutTtl => "W004",
+            Lint::BigRecord => "W005",
+        }
+    }
+}
+
+impl FromStr for Lint {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of("lint", s, &Lint::ALL, Lint::code)
+    }
+}
+
+impl fmt::Display for Lint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
     }
 }
 
@@ -296,21 +338,29 @@ pub fn version_number(i: i64, what: &str) -> Result<u32, Mistake> {
     Err(Mistake::new("E106", why))
 }
 
+/// Whether `origin` is in a schema file (YAML), rather than in Rust
+/// attributes: advice is then written in YAML.
+pub fn schema_file(origin: &Origin) -> bool {
+    matches!(origin, Origin::Location { .. })
+}
+
 /// How `key` set to `value` is written where `origin` is: `key: value` in
 /// a schema file, `key = value` in an attribute.
 pub fn setting(origin: &Origin, key: &str, value: &str) -> String {
-    match origin {
-        Origin::Location { .. } => format!("`{key}: {value}`"),
-        _ => format!("`{key} = {value}`"),
+    if schema_file(origin) {
+        format!("`{key}: {value}`")
+    } else {
+        format!("`{key} = {value}`")
     }
 }
 
 /// How the list `key` of `items` is written where `origin` is:
 /// `key: [items]` in a schema file, `key(items)` in an attribute.
 pub fn list_setting(origin: &Origin, key: &str, items: &str) -> String {
-    match origin {
-        Origin::Location { .. } => format!("`{key}: [{items}]`"),
-        _ => format!("`{key}({items})`"),
+    if schema_file(origin) {
+        format!("`{key}: [{items}]`")
+    } else {
+        format!("`{key}({items})`")
     }
 }
 
