@@ -94,3 +94,57 @@ fn builder_writes_only_when_changed() {
         Err(kvmodel_build::BuildError::Io { .. })
     ));
 }
+
+/// The schema the child run of `builder_passes_warnings_to_cargo` builds:
+/// two entities that look short-lived and have no TTL (W004), one of them
+/// allowing it.
+const WARNED: &str = "kvmodel: 1\nnamespace: app\nentities:\n  Session:\n    key: \"session:{id}\"\n    fields: { id: string }\n  CacheEntry:\n    key: \"cache:{id}\"\n    allow: [W004]\n    fields: { id: string }\n";
+
+/// Builds `WARNED` as a build script would, when run as the child of
+/// `builder_passes_warnings_to_cargo` (which reads what it prints).
+#[test]
+fn builder_child() {
+    let Some(dir) = std::env::var_os("KVMODEL_BUILDER_CHILD") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let schema = dir.join("app.yaml");
+    std::fs::write(&schema, WARNED).unwrap();
+    let written = kvmodel_build::Builder::new()
+        .schema(&schema)
+        .out_dir(dir.join("out"))
+        .compile()
+        .unwrap();
+    assert_eq!(written, vec![dir.join("out/app.rs")]);
+}
+
+#[test]
+fn builder_passes_warnings_to_cargo() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "builder_child", "--nocapture", "--test-threads=1"])
+        .env("KVMODEL_BUILDER_CHILD", dir.path())
+        // Cargo sets this for every build script it runs.
+        .env("CARGO", "cargo")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    // The test harness may print `test builder_child ... ` before them.
+    let cargo: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("cargo:").map(|at| &l[at..]))
+        .collect();
+    let schema = dir.path().join("app.yaml");
+    assert_eq!(
+        cargo,
+        [
+            format!("cargo:rerun-if-changed={}", schema.display()),
+            format!(
+                "cargo:warning={}:4:3: warning[W004]: `Session` looks like short-lived data but has no `ttl`, so its records are never removed",
+                schema.display()
+            ),
+        ],
+        "one warning, for the entity that does not allow it:\n{stdout}"
+    );
+}
