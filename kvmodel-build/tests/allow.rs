@@ -60,13 +60,18 @@ fn allow_on_an_entity_covers_what_it_declares() {
 #[test]
 fn allow_on_an_entity_covers_a_record_without_max_size() {
     let source = |allow: &str| {
-        format!("kvmodel: 1\nnamespace: docs\nentities:\n  Doc:\n    key: \"doc:{{id}}\"\n{allow}    fields: {{ id: string, body: bytes }}\n")
+        format!(
+            "kvmodel: 1\nnamespace: docs\nentities:\n  Doc:\n    key: \"doc:{{id}}\"\n{allow}    fields: {{ id: string, body: bytes }}\n"
+        )
     };
     let s = kvmodel_build::load("docs.yaml", &source(""));
     assert_eq!(codes(&s), ["W005"]);
     let help = s.diagnostics[0].help.as_deref().unwrap();
     assert!(help.contains("add `max_size: 256KiB`"), "{help}");
-    assert!(help.ends_with("add `allow: [W005]` to the entity"), "{help}");
+    assert!(
+        help.ends_with("add `allow: [W005]` to the entity"),
+        "{help}"
+    );
     let allowed = kvmodel_build::load("docs.yaml", &source("    allow: [W005]\n"));
     assert!(codes(&allowed).is_empty());
 }
@@ -78,7 +83,11 @@ fn allow_at_the_top_covers_every_entity() {
     assert_eq!(codes(&s), ["W003", "W001"]);
     let score = &s.model.entities[0];
     let allowed: Vec<&str> = score.allow.iter().map(|a| a.code()).collect();
-    assert_eq!(allowed, ["W002", "W004"], "the entity's own, then the file's");
+    assert_eq!(
+        allowed,
+        ["W002", "W004"],
+        "the entity's own, then the file's"
+    );
 }
 
 #[test]
@@ -92,9 +101,18 @@ fn unknown_codes_are_errors_with_a_did_you_mean() {
     assert_eq!(
         said,
         [
-            ("E010", "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W004`?"),
-            ("E010", "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W002`?"),
-            ("E010", "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004` or `W005`"),
+            (
+                "E010",
+                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W004`?"
+            ),
+            (
+                "E010",
+                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W002`?"
+            ),
+            (
+                "E010",
+                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004` or `W005`"
+            ),
         ]
     );
     // Each is located at the code itself.
@@ -109,7 +127,10 @@ fn allow_round_trips_through_the_declared_form() {
     let s = yaml("allow: [W004]\n", "", ", allow: [W002]", ", allow: [W001]");
     let declared = kvmodel_build::declare::declare(&s.model).unwrap();
     assert!(declared.contains("allow(W004)"), "{declared}");
-    assert!(declared.contains("order_by = points, allow(W002)"), "{declared}");
+    assert!(
+        declared.contains("order_by = points, allow(W002)"),
+        "{declared}"
+    );
     assert!(declared.contains("sum = points, allow(W001)"), "{declared}");
     let file = syn::parse_file(&declared).unwrap();
     let mut diags = kvmodel_codegen::Diagnostics::new();
@@ -125,7 +146,8 @@ fn attributes_allow_on_the_struct_an_index_a_counter_or_a_field() {
             "#[derive(kvmodel::KvEnum)] pub enum Tier {{ Bronze, Gold }}\n#[derive(kvmodel::KvEntity)]\n#[kv(namespace = \"game\", key = \"score:{{id}}\")]\n{attrs}\npub struct Score {{ pub id: String, pub tier: Tier, {field} pub kind: bool, pub points: i64 }}\n"
         )
     };
-    let load = |attrs: &str, field: &str| kvmodel_build::load_rust("score.rs", &source(attrs, field));
+    let load =
+        |attrs: &str, field: &str| kvmodel_build::load_rust("score.rs", &source(attrs, field));
     let board = "#[kv(index(name = by_tier, fields(tier), order_by = points))]";
     let total = "#[kv(counter(name = total, sum = points))]";
     let kind = "#[kv(index)]";
@@ -144,7 +166,10 @@ fn attributes_allow_on_the_struct_an_index_a_counter_or_a_field() {
         Vec::<&str>::new()
     );
     assert_eq!(
-        codes(&load(&format!("#[kv(allow(W001, W002))]\n{board}\n{total}"), kind)),
+        codes(&load(
+            &format!("#[kv(allow(W001, W002))]\n{board}\n{total}"),
+            kind
+        )),
         Vec::<&str>::new()
     );
 }
@@ -152,6 +177,11 @@ fn attributes_allow_on_the_struct_an_index_a_counter_or_a_field() {
 #[test]
 fn allowing_a_lint_changes_nothing_stored() {
     let before = yaml("", "", "", "");
-    let after = yaml("allow: [W004]\n", "    allow: [W003]\n", ", allow: [W002]", ", allow: [W001]");
+    let after = yaml(
+        "allow: [W004]\n",
+        "    allow: [W003]\n",
+        ", allow: [W002]",
+        ", allow: [W001]",
+    );
     assert!(kvmodel_build::diff::diff(&before.model, &after.model).is_empty());
 }

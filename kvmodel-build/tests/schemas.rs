@@ -122,14 +122,23 @@ fn builder_child() {
 fn builder_passes_warnings_to_cargo() {
     let dir = tempfile::tempdir().unwrap();
     let run = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "builder_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "builder_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("KVMODEL_BUILDER_CHILD", dir.path())
         // Cargo sets this for every build script it runs.
         .env("CARGO", "cargo")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     // The test harness may print `test builder_child ... ` before them.
     let cargo: Vec<&str> = stdout
         .lines()

@@ -38,7 +38,10 @@ fn named(
 /// `allow(W001, W002)`: lints allowed where it is written.
 pub(super) fn allow(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Vec<Sp<Lint>>> {
     let items = value::list(meta)?;
-    let list = Sp::new(crate::value::Value::List(items), Origin::Span(meta.path.span()));
+    let list = Sp::new(
+        crate::value::Value::List(items),
+        Origin::Span(meta.path.span()),
+    );
     Ok(r.words(&list, "`allow`"))
 }
 
