@@ -11,7 +11,7 @@ use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
 use kvmodel_runtime::engine::state;
 use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
 use kvmodel_runtime::store::counter::read_counter;
-use kvmodel_runtime::{RangeRequest, Store};
+use kvmodel_runtime::{Date, RangeRequest, Store, Timestamp};
 
 use super::{Context, Fail, fail, print, store_error};
 
@@ -114,7 +114,10 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         for (g, text) in c.group_by.iter().zip(&args.values) {
             groups.push(match g {
                 FieldExpr::Field(f) => arg(&model, f, text)?,
-                _ => Value::String(text.clone()),
+                bucket => {
+                    bucket_arg(name, bucket, text)?;
+                    Value::String(text.clone())
+                }
             });
         }
         readable(&cx, &def, &args, Derived::Counter, name, c.since).await?;
@@ -151,6 +154,26 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     ))?;
     Ok(0)
+}
+
+/// Refuses `text` unless it names a bucket of the time group `bucket` of
+/// counter `counter`: a timestamp for `hour(f)`, a date or a timestamp for
+/// `day(f)` and `month(f)`.
+fn bucket_arg(counter: &str, bucket: &FieldExpr, text: &str) -> Result<(), Fail> {
+    let (kind, form) = match bucket {
+        FieldExpr::Hour(_) => ("hour", "a timestamp such as 2026-03-01T10:00:00Z"),
+        FieldExpr::Day(_) => ("day", "a date such as 2026-03-01 (or a timestamp)"),
+        FieldExpr::Month(_) => ("month", "a date in it such as 2026-03-01 (or a timestamp)"),
+        FieldExpr::Field(_) => return Ok(()),
+    };
+    let ok = text.parse::<Timestamp>().is_ok() || (kind != "hour" && text.parse::<Date>().is_ok());
+    if ok {
+        return Ok(());
+    }
+    Err(fail(format_args!(
+        "`{text}` names no {kind} of counter `{counter}`, grouped by `{kind}({})`; write {form}",
+        bucket.field()
+    )))
 }
 
 fn unknown(what: &str, name: &str, model: &EntityModel) -> Fail {

@@ -443,6 +443,27 @@ pub async fn inspect_reads_through_the_schema(b: Backend) {
     assert_eq!(doc["items"][0]["record"]["id"], "o1");
     let doc = json(&["Order", "--counter", "revenue_by_day", "2026-03-02"]);
     assert_eq!(doc["value"], 300);
+    let doc = json(&[
+        "Order",
+        "--counter",
+        "revenue_by_day",
+        "2026-03-02T23:59:59Z",
+    ]);
+    assert_eq!(doc["value"], 300, "a timestamp names its day");
+    let o = kvmodel(&ops(
+        "inspect",
+        &url,
+        &["Order", "--counter", "revenue_by_day", "March"],
+    ));
+    assert_eq!(code(&o), 2);
+    assert!(
+        err(&o).contains(
+            "`March` names no day of counter `revenue_by_day`, grouped by `day(created_at)`; \
+             write a date such as 2026-03-01"
+        ),
+        "{}",
+        err(&o)
+    );
     let doc = json(&["Product"]);
     assert_eq!(doc["items"].as_array().unwrap().len(), 3);
     let o = kvmodel(&ops("inspect", &url, &["Nobody"]));
