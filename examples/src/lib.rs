@@ -21,3 +21,9 @@ pub mod sessions;
 #[rustfmt::skip]
 #[path = "generated/activity.rs"]
 pub mod activity;
+
+/// `schemas/social.yaml`: authors, posts and likes counted on sharded counters.
+#[allow(missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/social.rs"]
+pub mod social;

@@ -182,11 +182,22 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             .as_ref()
             .map(|s| format!("sum of {}", **s))
             .unwrap_or_else(|| "count of records".into());
+        let shards = c
+            .shards
+            .as_ref()
+            .map(|n| {
+                format!(
+                    "; spread over {} shards: this key and the same key + `#1` … `#{}`, each write adds to one at random, a read sums them",
+                    n.value,
+                    n.value - 1
+                )
+            })
+            .unwrap_or_default();
         out.push(Row {
             kind: "counter",
             pattern: p,
             example: x,
-            note: format!("{what}, decimal integer"),
+            note: format!("{what}, decimal integer{shards}"),
         });
     }
     let (p, x) = derived(Derived::Discovery, None, &[]);
@@ -263,7 +274,12 @@ fn accesses(e: &Entity) -> Vec<Access> {
     }
     for c in &e.counters {
         let m = if c.sum.is_some() { "sum" } else { "count" };
-        out.push(row(format!("{m}_{}", *c.name), Cost::ReadCounter));
+        let read = if c.shards.is_some() {
+            Cost::ReadShardedCounter
+        } else {
+            Cost::ReadCounter
+        };
+        out.push(row(format!("{m}_{}", *c.name), read));
     }
     out.push(row("list_all".into(), Cost::ListAll));
     if shape.expires {

@@ -115,13 +115,18 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
         for c in &e.counters {
             // W001: one key written by every create serializes all writers on
             // one Redis slot and one redb page.
-            if c.group_by.is_empty() && !allowed(Lint::HotCounter, &[&e.allow, &c.allow]) {
+            // Shards spread those writes over several keys.
+            if c.group_by.is_empty()
+                && c.shards.is_none()
+                && !allowed(Lint::HotCounter, &[&e.allow, &c.allow])
+            {
                 diags.push(warn(
                     Lint::HotCounter,
                     &c.name.origin,
                     format!("counter `{}` of `{}` has no group, so every create writes the same key (a hot key)", *c.name, *e.name),
                     &format!(
-                        "group it (e.g. {}) and sum the groups when reading, or accept the contention",
+                        "spread it over several keys with {} (each write adds to one, a read sums them in one round trip), or group it (e.g. {})",
+                        vocab::setting(&c.name.origin, "shards", "16"),
                         vocab::list_setting(&c.name.origin, "group_by", "day(created_at)")
                     ),
                     "the counter",

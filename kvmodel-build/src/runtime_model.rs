@@ -113,6 +113,7 @@ fn entity(
             name: c.name.value.clone(),
             group_by: c.group_by.iter().map(|g| expr(&g.value)).collect(),
             sum: c.sum.as_ref().map(|s| s.value.clone()),
+            shards: c.shards.as_ref().map_or(1, |s| s.value),
             since: c.since.value,
         })
         .collect();

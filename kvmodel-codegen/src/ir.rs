@@ -434,6 +434,9 @@ pub struct Counter {
     pub group_by: Vec<Sp<FieldExpr>>,
     /// Summed integer field; `None` counts records.
     pub sum: Option<Sp<String>>,
+    /// Keys its writes are spread over (`shards: N`, 2–1024): each write
+    /// adds to one of them, a read sums them all. `None` is one key.
+    pub shards: Option<Sp<u32>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
     /// What it is for, in the schema author's words (YAML `description:`,
@@ -454,6 +457,7 @@ impl Counter {
             name,
             group_by: Vec::new(),
             sum: None,
+            shards: None,
             since: default_since(),
             description: None,
             allow: Vec::new(),

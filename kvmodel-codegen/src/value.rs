@@ -236,6 +236,20 @@ impl Reader<'_> {
         }
     }
 
+    /// A whole number within `lo..=hi` (`shards`, `keep`), E131 outside.
+    pub fn bounded(&mut self, v: &Sp<Value>, what: &str, lo: u32, hi: u32) -> Option<Sp<u32>> {
+        match v.value.typed() {
+            Value::Int(i) => match vocab::bounded_number(*i, what, lo, hi) {
+                Ok(n) => Some(Sp::new(n, v.origin.clone())),
+                Err(m) => {
+                    self.report(m, &v.origin);
+                    None
+                }
+            },
+            _ => self.wrong(v, &format!("a whole number from {lo} to {hi}"), what),
+        }
+    }
+
     /// A size in bytes: text with a unit (`256KiB`) or a number of bytes
     /// (`1024`).
     pub fn size(&mut self, v: &Sp<Value>, what: &str) -> Option<Sp<u64>> {

@@ -134,6 +134,7 @@ impl Lower<'_> {
                         .collect();
                 }
                 "sum" => c.sum = self.read().name(v, "`sum`"),
+                "shards" => c.shards = self.read().bounded(v, "`shards`", 2, vocab::MAX_SHARDS),
                 "since" => c.since = self.since(v),
                 "allow" => c.allow = self.read().words(v, "`allow`"),
                 _ => {}

@@ -650,6 +650,10 @@ impl Gen<'_> {
                 let sum: &String = self.rng.pick(&ints);
                 parts.push(format!("sum: {}", q(sum)));
             }
+            if self.rng.chance(15) {
+                let shards = *self.rng.pick(&[2, 16, 1024]);
+                parts.push(format!("shards: {shards}"));
+            }
             let s = since(self);
             let body = parts.join(", ");
             let s = if body.is_empty() {

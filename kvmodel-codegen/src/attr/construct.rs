@@ -101,6 +101,9 @@ pub(super) fn counter(
             }
             "sum" => c.sum = r.name(&value::parse(m.value()?)?, "`sum`"),
             "allow" => c.allow = allow(&m, r)?,
+            "shards" => {
+                c.shards = r.bounded(&value::parse(m.value()?)?, "`shards`", 2, vocab::MAX_SHARDS)
+            }
             "since" => {
                 c.since = r
                     .version(&value::parse(m.value()?)?, "`since`")

@@ -393,10 +393,14 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let s = ident(s);
             quote!(, sum = #s)
         });
+        let shards = c.shards.as_ref().map(|s| {
+            let s = proc_macro2::Literal::u32_unsuffixed(s.value);
+            quote!(, shards = #s)
+        });
         let since = since_tokens(c.since.value);
         let allow = allow_tokens(&c.allow).map(|a| quote!(, #a));
         let docs = docs(c.description.as_ref());
-        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #since #allow))]));
+        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #shards #since #allow))]));
     }
     for r in &e.relations {
         let n = ident(&r.name);

@@ -164,8 +164,29 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             c.since.value,
         ));
     }
-    let declared = if declared.is_empty() {
+    let shard_arms: Vec<TokenStream> = e
+        .counters
+        .iter()
+        .filter_map(|c| {
+            let n = proc_macro2::Literal::u32_unsuffixed(c.shards.as_ref()?.value);
+            let name = c.name.as_str();
+            Some(quote!(#name => #n,))
+        })
+        .collect();
+    let shards = if shard_arms.is_empty() {
         TokenStream::new()
+    } else {
+        quote! {
+            fn counter_shards(__name: &str) -> u32 {
+                match __name {
+                    #(#shard_arms)*
+                    _ => 1,
+                }
+            }
+        }
+    };
+    let declared = if declared.is_empty() {
+        shards
     } else {
         let items = declared.iter().map(|(k, n, since)| {
             let since = proc_macro2::Literal::u32_unsuffixed(*since);
@@ -175,6 +196,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             fn declared() -> &'static [(#p::Derived, &'static str, u32)] {
                 &[#(#items),*]
             }
+            #shards
         }
     };
 
@@ -285,7 +307,14 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         };
         let fname = counter_fn(&c.name);
         let since = proc_macro2::Literal::u32_unsuffixed(c.since.value);
-        facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#fname(#(#args),*), #delta);)));
+        let key = quote!(#keys::#fname(#(#args),*));
+        facts.push(reads.wrap(match &c.shards {
+            Some(n) => {
+                let n = proc_macro2::Literal::u32_unsuffixed(n.value);
+                quote!(__facts.count_sharded(#since, #n, #key, #delta);)
+            }
+            None => quote!(__facts.count(#since, #key, #delta);),
+        }));
     }
 
     let key_args = template

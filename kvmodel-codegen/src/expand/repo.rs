@@ -143,11 +143,18 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         };
         let doc = format!(" {what}{group}: counter `{}`.", *c.name);
         let gate = gate(cx, super::Derived::Counter, &c.name, c.since.value);
+        let read = match &c.shards {
+            Some(n) => {
+                let n = proc_macro2::Literal::u32_unsuffixed(n.value);
+                quote!(self.engine.count_sharded(&#keys::#kfn(#(#names),*), #n).await)
+            }
+            None => quote!(self.engine.count(&#keys::#kfn(#(#names),*)).await),
+        };
         methods.push(quote! {
             #[doc = #doc]
             #vis async fn #m(&self, #(#names: #types),*) -> #k::Result<i64> {
                 #gate
-                self.engine.count(&#keys::#kfn(#(#names),*)).await
+                #read
             }
         });
     }

@@ -38,7 +38,7 @@ pub const INDEX_KEYS: &[&str] = &[
     "allow",
 ];
 /// The keys of a counter (the derive adds `name`).
-pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "since", "allow"];
+pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
 /// The keys of a migration step.
@@ -336,6 +336,20 @@ pub fn version_number(i: i64, what: &str) -> Result<u32, Mistake> {
         },
     };
     Err(Mistake::new("E106", why))
+}
+
+/// The most keys a counter may be spread over (`shards`).
+pub const MAX_SHARDS: u32 = 1024;
+
+/// A whole number `what` must hold within `lo..=hi` (E131): `shards`, `keep`.
+pub fn bounded_number(i: i64, what: &str, lo: u32, hi: u32) -> Result<u32, Mistake> {
+    match u32::try_from(i) {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(Mistake::new(
+            "E131",
+            format!("{what} is {i}; it must be a whole number from {lo} to {hi}"),
+        )),
+    }
 }
 
 /// Whether `origin` is in a schema file (YAML), rather than in Rust

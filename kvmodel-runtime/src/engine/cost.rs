@@ -39,6 +39,8 @@ pub enum Access {
     ListCollection,
     /// `count_<counter>` or `sum_<counter>`.
     ReadCounter,
+    /// `count_<counter>` or `sum_<counter>` of a counter with `shards`.
+    ReadShardedCounter,
     /// A page of `list_all`.
     ListAll,
     /// One page of `sweep_expired`.
@@ -122,6 +124,7 @@ impl Access {
                                        Redis, one read transaction on redb)"
                 .into(),
             Access::ReadCounter => "get counter".into(),
+            Access::ReadShardedCounter => "get_many of every shard, summed (MGET on Redis)".into(),
             Access::ListAll => "range over the discovery set and its records, together".into(),
             Access::SweepExpired => "range over the ledger up to now; get_many of records and \
                                      receipts; commit (per page of due entries)"

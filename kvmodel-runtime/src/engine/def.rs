@@ -32,6 +32,13 @@ pub trait EntityDef: Send + Sync {
     /// entity declares no such thing.
     fn since(&self, kind: Derived, name: &str) -> Option<u32>;
 
+    /// The keys the counter `name` is spread over (`shards: N`); 1 for a
+    /// counter of one key, or a name the entity does not declare.
+    fn counter_shards(&self, name: &str) -> u32 {
+        let _ = name;
+        1
+    }
+
     /// Reads the bytes stored at `key`: the version they are at, and the
     /// record (an older one migrated). Bytes that do not decode, of a newer
     /// version, or of another key are an error.
@@ -106,6 +113,10 @@ impl<E: Entity> EntityDef for Typed<E> {
             .map(|(_, _, since)| *since)
     }
 
+    fn counter_shards(&self, name: &str) -> u32 {
+        E::counter_shards(name)
+    }
+
     fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, E)> {
         entity::decode_at::<E>(key, bytes)
     }
@@ -166,6 +177,14 @@ impl EntityDef for ModelDef {
             .iter()
             .find(|d| d.kind == kind && d.name == name)
             .map(|d| d.since)
+    }
+
+    fn counter_shards(&self, name: &str) -> u32 {
+        self.model
+            .counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(1, |c| c.shards)
     }
 
     fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, Record)> {

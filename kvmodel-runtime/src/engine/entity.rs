@@ -108,6 +108,13 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         &[]
     }
 
+    /// The keys the counter `name` is spread over (`shards: N`); 1 for a
+    /// counter of one key. Generated code lists the sharded ones.
+    fn counter_shards(name: &str) -> u32 {
+        let _ = name;
+        1
+    }
+
     /// The entity's derived key space: its discovery set, ledger, receipts
     /// and state are spelled there.
     fn space() -> Space<'static> {
@@ -177,6 +184,10 @@ pub struct CounterFact {
     pub delta: i128,
     /// The record version that introduced the counter.
     pub since: u32,
+    /// The keys the counter is spread over (`shards: N`; 1 for one key):
+    /// a write adds to one of them, a read sums them all
+    /// ([`shard_key`](crate::codec::key::shard_key)).
+    pub shards: u32,
 }
 
 /// The derived entries of one record image.
@@ -207,7 +218,18 @@ impl Facts {
 
     /// Records a counter contribution.
     pub fn count(&mut self, since: u32, key: String, delta: i128) {
-        self.counters.push(CounterFact { key, delta, since });
+        self.count_sharded(since, 1, key, delta);
+    }
+
+    /// Records a contribution to a counter spread over `shards` keys
+    /// (`key` is its shard 0).
+    pub fn count_sharded(&mut self, since: u32, shards: u32, key: String, delta: i128) {
+        self.counters.push(CounterFact {
+            key,
+            delta,
+            since,
+            shards: shards.max(1),
+        });
     }
 
     /// Drops what a record stored at `version` never had.

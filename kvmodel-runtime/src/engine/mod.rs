@@ -17,6 +17,7 @@ pub mod migrate;
 pub mod orphans;
 pub mod page;
 pub mod repo;
+pub mod shards;
 pub mod skipped;
 pub mod state;
 #[cfg(feature = "tracing")]

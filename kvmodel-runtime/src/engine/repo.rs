@@ -12,6 +12,7 @@ use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt_in, stored_from};
 use crate::engine::page::{ListRequest, Page, PageRequest};
+use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -173,7 +174,8 @@ pub(crate) fn transition_in(
             b.add(&m.collection, m.sort.clone(), owner_bytes.to_vec());
         }
     }
-    let mut net: BTreeMap<&str, i128> = BTreeMap::new();
+    // Counter key → (net amount, the keys it is spread over).
+    let mut net: BTreeMap<&str, (i128, u32)> = BTreeMap::new();
     for (facts, sign) in [(from, -1), (to, 1)] {
         for c in &facts.counters {
             if i64::try_from(c.delta).is_err() {
@@ -194,11 +196,15 @@ pub(crate) fn transition_in(
                     ),
                 });
             }
-            *net.entry(&c.key).or_default() += sign * c.delta;
+            let entry = net.entry(&c.key).or_insert((0, 1));
+            entry.0 += sign * c.delta;
+            entry.1 = entry.1.max(c.shards);
         }
     }
-    for (key, delta) in net {
-        b.incr_wide(key, delta);
+    for (key, (delta, shards)) in net {
+        if delta != 0 {
+            b.incr_wide(shards::pick(key, shards), delta);
+        }
     }
     if new.is_some() {
         b.add(discovery, Vec::new(), owner_bytes.to_vec());

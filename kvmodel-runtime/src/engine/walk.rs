@@ -25,6 +25,7 @@ use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move
 pub use crate::engine::maintenance::Drift;
 use crate::engine::maintenance::{CounterDrift, is_member};
 use crate::engine::repo::{ReceiptMove, transition_in};
+use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
@@ -433,29 +434,48 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             .map(|(k, v)| (k.clone(), *v))
             .collect();
         let keys: Vec<String> = batch.iter().map(|(k, _)| k.clone()).collect();
-        let values = self.store.get_many(&keys).await?;
-        for ((key, want), bytes) in batch.iter().zip(values) {
-            let actual = match bytes.map(|b| read_counter(key, &b)).transpose() {
-                Ok(v) => v.unwrap_or(0),
-                Err(e @ Error::NotACounter { .. }) => {
-                    state.drift.undecodable.push(Skipped::new(key.clone(), e));
-                    continue;
+        // Every shard of every counter of the page, in one read: a sharded
+        // counter is its shards together.
+        let shard_keys: Vec<Vec<String>> = keys
+            .iter()
+            .map(|k| shards::keys(k, shards::shards_of(self.def, k)))
+            .collect();
+        let flat: Vec<String> = shard_keys.iter().flatten().cloned().collect();
+        let mut values = self.store.get_many(&flat).await?.into_iter();
+        'counter: for ((key, want), shard_keys) in batch.iter().zip(&shard_keys) {
+            // The shards that hold a value, and their sum.
+            let mut held = Vec::new();
+            let mut bad = None;
+            for (shard, bytes) in shard_keys.iter().zip(values.by_ref()) {
+                let Some(bytes) = bytes else { continue };
+                match read_counter(shard, &bytes) {
+                    Ok(v) => held.push((shard.clone(), v)),
+                    Err(e @ Error::NotACounter { .. }) => bad = bad.or(Some((shard.clone(), e))),
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            };
-            if *want == i128::from(actual) {
+            }
+            if let Some((shard, e)) = bad {
+                state.drift.undecodable.push(Skipped::new(shard, e));
+                continue 'counter;
+            }
+            let total = shards::total(&held);
+            if *want == total {
                 continue;
             }
             // A sum no counter can hold is reported, not repaired.
             if state.repair && i64::try_from(*want).is_ok() {
                 let mut b = Batch::new();
                 if *want == 0 {
-                    b.equals(key, actual.to_string().into_bytes()).delete(key);
+                    for (shard, v) in &held {
+                        b.equals(shard, v.to_string().into_bytes()).delete(shard);
+                    }
                 } else {
-                    b.incr_wide(key, want - i128::from(actual));
+                    b.incr_wide(key, want - total);
                 }
                 let _ = commit(self.store, b).await?;
             }
+            let actual =
+                i64::try_from(total).unwrap_or(if total < 0 { i64::MIN } else { i64::MAX });
             state.drift.counters.push(CounterDrift {
                 key: key.clone(),
                 expected: *want,

@@ -395,7 +395,7 @@ impl EntityModel {
                 None => 1,
             };
             let key = self.counter_key(&c.name, &values[..c.group_by.len()])?;
-            facts.count(c.since, key, delta);
+            facts.count_sharded(c.since, c.shards, key, delta);
         }
         Ok(facts)
     }

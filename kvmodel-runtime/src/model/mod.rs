@@ -211,6 +211,8 @@ pub struct CounterModel {
     pub group_by: Vec<FieldExpr>,
     /// The summed integer field; `None` counts records.
     pub sum: Option<String>,
+    /// The keys it is spread over (`shards: N`); 1 for one key.
+    pub shards: u32,
     /// The record version that introduced it.
     pub since: u32,
 }

@@ -1,8 +1,10 @@
 //! The modelling patterns beyond one-to-many listings and plain counters,
 //! each on the in-memory, embedded and Redis stores.
 
+mod shards;
 mod size;
 
+use shards::*;
 use size::*;
 
 kvmodel_runtime::on_every_backend!(
@@ -10,4 +12,8 @@ kvmodel_runtime::on_every_backend!(
     a_record_over_the_limit_writes_nothing,
     an_update_over_the_limit_leaves_the_stored_record,
     a_bulk_create_with_one_large_record_writes_nothing,
+    a_hot_sharded_counter_is_exact_under_concurrent_creates,
+    a_sharded_read_is_one_store_call,
+    verify_and_reconcile_treat_the_shards_as_one_counter,
+    a_counter_that_becomes_sharded_keeps_its_count,
 );

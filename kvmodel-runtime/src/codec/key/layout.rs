@@ -199,13 +199,56 @@ impl<'a> Space<'a> {
     /// "by_email")` for a claim of `by_email`); `None` for another key.
     /// Keys without a name (the discovery set, the ledger, the state) have
     /// an empty name.
+    /// A shard of a sharded counter ([`shard_key`]) classifies as its
+    /// counter.
     pub fn classify<'k>(&self, key: &'k str) -> Option<(Derived, &'k str)> {
+        let key = shard_of(key).0;
         let rest = key.strip_prefix(self.namespace)?.strip_prefix(':')?;
         let rest = rest.strip_prefix(self.key_space)?.strip_prefix('#')?;
         let (kind, tail) = rest.split_once(':').unwrap_or((rest, ""));
         let kind = Derived::ALL.into_iter().find(|k| k.as_str() == kind)?;
         let name = tail.split(':').next().unwrap_or(tail);
         Some((kind, name))
+    }
+}
+
+/// The key of shard `shard` of the counter at `counter_key` (`shards: N`):
+/// shard 0 is the counter key itself, so a counter that becomes sharded
+/// keeps its count; shard `i > 0` appends `#i`. A `#` never appears in a
+/// component or a literal, and once in every derived key, so a second one
+/// marks a shard ([`shard_of`] reads it back).
+///
+/// ```
+/// use kvmodel_runtime::codec::key::{shard_key, shard_of};
+/// assert_eq!(shard_key("shop:like#count:per_post:7", 0), "shop:like#count:per_post:7");
+/// assert_eq!(shard_key("shop:like#count:per_post:7", 3), "shop:like#count:per_post:7#3");
+/// assert_eq!(shard_of("shop:like#count:per_post:7#3"), ("shop:like#count:per_post:7", 3));
+/// assert_eq!(shard_of("shop:like#count:per_post:7"), ("shop:like#count:per_post:7", 0));
+/// ```
+pub fn shard_key(counter_key: &str, shard: u32) -> String {
+    if shard == 0 {
+        counter_key.to_owned()
+    } else {
+        format!("{counter_key}#{shard}")
+    }
+}
+
+/// The counter key and shard number of a derived counter key: the inverse
+/// of [`shard_key`] (`(key, 0)` for a key that is no shard).
+pub fn shard_of(key: &str) -> (&str, u32) {
+    match key.rsplit_once('#') {
+        Some((base, n))
+            if base.contains('#')
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && !n.starts_with('0') =>
+        {
+            match n.parse() {
+                Ok(i) => (base, i),
+                Err(_) => (key, 0),
+            }
+        }
+        _ => (key, 0),
     }
 }
 

@@ -28,7 +28,9 @@ use std::fmt::Write as _;
 mod layout;
 mod sort;
 
-pub use layout::{Derived, KeyBuilder, KeyMatch, Segments, Space, derived_parts};
+pub use layout::{
+    Derived, KeyBuilder, KeyMatch, Segments, Space, derived_parts, shard_key, shard_of,
+};
 pub use sort::{SortPart, SortReader, read_terminated, sort_key, write_terminated};
 
 use crate::error::{Error, Result};

@@ -24,6 +24,7 @@ use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
 use crate::engine::expiry::{Receipt, StoredReceipt, due};
 use crate::engine::maintenance::is_member;
+use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::Result;
 use crate::store::batch::Batch;
@@ -104,9 +105,11 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             match kind {
                 Kind::Claim => claims.push(key),
                 Kind::Collection => self.walk_collection(state, &key).await?,
-                // Counters no record contributes to must be 0.
+                // Counters no record contributes to must be 0 (the shards
+                // of a sharded counter count as that counter).
                 Kind::Counter => {
-                    state.expected.entry(key).or_insert(0);
+                    let counter = shards::counter_of(self.def, key);
+                    state.expected.entry(counter).or_insert(0);
                 }
                 Kind::Ledger => self.walk_ledger(state).await?,
                 Kind::Receipt => receipts.push(key),
