@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "bench", key = "plain:{post_id}:{user_id}")]
-#[kv(counter(name = "per_post", group_by(post_id)))]
+#[kv(counter(name = per_post, group_by(post_id)))]
 struct PlainLike {
     post_id: String,
     user_id: String,
@@ -20,7 +20,7 @@ struct PlainLike {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "bench", key = "sharded:{post_id}:{user_id}")]
-#[kv(counter(name = "per_post", group_by(post_id), shards = 16))]
+#[kv(counter(name = per_post, group_by(post_id), shards = 16))]
 struct ShardedLike {
     post_id: String,
     user_id: String,

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "shard", key = "like:{post_id}:{user_id}")]
-#[kv(counter(name = "per_post", group_by(post_id), shards = 16))]
-#[kv(counter(name = "total", shards = 4))]
-#[kv(counter(name = "weight", sum = weight, group_by(post_id), shards = 8))]
+#[kv(counter(name = per_post, group_by(post_id), shards = 16))]
+#[kv(counter(name = total, shards = 4))]
+#[kv(counter(name = weight, sum = weight, group_by(post_id), shards = 8))]
 pub struct Like {
     pub post_id: String,
     pub user_id: String,
@@ -23,7 +23,7 @@ pub struct Like {
 /// declared: the same key space, so both types read one store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "shard", key = "like:{post_id}:{user_id}")]
-#[kv(counter(name = "per_post", group_by(post_id)))]
+#[kv(counter(name = per_post, group_by(post_id)))]
 pub struct PlainLike {
     pub post_id: String,
     pub user_id: String,
