@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kvmodel::{Date, Timestamp, Uuid};
-use kvmodel_examples::{activity, sessions, shop};
+use kvmodel_examples::{activity, sessions, shop, social};
 use kvmodel_runtime::__private::Encoding;
 use kvmodel_runtime::codec::record;
 use kvmodel_runtime::engine::entity::{self, Entity, Facts};
@@ -70,6 +70,9 @@ fn every_entity_is_compared() {
         "Event",
         "Item",
         "Owner",
+        "Author",
+        "Post",
+        "Like",
     ];
     let mut files: Vec<_> = std::fs::read_dir(root().join("../schemas"))
         .unwrap()
@@ -411,6 +414,30 @@ fn owner() -> impl Strategy<Value = every::Owner> {
     (text(), timestamp()).prop_map(|(code, since)| every::Owner { code, since })
 }
 
+fn author() -> impl Strategy<Value = social::Author> {
+    (text(), text()).prop_map(|(id, name)| social::Author { id, name })
+}
+
+fn post() -> impl Strategy<Value = social::Post> {
+    (text(), text(), text(), text(), timestamp()).prop_map(
+        |(id, author_id, title, body, created_at)| social::Post {
+            id,
+            author_id,
+            title,
+            body,
+            created_at,
+        },
+    )
+}
+
+fn like() -> impl Strategy<Value = social::Like> {
+    (text(), text(), timestamp()).prop_map(|(post_id, user_id, at)| social::Like {
+        post_id,
+        user_id,
+        at,
+    })
+}
+
 macro_rules! compare {
     ($($test:ident: $schema:expr, $entity:literal, $strategy:expr, $ty:ty;)*) => {$(
         proptest! {
@@ -439,6 +466,9 @@ compare! {
     activity_event: schema("activity"), "Event", event(), activity::Event;
     every_item: every_model(), "Item", item(), every::Item;
     every_owner: every_model(), "Owner", owner(), every::Owner;
+    social_author: schema("social"), "Author", author(), social::Author;
+    social_post: schema("social"), "Post", post(), social::Post;
+    social_like: schema("social"), "Like", like(), social::Like;
 }
 
 /// Old records as old code wrote them: a version 1 user (before `status`

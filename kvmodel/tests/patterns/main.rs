@@ -16,4 +16,5 @@ kvmodel_runtime::on_every_backend!(
     a_sharded_read_is_one_store_call,
     verify_and_reconcile_treat_the_shards_as_one_counter,
     a_counter_that_becomes_sharded_keeps_its_count,
+    the_model_walk_treats_the_shards_as_one_counter,
 );

@@ -171,3 +171,65 @@ pub async fn a_counter_that_becomes_sharded_keeps_its_count<H: Harness>(h: &H) {
     }
     assert_eq!(sharded.count_per_post("p").await.unwrap(), 40);
 }
+
+/// `Like` as the `kvmodel` command reads it: through the run-time model.
+fn like_model() -> kvmodel_runtime::engine::def::ModelDef {
+    use kvmodel_runtime::model::{
+        CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
+    };
+    let mut m = EntityModel::new(
+        "Like",
+        "shard",
+        vec![
+            Segment::lit("like"),
+            Segment::field("post_id"),
+            Segment::field("user_id"),
+        ],
+    )
+    .with_field(FieldModel::new("post_id", TypeModel::String))
+    .with_field(FieldModel::new("user_id", TypeModel::String))
+    .with_field(FieldModel::new("weight", TypeModel::I64));
+    let counter = |name: &str, group: bool, sum: bool, shards: u32| CounterModel {
+        name: name.into(),
+        group_by: if group {
+            vec![FieldExpr::Field("post_id".into())]
+        } else {
+            Vec::new()
+        },
+        sum: sum.then(|| "weight".into()),
+        shards,
+        since: 1,
+    };
+    m.counters = vec![
+        counter("per_post", true, false, 16),
+        counter("total", false, false, 4),
+        counter("weight", true, true, 8),
+    ];
+    kvmodel_runtime::engine::def::ModelDef::new(m)
+}
+
+pub async fn the_model_walk_treats_the_shards_as_one_counter<H: Harness>(h: &H) {
+    use kvmodel_runtime::engine::walk::Walker;
+    let store = h.store();
+    let repo = LikeRepo::new(store.clone());
+    for u in 0..30 {
+        repo.create(&like("p", &format!("u{u}"))).await.unwrap();
+    }
+    let def = like_model();
+    let walker = Walker::new(&def, &store);
+    assert!(walker.run(false, 7).await.unwrap().is_clean());
+    let counter = LikeKeys::counter_total();
+    let mut b = Batch::new();
+    b.incr(shard_key(&counter, 3), -2);
+    let _ = store.commit(b).await.unwrap();
+    let drift = walker.run(false, 7).await.unwrap();
+    let found: Vec<_> = drift
+        .counters
+        .iter()
+        .map(|c| (c.key.clone(), c.expected, c.actual))
+        .collect();
+    assert_eq!(found, vec![(counter, 30, 28)]);
+    assert_eq!(walker.run(true, 7).await.unwrap().counters.len(), 1);
+    assert!(walker.run(false, 7).await.unwrap().is_clean());
+    assert_eq!(repo.count_total().await.unwrap(), 30);
+}
