@@ -33,4 +33,6 @@ pub use store::{
 };
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
+#[cfg(feature = "redis-cluster")]
+pub use store::{RedisClusterStore, RedisClusterStoreBuilder};
 pub use uuid::Uuid;

@@ -90,4 +90,10 @@ impl<S: Store> Store for CountingStore<S> {
     ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
         self.call().range_values(key, req).await
     }
+    async fn recover(&self) -> Result<u64> {
+        self.call().recover().await
+    }
+    async fn unfinished_writes(&self) -> Result<Vec<String>> {
+        self.call().unfinished_writes().await
+    }
 }

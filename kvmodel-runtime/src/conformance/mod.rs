@@ -11,6 +11,8 @@
 //! The cases (in `cases`) panic on failure, as tests do.
 
 mod cases;
+#[cfg(feature = "redis-cluster")]
+mod cluster;
 mod counters;
 mod counting;
 mod follow;
@@ -18,6 +20,8 @@ mod maintenance;
 mod sizes;
 
 pub use cases::*;
+#[cfg(feature = "redis-cluster")]
+pub use cluster::{ClusterHarness, RedisCluster};
 pub use counters::*;
 pub use counting::CountingStore;
 pub use follow::*;
@@ -174,16 +178,47 @@ macro_rules! __conformance_each {
 
 /// Runs async test cases `async fn case<H: Harness>(h: &H)` on every
 /// backend: one `#[tokio::test]` per case in each of the modules `memory`,
-/// `redb` and `redis`, each with a fresh harness. The cases are named as they
-/// are in scope where the macro is invoked.
+/// `redb` and `redis` (and `cluster`, a Redis Cluster, when the runtime's
+/// feature `redis-cluster` is on), each with a fresh harness. The cases are
+/// named as they are in scope where the macro is invoked.
 ///
 /// ```text
 /// kvmodel_runtime::on_every_backend!(create_writes_every_entry, delete_removes_everything);
 /// ```
-#[cfg(all(feature = "redb", feature = "redis"))]
+#[cfg(all(feature = "redb", feature = "redis", not(feature = "redis-cluster")))]
 #[macro_export]
 macro_rules! on_every_backend {
     ($($case:ident),* $(,)?) => {
+        $crate::__on_single_backends!($($case),*);
+    };
+}
+
+/// Runs async test cases `async fn case<H: Harness>(h: &H)` on every
+/// backend: one `#[tokio::test]` per case in each of the modules `memory`,
+/// `redb`, `redis` and `cluster` (a Redis Cluster, see
+/// [`ClusterHarness`](crate::conformance::ClusterHarness)), each with a
+/// fresh harness. The cases are named as they are in scope where the macro
+/// is invoked.
+///
+/// ```text
+/// kvmodel_runtime::on_every_backend!(create_writes_every_entry, delete_removes_everything);
+/// ```
+#[cfg(all(feature = "redb", feature = "redis", feature = "redis-cluster"))]
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($case:ident),* $(,)?) => {
+        $crate::__on_single_backends!($($case),*);
+        mod cluster {
+            $crate::__on_backend!($crate::conformance::ClusterHarness::start().await; $($case),*);
+        }
+    };
+}
+
+#[doc(hidden)]
+#[cfg(all(feature = "redb", feature = "redis"))]
+#[macro_export]
+macro_rules! __on_single_backends {
+    ($($case:ident),*) => {
         mod memory {
             $crate::__on_backend!($crate::conformance::MemoryHarness::new(); $($case),*);
         }

@@ -419,14 +419,49 @@ pub(crate) async fn sweep_in<S: Store>(store: &S, space: Space<'_>, limit: usize
     Ok(out)
 }
 
-/// Sweeps one page of due ledger entries: one commit for the page, or one
-/// per entry when a condition of the page failed.
+/// Sweeps one page of due ledger entries: one commit for the page, or,
+/// when a condition of the page failed (another sweeper or a write got
+/// there first), the entries still in the ledger one commit each, read
+/// again.
 async fn sweep_entries<S: Store>(
     store: &S,
     space: Space<'_>,
     entries: &[Member],
     out: &mut Sweep,
 ) -> Result<()> {
+    let reported = out.skipped.len();
+    if sweep_plans(store, space, entries, out, true).await? {
+        return Ok(());
+    }
+    // The entries are read again below: report what they hold once.
+    out.skipped.truncate(reported);
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Ok(());
+    };
+    let req = RangeRequest {
+        lower: Bound::Included(first.sort.clone()),
+        upper: Bound::Included(last.sort.clone()),
+        ..RangeRequest::all(entries.len().saturating_mul(2).max(1))
+    };
+    let now = store.range(&space.ledger_key(), req).await?;
+    let left: Vec<Member> = entries
+        .iter()
+        .filter(|e| now.members.contains(e))
+        .cloned()
+        .collect();
+    sweep_plans(store, space, &left, out, false).await?;
+    Ok(())
+}
+
+/// Sweeps `entries`, merged into one commit or (`merge` false) one commit
+/// each; whether the merged commit went through.
+async fn sweep_plans<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    entries: &[Member],
+    out: &mut Sweep,
+    merge: bool,
+) -> Result<bool> {
     let ledger = space.ledger_key();
     let keys: Vec<String> = entries
         .iter()
@@ -473,23 +508,25 @@ async fn sweep_entries<S: Store>(
         }
     }
     if plans.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
-    let mut all = Batch::new();
-    for (b, _) in &plans {
-        for c in b.conditions() {
-            all.condition(c.clone());
+    if merge {
+        let mut all = Batch::new();
+        for (b, _) in &plans {
+            for c in b.conditions() {
+                all.condition(c.clone());
+            }
+            for op in b.ops() {
+                all.op(op.clone());
+            }
         }
-        for op in b.ops() {
-            all.op(op.clone());
+        if let Ok(Outcome::Applied) = crate::engine::walk::commit(store, all).await {
+            out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
+            return Ok(true);
         }
+        // Something changed meanwhile (or one entry cannot be applied).
+        return Ok(false);
     }
-    if let Ok(Outcome::Applied) = crate::engine::walk::commit(store, all).await {
-        out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
-        return Ok(());
-    }
-    // Something changed meanwhile (or one entry cannot be applied): each
-    // on its own, so the others go through.
     for (b, expires) in plans {
         match crate::engine::walk::commit(store, b).await {
             Ok(Outcome::Applied) if expires => out.expired += 1,
@@ -501,7 +538,7 @@ async fn sweep_entries<S: Store>(
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The key an invalid batch names.

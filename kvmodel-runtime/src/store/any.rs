@@ -19,6 +19,7 @@ use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via};
 /// | `memory:` | a fresh [`MemoryStore`] |
 /// | `redb:PATH` | [`RedbStore::open(PATH)`](crate::RedbStore::open) (feature `redb`) |
 /// | `redis://HOST:PORT[/DB]`, `rediss://…`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
+/// | `redis+cluster://HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://HOST:PORT` seed per node named (feature `redis-cluster`) |
 ///
 /// A store built by hand (a Redis store with its own timeouts, a memory store
 /// on a manual clock) converts with `AnyStore::from(store)`.
@@ -46,10 +47,14 @@ pub enum AnyStore {
     /// A Redis server.
     #[cfg(feature = "redis")]
     Redis(crate::RedisStore),
+    /// A Redis Cluster.
+    #[cfg(feature = "redis-cluster")]
+    Cluster(crate::RedisClusterStore),
 }
 
 /// The URL forms [`AnyStore::open`] reads, for messages.
-const FORMS: &str = "`memory:`, `redb:PATH` or `redis://HOST:PORT`";
+const FORMS: &str =
+    "`memory:`, `redb:PATH`, `redis://HOST:PORT` or `redis+cluster://HOST:PORT,HOST:PORT`";
 
 impl AnyStore {
     /// Opens the store `url` names (see [`AnyStore`]). A URL of no known
@@ -74,12 +79,7 @@ impl AnyStore {
             }
             "redb" => open_redb(url, rest),
             "redis" | "rediss" | "redis+unix" | "unix" => open_redis(url).await,
-            "redis+cluster" | "rediss+cluster" => Err(Error::InvalidUrl {
-                url: url.to_owned(),
-                reason: "Redis Cluster is not supported yet; connect to a single server with \
-                         `redis://HOST:PORT`"
-                    .to_owned(),
-            }),
+            "redis+cluster" => open_cluster(url, rest).await,
             _ => Err(Error::InvalidUrl {
                 url: url.to_owned(),
                 reason: format!("`{scheme}:` is not a known store; write {FORMS}"),
@@ -114,8 +114,47 @@ async fn open_redis(url: &str) -> Result<AnyStore> {
     Err(feature_off(url, "redis", "RedisStore"))
 }
 
+/// The seeds of a `redis+cluster://HOST:PORT,HOST:PORT` URL, as
+/// `redis://HOST:PORT` URLs.
+fn cluster_seeds(url: &str, rest: &str) -> Result<Vec<String>> {
+    let hosts = rest.strip_prefix("//").unwrap_or(rest);
+    let seeds: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("redis://{h}"))
+        .collect();
+    if seeds.is_empty() || hosts.contains(['/', '?', '@']) {
+        return Err(Error::InvalidUrl {
+            url: url.to_owned(),
+            reason: "write the cluster's nodes as `redis+cluster://HOST:PORT,HOST:PORT`, at \
+                     least one, with nothing after them"
+                .to_owned(),
+        });
+    }
+    Ok(seeds)
+}
+
+#[cfg(feature = "redis-cluster")]
+async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
+    let seeds = cluster_seeds(url, rest)?;
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    crate::RedisClusterStore::connect(&seeds)
+        .await
+        .map(AnyStore::Cluster)
+}
+
+#[cfg(not(feature = "redis-cluster"))]
+async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
+    cluster_seeds(url, rest)?;
+    Err(feature_off(url, "redis-cluster", "RedisClusterStore"))
+}
+
 /// The error for a URL whose backend was compiled out.
-#[cfg_attr(all(feature = "redb", feature = "redis"), allow(dead_code))]
+#[cfg_attr(
+    all(feature = "redb", feature = "redis", feature = "redis-cluster"),
+    allow(dead_code)
+)]
 fn feature_off(url: &str, feature: &str, store: &str) -> Error {
     Error::InvalidUrl {
         url: url.to_owned(),
@@ -146,6 +185,13 @@ impl From<crate::RedisStore> for AnyStore {
     }
 }
 
+#[cfg(feature = "redis-cluster")]
+impl From<crate::RedisClusterStore> for AnyStore {
+    fn from(store: crate::RedisClusterStore) -> Self {
+        AnyStore::Cluster(store)
+    }
+}
+
 /// `$body` with `$s` bound to the store inside `$any`.
 macro_rules! each {
     ($any:expr, $s:ident => $body:expr) => {
@@ -155,6 +201,8 @@ macro_rules! each {
             AnyStore::Redb($s) => $body,
             #[cfg(feature = "redis")]
             AnyStore::Redis($s) => $body,
+            #[cfg(feature = "redis-cluster")]
+            AnyStore::Cluster($s) => $body,
         }
     };
 }
@@ -218,6 +266,14 @@ impl Store for AnyStore {
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
         each!(self, s => s.scan(prefix, cursor, count).await)
+    }
+
+    async fn recover(&self) -> Result<u64> {
+        each!(self, s => s.recover().await)
+    }
+
+    async fn unfinished_writes(&self) -> Result<Vec<String>> {
+        each!(self, s => s.unfinished_writes().await)
     }
 }
 

@@ -23,6 +23,8 @@ mod redb;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_link;
+#[cfg(feature = "redis-cluster")]
+mod cluster;
 
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
@@ -34,6 +36,11 @@ pub use memory::MemoryStore;
 pub use redb::RedbStore;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
+#[cfg(feature = "redis-cluster")]
+pub use cluster::{
+    CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
+    RedisClusterStoreBuilder,
+};
 #[cfg(feature = "redis")]
 pub use redis_link::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStoreBuilder};
 
@@ -316,6 +323,21 @@ pub trait Store: Clone + Send + Sync + 'static {
                 .collect();
             Ok((range, values))
         }
+    }
+
+    /// Maintenance: finishes or undoes the writes a crash left half done
+    /// and whose lease has passed, and returns how many. Only a store whose
+    /// commit is not one atomic step has any (Redis Cluster, across hash
+    /// slots); the default has none. `reconcile` calls it first.
+    fn recover(&self) -> impl Future<Output = Result<u64>> + Send {
+        async { Ok(0) }
+    }
+
+    /// Maintenance: the writes a crash left half done and whose lease has
+    /// passed, one line each, for `verify` to report; [`recover`](Store::recover)
+    /// finishes or undoes them. The default has none.
+    fn unfinished_writes(&self) -> impl Future<Output = Result<Vec<String>>> + Send {
+        async { Ok(Vec::new()) }
     }
 
     /// The counter at `key` (absent counts as 0).

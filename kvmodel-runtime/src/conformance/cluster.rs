@@ -1,0 +1,297 @@
+//! A Redis Cluster for tests: three masters, each a `redis-server` this
+//! process starts on free loopback ports, and a harness per test that
+//! isolates its keys under a prefix of its own.
+//!
+//! Starting a cluster takes a few seconds (the nodes must agree), so a
+//! test binary starts one ([`RedisCluster::shared`]) and every test uses
+//! it through its own [`ClusterHarness`]. Each server runs under a small
+//! `sh` watchdog that stops it when this process is gone, so a cluster
+//! held in a static is never left running; a cluster started with
+//! [`RedisCluster::start`] is stopped (by PID) when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::Harness;
+use crate::store::RedisClusterStore;
+
+/// The watchdog each server runs under: it starts `redis-server` with the
+/// arguments given, prints its PID, and stops it (then removes its data
+/// directory) when the test process (`$1`) is gone or on `SIGTERM`.
+const WATCHDOG: &str = r#"
+parent="$1"; dir="$2"; shift 2
+redis-server "$@" >/dev/null 2>&1 &
+child=$!
+echo "$child"
+trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; rm -rf "$dir"; rmdir "${dir%/*}" 2>/dev/null; exit 0' TERM
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 1 & wait $!
+done
+kill "$child" 2>/dev/null
+wait "$child" 2>/dev/null
+rm -rf "$dir"
+rmdir "${dir%/*}" 2>/dev/null
+"#;
+
+/// One master: its watchdog, the server's PID and its port.
+#[derive(Debug)]
+struct Node {
+    watchdog: Child,
+    pid: u32,
+    port: u16,
+}
+
+/// A three-master Redis Cluster of `redis-server` processes started for
+/// tests, on loopback ports whose cluster-bus ports (port + 10000) are free
+/// too. Never touches a server it did not start.
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<Node>,
+    dir: PathBuf,
+}
+
+fn free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A port in 15000–22767 that is free, with its bus port (+10000, below
+/// the usual ephemeral range) free too.
+fn free_pair() -> u16 {
+    loop {
+        let port = fastrand::u16(15_000..22_768);
+        if free(port) && free(port + 10_000) {
+            return port;
+        }
+    }
+}
+
+fn command(port: u16, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    let mut conn = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut conn)
+}
+
+fn info(port: u16) -> String {
+    match command(port, &["CLUSTER", "INFO"]) {
+        Ok(redis::Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(redis::Value::VerbatimString { text, .. }) => text,
+        _ => String::new(),
+    }
+}
+
+impl Node {
+    /// A server on a free port pair in `dir`, or `None` if it does not
+    /// come up (the port was taken meanwhile).
+    fn spawn(dir: &std::path::Path, index: usize) -> Option<Node> {
+        let port = free_pair();
+        let data = dir.join(format!("node{index}"));
+        std::fs::create_dir_all(&data).ok()?;
+        let mut watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("sh")
+            .arg(std::process::id().to_string())
+            .arg(&data)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start `sh` to run `redis-server` (install it, e.g. `apt-get install redis-server`)");
+        let mut line = String::new();
+        let pid = watchdog.stdout.take().and_then(|out| {
+            BufReader::new(out).read_line(&mut line).ok()?;
+            line.trim().parse::<u32>().ok()
+        });
+        let Some(pid) = pid else {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+            return None;
+        };
+        let node = Node {
+            watchdog,
+            pid,
+            port,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if super::serves(port, pid) {
+                return Some(node);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(node);
+        None
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SIGTERM to the server this node started, then its watchdog.
+        let _ = Command::new("kill")
+            .arg(self.pid.to_string())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+    }
+}
+
+impl RedisCluster {
+    /// Starts three masters, splits the slots between them, joins them
+    /// and waits until every node reports `cluster_state:ok`; panics with an
+    /// actionable message if that does not happen.
+    pub fn start() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kvmodel-cluster-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut nodes = Vec::new();
+        for index in 0..3 {
+            let node = (0..10)
+                .find_map(|_| Node::spawn(&dir, index))
+                .expect("redis-server did not start on a free loopback port");
+            nodes.push(node);
+        }
+        let cluster = RedisCluster { nodes, dir };
+        cluster.form();
+        cluster
+    }
+
+    fn form(&self) {
+        let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
+        for (node, (from, to)) in self.nodes.iter().zip(ranges) {
+            command(node.port, &["CLUSTER", "ADDSLOTSRANGE", from, to])
+                .expect("assign hash slots to a test cluster node");
+        }
+        let first = self.nodes[0].port;
+        for node in &self.nodes[1..] {
+            command(first, &["CLUSTER", "MEET", "127.0.0.1", &node.port.to_string()])
+                .expect("join the test cluster's nodes");
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let ready = self.nodes.iter().all(|n| {
+                let text = info(n.port);
+                text.contains("cluster_state:ok") && text.contains("cluster_known_nodes:3")
+            });
+            if ready {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the test Redis Cluster did not reach cluster_state:ok within 30 s");
+    }
+
+    /// The cluster every test of this process shares, started on first use.
+    pub fn shared() -> &'static RedisCluster {
+        static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+        SHARED.get_or_init(RedisCluster::start)
+    }
+
+    /// A `redis://127.0.0.1:PORT` seed URL per master.
+    pub fn seeds(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}", n.port))
+            .collect()
+    }
+
+    /// The masters' ports.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|n| n.port).collect()
+    }
+
+    /// A store on this cluster under a fresh key prefix, with `lease`.
+    pub async fn store(&self, lease: Duration) -> RedisClusterStore {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let prefix = format!("t{}/", NEXT.fetch_add(1, Ordering::Relaxed));
+        let seeds = self.seeds();
+        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+        RedisClusterStore::builder(&seeds)
+            .key_prefix(&prefix)
+            .lease(lease)
+            .connect()
+            .await
+            .expect("connect to the test cluster")
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A [`RedisClusterStore`] on the shared test cluster, under a key prefix
+/// of its own; time passes for real.
+///
+/// [`start`](ClusterHarness::start) puts the keys the suite names
+/// ([`Harness::key`]) in one hash slot, so its batches commit as one
+/// script; [`spread`](ClusterHarness::spread) leaves them to hash where
+/// they fall, so its batches cross slots and run the cross-slot protocol.
+#[derive(Debug)]
+pub struct ClusterHarness {
+    store: RedisClusterStore,
+    tag: Option<String>,
+}
+
+impl ClusterHarness {
+    /// The default lease of test stores: long enough for a slow machine.
+    const LEASE: Duration = Duration::from_secs(3);
+
+    async fn open(tagged: bool, lease: Duration) -> Self {
+        let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+            .await
+            .expect("start the test cluster");
+        let store = cluster.store(lease).await;
+        let tag = tagged.then(|| format!("{:08x}", fastrand::u32(..)));
+        ClusterHarness { store, tag }
+    }
+
+    /// A harness whose named keys share one slot.
+    pub async fn start() -> Self {
+        Self::open(true, Self::LEASE).await
+    }
+
+    /// A harness whose named keys spread over slots.
+    pub async fn spread() -> Self {
+        Self::open(false, Self::LEASE).await
+    }
+
+    /// A harness whose store has `lease` (for tests of crashed writes).
+    pub async fn with_lease(lease: Duration) -> Self {
+        Self::open(false, lease).await
+    }
+}
+
+impl Harness for ClusterHarness {
+    type Store = RedisClusterStore;
+    fn store(&self) -> RedisClusterStore {
+        self.store.clone()
+    }
+    async fn pass(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+    fn key(&self, name: &str) -> String {
+        match &self.tag {
+            Some(tag) => format!("{{{tag}}}{name}"),
+            None => name.to_owned(),
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! How the keys a repository names are stored on a cluster.
+//!
+//! Every key is stored under the store's prefix. Two kinds of derived key
+//! are laid out for the cluster; the repository code does not know, it
+//! names the logical key, as on every store, and `scan` gives logical keys:
+//!
+//! - The **discovery set** of an entity (`{ns}:{space}#all`): on one
+//!   server one sorted set, but on a cluster one key lives on one node, so
+//!   a big entity would put all its discovery traffic there. It is kept as
+//!   one logical collection over N keys `{ns}:{space}#all:{tag}`, whose
+//!   hash tags spread them over the slot space: a member goes to the shard
+//!   its slot picks, a range reads every shard from the same position and
+//!   merges them in entry order (so pages and cursors work as on one key),
+//!   a length sums them, a delete or an expiry reaches them all.
+//! - The **expiry receipt** of a record (`{ns}:{space}#rcpt:{rest}` for
+//!   the record `{ns}:{rest}`) is stored as `{ns}:{space}#rcpt:{tag}:{rest}`
+//!   with the hash tag of the record's slot: every write of an expiring
+//!   record conditions on its receipt, so the two share a slot, are read
+//!   together in one step and locked together.
+
+use std::ops::Bound;
+
+use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Condition, Op};
+use crate::store::cluster::RedisClusterStore;
+use crate::store::cluster::slots::{SLOTS, slot_of, tag};
+use crate::store::{Direction, RangeRequest, RangeResult, entry_bounds, page_from_entries};
+
+/// The marker that ends a discovery key (`#` + `Derived::Discovery`).
+const MARK: &str = "#all";
+
+/// The marker of a receipt key (`#` + `Derived::Receipt` + `:`).
+const RECEIPT: &str = "#rcpt:";
+
+/// Whether `key` names a discovery set: `…#all`, with no other `#` (user
+/// components escape `#`, so only the derived-key marker can be one).
+pub(crate) fn is_discovery(key: &str) -> bool {
+    key.ends_with(MARK) && key.matches('#').count() == 1
+}
+
+/// The record key a receipt key names (`{ns}:{rest}` for
+/// `{ns}:{space}#rcpt:{rest}`), with the position of `{rest}`.
+fn receipt_record(key: &str) -> Option<(String, usize)> {
+    if key.matches('#').count() != 1 {
+        return None;
+    }
+    let at = key.find(RECEIPT)? + RECEIPT.len();
+    let (ns, _) = key.split_once(':')?;
+    Some((format!("{ns}:{}", &key[at..]), at))
+}
+
+fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
+    match b {
+        Bound::Unbounded => unbounded.to_vec(),
+        Bound::Included(v) => [b"[".as_slice(), v].concat(),
+        Bound::Excluded(v) => [b"(".as_slice(), v].concat(),
+    }
+}
+
+impl RedisClusterStore {
+    /// The stored form of `key`: under the prefix, and a receipt in its
+    /// record's slot.
+    pub(crate) fn phys(&self, key: &str) -> String {
+        let prefix = &self.inner.prefix;
+        match receipt_record(key) {
+            Some((record, at)) => {
+                let slot = slot_of(&format!("{prefix}{record}"));
+                format!("{prefix}{}{{{}}}:{}", &key[..at], tag(slot), &key[at..])
+            }
+            None => format!("{prefix}{key}"),
+        }
+    }
+
+    /// The stored keys of the shards of `key` when it is a discovery set.
+    pub(crate) fn shards_of(&self, key: &str) -> Option<Vec<String>> {
+        is_discovery(key).then(|| {
+            (0..self.inner.shards)
+                .map(|i| self.shard_key(key, i))
+                .collect()
+        })
+    }
+
+    /// The stored key of shard `i` of the discovery set `key`: its hash tag
+    /// puts shard `i` of `n` at slot `i × 16384 / n`.
+    fn shard_key(&self, key: &str, i: u16) -> String {
+        let n = u32::from(self.inner.shards);
+        let slot = u32::from(i) * u32::from(SLOTS) / n;
+        let slot = u16::try_from(slot).unwrap_or(0);
+        self.phys(&format!("{key}:{{{}}}", tag(slot)))
+    }
+
+    /// The shard of the discovery set `key` that holds `member`.
+    fn shard_for(&self, key: &str, member: &[u8]) -> String {
+        let slot = slot_of(&String::from_utf8_lossy(member));
+        self.shard_key(key, slot % self.inner.shards)
+    }
+
+    /// The logical key of a stored key (prefix removed, shard folded into
+    /// its discovery set), or `None` for a key outside the prefix.
+    pub(crate) fn logical(&self, stored: &str) -> Option<String> {
+        let key = stored.strip_prefix(self.inner.prefix.as_str())?;
+        if let Some((set, shard)) = key.rsplit_once(':') {
+            if is_discovery(set) && shard.starts_with('{') && shard.ends_with('}') {
+                return Some(set.to_owned());
+            }
+        }
+        if let Some((_, at)) = receipt_record(key) {
+            if let Some(close) = key[at..].strip_prefix('{').and_then(|r| r.find("}:")) {
+                return Some(format!("{}{}", &key[..at], &key[at + close + 3..]));
+            }
+        }
+        Some(key.to_owned())
+    }
+
+    /// `batch` with stored keys: prefixed, and each discovery-set operation
+    /// sent to its shard (or, for a delete or an expiry, to every shard).
+    pub(crate) fn physical(&self, batch: Batch) -> Result<Batch> {
+        let refuse = |key: &str, what: &str| Error::InvalidBatch {
+            key: key.to_owned(),
+            reason: format!(
+                "{what} meets a discovery set, which this store keeps as a sharded sorted \
+                 collection; only add, remove, delete and expire apply to it"
+            ),
+        };
+        let (conditions, ops) = batch.into_parts();
+        let mut out = Batch::with_capacity(conditions.len(), ops.len());
+        for c in conditions {
+            if is_discovery(c.key()) {
+                return Err(refuse(c.key(), "a condition"));
+            }
+            out.condition(match c {
+                Condition::Absent(k) => Condition::Absent(self.phys(&k)),
+                Condition::Equals(k, v) => Condition::Equals(self.phys(&k), v),
+                Condition::AbsentOrEquals(k, v) => Condition::AbsentOrEquals(self.phys(&k), v),
+            });
+        }
+        for op in ops {
+            let key = op.key().to_owned();
+            if !is_discovery(&key) {
+                out.op(match op {
+                    Op::Put { value, ttl, .. } => Op::Put {
+                        key: self.phys(&key),
+                        value,
+                        ttl,
+                    },
+                    Op::Delete { .. } => Op::Delete {
+                        key: self.phys(&key),
+                    },
+                    Op::Incr { delta, .. } => Op::Incr {
+                        key: self.phys(&key),
+                        delta,
+                    },
+                    Op::Add { sort, member, .. } => Op::Add {
+                        key: self.phys(&key),
+                        sort,
+                        member,
+                    },
+                    Op::Remove { sort, member, .. } => Op::Remove {
+                        key: self.phys(&key),
+                        sort,
+                        member,
+                    },
+                    Op::Expire { ttl, .. } => Op::Expire {
+                        key: self.phys(&key),
+                        ttl,
+                    },
+                });
+                continue;
+            }
+            match op {
+                Op::Add { sort, member, .. } => {
+                    out.add(self.shard_for(&key, &member), sort, member);
+                }
+                Op::Remove { sort, member, .. } => {
+                    out.remove(self.shard_for(&key, &member), sort, member);
+                }
+                Op::Delete { .. } => {
+                    for i in 0..self.inner.shards {
+                        out.delete(self.shard_key(&key, i));
+                    }
+                }
+                Op::Expire { ttl, .. } => {
+                    for i in 0..self.inner.shards {
+                        out.expire(self.shard_key(&key, i), ttl);
+                    }
+                }
+                Op::Put { .. } => return Err(refuse(&key, "a put")),
+                Op::Incr { .. } => return Err(refuse(&key, "an increment")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit + 1` raw entries of the sorted set at the stored key
+    /// `key`, in scan order.
+    pub(crate) async fn entries(&self, key: &str, req: RangeRequest) -> Result<Vec<Vec<u8>>> {
+        let (lo, hi) = entry_bounds(&req);
+        let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
+        let mut cmd = match req.direction {
+            Direction::Ascending => {
+                let mut c = redis::cmd("ZRANGEBYLEX");
+                c.arg(key).arg(lo).arg(hi);
+                c
+            }
+            Direction::Descending => {
+                let mut c = redis::cmd("ZREVRANGEBYLEX");
+                c.arg(key).arg(hi).arg(lo);
+                c
+            }
+        };
+        cmd.arg("LIMIT").arg(0).arg(req.limit.saturating_add(1));
+        self.query(&cmd, "read a sorted collection").await
+    }
+
+    /// A page of the logical collection over `shards`: each read from the
+    /// same position, merged in entry order.
+    pub(crate) async fn merged_range(
+        &self,
+        shards: &[String],
+        req: RangeRequest,
+    ) -> Result<RangeResult> {
+        let limit = req.limit;
+        let direction = req.direction;
+        let reads = shards.iter().map(|k| self.entries(k, req.clone()));
+        let mut all: Vec<Vec<u8>> = Vec::new();
+        for page in futures_util::future::join_all(reads).await {
+            all.extend(page?);
+        }
+        all.sort();
+        if direction == Direction::Descending {
+            all.reverse();
+        }
+        all.dedup();
+        all.truncate(limit.saturating_add(1));
+        page_from_entries(all, limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receipts_name_their_record() {
+        assert_eq!(
+            receipt_record("shop:session#rcpt:session:1"),
+            Some(("shop:session:1".to_owned(), 18))
+        );
+        assert_eq!(receipt_record("shop:session#idx:rcpt:x"), None);
+        assert_eq!(receipt_record("shop:session:rcpt:x"), None);
+    }
+
+    #[test]
+    fn discovery_keys_are_recognised_by_their_marker() {
+        assert!(is_discovery("shop:user#all"));
+        assert!(!is_discovery("shop:user#idx:all"));
+        assert!(!is_discovery("shop:user:all"));
+        assert!(!is_discovery("shop:user#x#all"));
+    }
+}

@@ -1,0 +1,259 @@
+-- kvmodel on Redis Cluster: what every step of the cross-slot protocol
+-- shares. Each script is this text followed by its own body.
+--
+-- KEYS: [1] the step's own key (an intent or a token), then the n data keys
+-- of one hash slot, then their n locks. ARGV: [1] write id, [2] lease in
+-- ms, [3] and [4] step arguments, [5] n, [6] one flag per key ('L': the
+-- write locks it), then the conditions (count, then kind, key number,
+-- value, batch index each) and the operations (count, then kind, key
+-- number, a, b, early flag each), numbered from 1 like the keys.
+--
+-- Counters follow the one rule of `kvmodel_runtime::batch` (the same
+-- arithmetic as redis.lua: a conformance suite runs both): a canonical
+-- decimal i64, held in Lua as {hi, lo} = hi * 10^9 + lo.
+local BASE = 1000000000
+local MAX_HI, MAX_LO, MIN_LO = 9223372036, 854775807, -854775808
+
+local function fits(hi, lo)
+  if hi > MAX_HI or hi < -MAX_HI then return false end
+  if hi == MAX_HI then return lo <= MAX_LO end
+  if hi == -MAX_HI then return lo >= MIN_LO end
+  return true
+end
+
+local function parse_int(s)
+  if s == '0' then return {0, 0} end
+  local sign, digits = string.match(s, '^(%-?)([1-9][0-9]*)$')
+  if digits == nil or #digits > 19 then return nil end
+  local n = #digits
+  local hi = 0
+  if n > 9 then hi = tonumber(string.sub(digits, 1, n - 9)) end
+  local lo = tonumber(string.sub(digits, math.max(n - 8, 1)))
+  if sign == '-' then hi, lo = -hi, -lo end
+  if not fits(hi, lo) then return nil end
+  return {hi, lo}
+end
+
+local function add(a, b)
+  local hi, lo = a[1] + b[1], a[2] + b[2]
+  if lo >= BASE then hi, lo = hi + 1, lo - BASE
+  elseif lo <= -BASE then hi, lo = hi - 1, lo + BASE end
+  if hi > 0 and lo < 0 then hi, lo = hi - 1, lo + BASE
+  elseif hi < 0 and lo > 0 then hi, lo = hi + 1, lo - BASE end
+  if fits(hi, lo) then return {hi, lo} end
+  return nil
+end
+
+local function is_ms(s)
+  return string.match(s, '^[1-9][0-9]*$') ~= nil and #s <= 13
+end
+
+local function holds(t)
+  if t == 'zset' then return 'a sorted collection' end
+  return 'a Redis ' .. t
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local W, LEASE = ARGV[1], tonumber(ARGV[2])
+local N = tonumber(ARGV[5])
+local FLAGS = ARGV[6]
+local OWN = KEYS[1]
+
+local function key(i) return KEYS[1 + i] end
+local function lock(i) return KEYS[1 + N + i] end
+
+-- Conditions and operations, decoded.
+local conditions, ops = {}, {}
+do
+  local i = 7
+  local c = tonumber(ARGV[i]); i = i + 1
+  for _ = 1, c do
+    conditions[#conditions + 1] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), want = ARGV[i + 2], index = tonumber(ARGV[i + 3])}
+    i = i + 4
+  end
+  local m = tonumber(ARGV[i]); i = i + 1
+  for _ = 1, m do
+    ops[#ops + 1] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), a = ARGV[i + 2], b = ARGV[i + 3], early = ARGV[i + 4] == '1'}
+    i = i + 5
+  end
+end
+
+-- The value of the lock on key number i when another write holds it.
+local function foreign(i)
+  local held = redis.call('GET', lock(i))
+  if held and string.sub(held, 1, #W + 1) ~= W .. '|' then return held end
+  return nil
+end
+
+-- {-2, lock key, lock} for the first key of the slot another write holds.
+local function first_foreign()
+  for i = 1, N do
+    local held = foreign(i)
+    if held then return {-2, lock(i), held} end
+  end
+  return nil
+end
+
+-- {0, batch index} for the first condition that fails, {-1, key, reason}
+-- for one that inspects a collection, nil when all hold.
+local function check_conditions()
+  for _, c in ipairs(conditions) do
+    local k = key(c.k)
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'none' and t ~= 'string' then
+      return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
+    end
+    local cur = redis.call('GET', k)
+    if c.kind == 'a' then
+      if cur then return {0, c.index} end
+    elseif c.kind == 'e' then
+      if cur ~= c.want then return {0, c.index} end
+    elseif c.kind == 'o' then
+      if cur and cur ~= c.want then return {0, c.index} end
+    else
+      return {-1, k, 'unknown condition ' .. c.kind}
+    end
+  end
+  return nil
+end
+
+-- What decides when another write holds a key of this slot, or nil when
+-- none is held. Conditions are taken in batch order. One on a key held by
+-- a write that may change it outside its commit point (a lock naming a
+-- token: an early claim, a late put) fails at once if it requires
+-- equality ({0, batch index}: whatever the holder does, a compare-and-set
+-- against the value read before it is stale or about to be), and otherwise
+-- waits ({-2, lock key, lock}). Any other (no lock, or a record-slot lock,
+-- "…|", whose key changes only at a commit point, so holds a committed
+-- value) is checked now and fails at once if it does not hold. When every
+-- condition holds, the first held key makes the step wait. A failure here
+-- says 'held': the batch met another write.
+local function busy()
+  local first = first_foreign()
+  if not first then return nil end
+  for _, c in ipairs(conditions) do
+    local held = foreign(c.k)
+    if held and string.sub(held, -1) ~= '|' then
+      if c.kind == 'e' then return {0, c.index, 'held'} end
+      return {-2, lock(c.k), held}
+    end
+    local k = key(c.k)
+    if redis.call('TYPE', k).ok == 'string' or redis.call('EXISTS', k) == 0 then
+      local cur = redis.call('GET', k)
+      if (c.kind == 'a' and cur) or (c.kind == 'e' and cur ~= c.want)
+          or (c.kind == 'o' and cur and cur ~= c.want) then
+        return {0, c.index, 'held'}
+      end
+    end
+  end
+  return first
+end
+
+-- Validation with the rules of `kvmodel_runtime::store::check`: what each
+-- key will hold, {'none'}, {'int', {hi, lo}}, {'str'}, {'zset'} or {t}.
+local function simulator()
+  local state = {}
+  local function value_state(v)
+    local x = parse_int(v)
+    if x then return {'int', x} end
+    return {'str'}
+  end
+  local function current(k)
+    if state[k] == nil then
+      local t = redis.call('TYPE', k).ok
+      if t == 'string' then state[k] = value_state(redis.call('GET', k)) else state[k] = {t} end
+    end
+    return state[k]
+  end
+  local function is_value(s) return s[1] == 'none' or s[1] == 'int' or s[1] == 'str' end
+  -- nil when `op` fits what its key holds (and records its effect),
+  -- otherwise the reason it does not.
+  return function(op)
+    local k, kind, a, b = key(op.k), op.kind, op.a, op.b
+    if kind == 'p' then
+      if b ~= '' and not is_ms(b) then
+        return 'the time to live ' .. b .. ' is not a whole number of milliseconds'
+      end
+      local s = current(k)
+      if not is_value(s) then
+        if s[1] == 'zset' then return 'a put meets a sorted collection; delete it first' end
+        return 'a put meets ' .. holds(s[1])
+      end
+      state[k] = value_state(a)
+    elseif kind == 'd' then
+      state[k] = {'none'}
+    elseif kind == 'i' then
+      local d = parse_int(a)
+      if d == nil then return 'the increment ' .. a .. ' is not a 64-bit integer' end
+      local s = current(k)
+      local v
+      if s[1] == 'none' then v = {0, 0}
+      elseif s[1] == 'int' then v = s[2]
+      elseif s[1] == 'str' then return 'it holds a value that is not a 64-bit decimal integer counter'
+      elseif s[1] == 'zset' then return 'an increment meets a sorted collection, not a counter'
+      else return 'an increment meets ' .. holds(s[1]) end
+      local sum = add(v, d)
+      if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
+      state[k] = {'int', sum}
+    elseif kind == 'z' or kind == 'r' then
+      local s = current(k)
+      if s[1] == 'int' or s[1] == 'str' then return 'a sorted-collection operation meets a value' end
+      if s[1] ~= 'none' and s[1] ~= 'zset' then return 'a sorted-collection operation meets ' .. holds(s[1]) end
+      if kind == 'z' then state[k] = {'zset'} end
+    elseif kind == 'x' then
+      if not is_ms(a) then return 'the time to live ' .. a .. ' is not a whole number of milliseconds' end
+    else
+      return 'unknown operation ' .. kind
+    end
+    return nil
+  end
+end
+
+-- {-1, key, reason} for the first operation of `list` that does not fit.
+local function validate(list)
+  local fits_key = simulator()
+  for _, op in ipairs(list) do
+    local reason = fits_key(op)
+    if reason then return {-1, key(op.k), reason} end
+  end
+  return nil
+end
+
+-- Applies one operation that validation accepted.
+local function apply(op)
+  local k, kind, a, b = key(op.k), op.kind, op.a, op.b
+  if kind == 'p' then
+    if b ~= '' then redis.call('SET', k, a, 'PX', b) else redis.call('SET', k, a) end
+  elseif kind == 'd' then
+    redis.call('DEL', k)
+  elseif kind == 'i' then
+    redis.call('INCRBY', k, a)
+  elseif kind == 'z' then
+    return redis.call('ZADD', k, 0, a)
+  elseif kind == 'r' then
+    redis.call('ZREM', k, a)
+  else
+    redis.call('PEXPIRE', k, a)
+  end
+  return 0
+end
+
+-- Takes the lock of every key flagged 'L': "write|deadline|intent|token".
+local function take_locks(deadline, intent, token)
+  local held = W .. '|' .. deadline .. '|' .. intent .. '|' .. token
+  for i = 1, N do
+    if string.sub(FLAGS, i, i) == 'L' then redis.call('SET', lock(i), held) end
+  end
+end
+
+-- Releases the locks of this write among keys 1..n.
+local function release_locks(n)
+  for i = 1, n do
+    local held = redis.call('GET', KEYS[1 + n + i])
+    if held and string.sub(held, 1, #W + 1) == W .. '|' then redis.call('DEL', KEYS[1 + n + i]) end
+  end
+end

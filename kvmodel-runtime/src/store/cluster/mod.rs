@@ -1,0 +1,375 @@
+//! `RedisClusterStore`: a Redis Cluster.
+//!
+//! Routing, `MOVED`/`ASK` redirections and script loading are the redis
+//! crate's async cluster client's. This store adds what a cluster needs
+//! for the [`Store`] contract:
+//!
+//! - a batch whose keys share one hash slot commits as one script: the
+//!   Redis store's own `redis.lua`, behind a check that no key is locked by
+//!   an unfinished cross-slot write (see `docs/cluster.md`);
+//! - a batch across slots follows the cross-slot protocol (`protocol`):
+//!   locks and early effects, a commit point in the record's slot, late
+//!   effects applied once, crash-safe and finished or undone by whoever
+//!   meets its leftovers (`recovery`);
+//! - the discovery set of an entity (`…#all`) is sharded over several
+//!   slots, so it is not one giant key on one node, and an expiry receipt
+//!   shares its record's slot (`layout`);
+//! - `scan` walks every master; `get_many` is one `MGET` the client splits
+//!   per slot.
+//!
+//! Keys may live under a prefix ([`RedisClusterStoreBuilder::key_prefix`]),
+//! so that several applications (or tests) share one cluster.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{ErrorKind, Value};
+
+use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Outcome};
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
+
+mod layout;
+mod plan;
+mod protocol;
+mod recovery;
+mod scan;
+mod scripts;
+pub mod slots;
+
+pub use protocol::CrashPoint;
+pub use recovery::Recovery;
+
+/// How long a cross-slot write may take from its first step to its commit
+/// point, unless [`RedisClusterStoreBuilder::lease`] says otherwise. Past
+/// it (plus as much again), others may undo it.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(5);
+
+/// How many keys the discovery set of each entity is spread over, unless
+/// [`RedisClusterStoreBuilder::discovery_shards`] says otherwise.
+pub const DEFAULT_DISCOVERY_SHARDS: u16 = 16;
+
+/// A Redis Cluster store: a cheap-clone handle over the redis crate's
+/// async cluster connection.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use kvmodel_runtime::RedisClusterStore;
+/// let store = RedisClusterStore::connect(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisClusterStore {
+    inner: Arc<Inner>,
+    crash: Option<CrashPoint>,
+}
+
+struct Inner {
+    conn: ClusterConnection,
+    seeds: Vec<String>,
+    prefix: String,
+    lease: Duration,
+    shards: u16,
+    scripts: scripts::Scripts,
+    round_trips: AtomicU64,
+}
+
+impl std::fmt::Debug for RedisClusterStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisClusterStore")
+            .field("seeds", &self.inner.seeds)
+            .field("prefix", &self.inner.prefix)
+            .field("lease", &self.inner.lease)
+            .field("round_trips", &self.round_trips())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options for a [`RedisClusterStore`]: seeds, timeouts, the lease of
+/// cross-slot writes, a key prefix, the discovery shards.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use std::time::Duration;
+/// use kvmodel_runtime::RedisClusterStore;
+///
+/// let store = RedisClusterStore::builder(&["redis://127.0.0.1:7000"])
+///     .lease(Duration::from_secs(2))
+///     .key_prefix("app1/")
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisClusterStoreBuilder {
+    seeds: Vec<String>,
+    prefix: String,
+    lease: Duration,
+    shards: u16,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl RedisClusterStoreBuilder {
+    /// Options for the cluster that `seeds` (`redis://HOST:PORT` URLs of
+    /// some of its nodes) belong to, with the defaults.
+    pub fn new(seeds: &[&str]) -> Self {
+        RedisClusterStoreBuilder {
+            seeds: seeds.iter().map(|s| (*s).to_owned()).collect(),
+            prefix: String::new(),
+            lease: DEFAULT_LEASE,
+            shards: DEFAULT_DISCOVERY_SHARDS,
+            connect_timeout: crate::store::DEFAULT_CONNECT_TIMEOUT,
+            response_timeout: crate::store::DEFAULT_RESPONSE_TIMEOUT,
+        }
+    }
+
+    /// How long a cross-slot write may take to reach its commit point
+    /// (default [`DEFAULT_LEASE`]). A write that takes longer is abandoned
+    /// and retried by its writer; one whose writer is gone is finished or
+    /// undone by others once the lease has passed twice. Every client of a
+    /// cluster should use the same lease.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Stores every key under `prefix` (which must not contain `{` or `}`,
+    /// the hash-tag braces), so that several applications share a cluster
+    /// without seeing each other's keys.
+    pub fn key_prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_owned();
+        self
+    }
+
+    /// How many keys each discovery set is spread over (1 to 1024, default
+    /// [`DEFAULT_DISCOVERY_SHARDS`]); `list_all` merges them. Every client
+    /// of a cluster must use the same number: data written with one cannot
+    /// be listed with another.
+    pub fn discovery_shards(mut self, shards: u16) -> Self {
+        self.shards = shards.clamp(1, 1024);
+        self
+    }
+
+    /// How long opening a connection to a node may take.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a request may wait for its reply.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// Connects to the cluster and returns the store.
+    pub async fn connect(self) -> Result<RedisClusterStore> {
+        let bad = |reason: String| Error::InvalidUrl {
+            url: self.seeds.join(","),
+            reason,
+        };
+        if self.seeds.is_empty() {
+            return Err(bad(
+                "it names no node; give at least one seed, `redis://HOST:PORT`".to_owned(),
+            ));
+        }
+        if self.prefix.contains(['{', '}']) {
+            return Err(bad(format!(
+                "the key prefix `{}` contains a hash-tag brace; choose one without `{{` and `}}`",
+                self.prefix
+            )));
+        }
+        for seed in &self.seeds {
+            redis::Client::open(seed.as_str()).map_err(|e| Error::InvalidUrl {
+                url: seed.clone(),
+                reason: format!("{e}; write each seed as `redis://HOST:PORT`"),
+            })?;
+        }
+        let client = ClusterClient::builder(self.seeds.iter().map(String::as_str))
+            .connection_timeout(self.connect_timeout)
+            .response_timeout(self.response_timeout)
+            .build()
+            .map_err(|e| bad(format!("{e}; write each seed as `redis://HOST:PORT`")))?;
+        let conn = client.get_async_connection().await.map_err(|e| {
+            Error::backend(
+                "redis-cluster",
+                format!("connect to the cluster at `{}`", self.seeds.join(", ")),
+                e,
+            )
+        })?;
+        Ok(RedisClusterStore {
+            inner: Arc::new(Inner {
+                conn,
+                seeds: self.seeds,
+                prefix: self.prefix,
+                lease: self.lease,
+                shards: self.shards,
+                scripts: scripts::Scripts::new(),
+                round_trips: AtomicU64::new(0),
+            }),
+            crash: None,
+        })
+    }
+}
+
+impl RedisClusterStore {
+    /// Connects to the cluster that `seeds` (`redis://HOST:PORT` URLs of
+    /// some of its nodes) belong to, with the defaults
+    /// ([`RedisClusterStoreBuilder`] has the options).
+    pub async fn connect(seeds: &[&str]) -> Result<Self> {
+        RedisClusterStoreBuilder::new(seeds).connect().await
+    }
+
+    /// Options for the cluster that `seeds` belong to; then
+    /// [`connect`](RedisClusterStoreBuilder::connect).
+    pub fn builder(seeds: &[&str]) -> RedisClusterStoreBuilder {
+        RedisClusterStoreBuilder::new(seeds)
+    }
+
+    /// How many requests this store (and its clones) sent to the cluster.
+    /// Requests sent together (the slots of one step, the shards of a
+    /// listing) are one round trip of latency but count one each here.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The lease of cross-slot writes.
+    pub fn lease(&self) -> Duration {
+        self.inner.lease
+    }
+
+    /// For tests of the protocol: a handle whose cross-slot commits stop at
+    /// `point`, as if the process died there, and fail. Nothing is undone;
+    /// what is left is what a crash at that point leaves.
+    #[doc(hidden)]
+    pub fn crashing_at(&self, point: CrashPoint) -> Self {
+        RedisClusterStore {
+            inner: self.inner.clone(),
+            crash: Some(point),
+        }
+    }
+
+    fn conn(&self) -> ClusterConnection {
+        self.inner.conn.clone()
+    }
+
+    async fn query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        context: &'static str,
+    ) -> Result<T> {
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        cmd.query_async(&mut self.conn())
+            .await
+            .map_err(|e| Error::backend("redis-cluster", context, e))
+    }
+
+    /// Runs `script` with `keys` and `args`; the error is classified as a
+    /// commit's: `Ok(Err(e))` when the reply was lost (it may have run).
+    async fn run(
+        &self,
+        script: &redis::Script,
+        keys: &[String],
+        args: &[Vec<u8>],
+    ) -> Result<std::result::Result<Value, redis::RedisError>> {
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        let mut inv = script.prepare_invoke();
+        inv.key(keys);
+        for a in args {
+            inv.arg(a.as_slice());
+        }
+        match inv.invoke_async::<Value>(&mut self.conn()).await {
+            Ok(v) => Ok(Ok(v)),
+            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => Err(
+                Error::backend("redis-cluster", "run a commit script", e),
+            ),
+            Err(e) if e.is_connection_refusal() => Err(Error::backend(
+                "redis-cluster",
+                "reach the node of a slot (nothing was sent)",
+                e,
+            )),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+}
+
+impl Store for RedisClusterStore {
+    fn backend(&self) -> &'static str {
+        "redis-cluster"
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        if batch.is_empty() {
+            return Ok(Outcome::Applied);
+        }
+        let batch = self.physical(batch)?;
+        self.commit_physical(batch).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.phys(key));
+        self.query(&cmd, "read a value").await
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("MGET");
+        for k in keys {
+            cmd.arg(self.phys(k));
+        }
+        self.query(&cmd, "read values").await
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        match self.shards_of(key) {
+            Some(shards) => self.merged_range(&shards, req).await,
+            None => {
+                let limit = req.limit;
+                let entries = self.entries(&self.phys(key), req).await?;
+                crate::store::page_from_entries(entries, limit)
+            }
+        }
+    }
+
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        let keys = self
+            .shards_of(key)
+            .unwrap_or_else(|| vec![self.phys(key)]);
+        let mut n = 0;
+        for k in keys {
+            let mut cmd = redis::cmd("ZCARD");
+            cmd.arg(k);
+            n += self
+                .query::<u64>(&cmd, "count a sorted collection")
+                .await?;
+        }
+        Ok(n)
+    }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
+        let mut cmd = redis::cmd("PTTL");
+        cmd.arg(self.phys(key));
+        let ms: i64 = self.query(&cmd, "read a time to live").await?;
+        Ok(u64::try_from(ms).ok().map(Duration::from_millis))
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        self.scan_masters(prefix, cursor, count).await
+    }
+
+    async fn recover(&self) -> Result<u64> {
+        let done = self.recover_writes(false).await?;
+        Ok(done.finished + done.undone)
+    }
+
+    async fn unfinished_writes(&self) -> Result<Vec<String>> {
+        self.stuck_writes().await
+    }
+}

@@ -1,0 +1,306 @@
+//! A cross-slot batch cut into one group per hash slot, and each group
+//! encoded for the protocol's scripts.
+//!
+//! The *primary* group is the slot of the batch's first condition (the
+//! record, in every batch a repository writes), or of its first operation;
+//! its operations apply at the commit point. In every other slot an
+//! operation is *early* (applied in step 1, before the commit point, and
+//! undone if the write aborts) when readers can see through it until the
+//! record commits: adding a collection member, or putting a value that a
+//! condition of the batch requires absent (or already equal) — a unique
+//! claim. Every other operation is *late* (applied after the commit point).
+//! Early or late is decided per key, so the operations on one key keep
+//! their order. A slot with nothing but member additions needs no token.
+
+use std::collections::HashMap;
+
+use crate::store::batch::{Batch, Condition, Op};
+use crate::store::cluster::slots::{intent_key, lock_key, slot_of, token_key};
+use crate::store::encode_entry;
+
+/// What a group asks of its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The slot of the record: step 1 locks and writes the intent, step 2
+    /// commits.
+    Primary,
+    /// Another slot with conditions, values or late operations: step 1
+    /// prepares a token, step 3 applies it.
+    Token,
+    /// Another slot the write only adds members to: step 1 adds them.
+    Adds,
+}
+
+/// The part of a batch in one hash slot.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    pub(crate) role: Role,
+    /// The step's own key (the intent for the primary, else the token).
+    pub(crate) own: String,
+    /// Distinct data keys, in first-seen order.
+    pub(crate) keys: Vec<String>,
+    /// Per key: whether the write locks it (a condition, a put or a delete).
+    pub(crate) locked: Vec<bool>,
+    /// (batch index, condition).
+    pub(crate) conditions: Vec<(usize, Condition)>,
+    /// (operation, early).
+    pub(crate) ops: Vec<(Op, bool)>,
+}
+
+impl Group {
+    fn index(&self, key: &str) -> usize {
+        self.keys.iter().position(|k| k == key).map_or(0, |i| i + 1)
+    }
+
+    /// `KEYS`: own key, data keys, their locks.
+    pub(crate) fn script_keys(&self, prefix: &str) -> Vec<String> {
+        let mut keys = Vec::with_capacity(1 + 2 * self.keys.len());
+        keys.push(self.own.clone());
+        keys.extend(self.keys.iter().cloned());
+        keys.extend(self.keys.iter().map(|k| lock_key(prefix, k)));
+        keys
+    }
+
+    /// `ARGV` after the write id, lease and the two step arguments: key
+    /// count, lock flags, conditions, operations.
+    pub(crate) fn script_args(&self) -> Vec<Vec<u8>> {
+        let mut argv = vec![
+            self.keys.len().to_string().into_bytes(),
+            self.locked
+                .iter()
+                .map(|&l| if l { 'L' } else { '-' })
+                .collect::<String>()
+                .into_bytes(),
+            self.conditions.len().to_string().into_bytes(),
+        ];
+        for (index, c) in &self.conditions {
+            let (kind, want): (&[u8], &[u8]) = match c {
+                Condition::Absent(_) => (b"a", b""),
+                Condition::Equals(_, v) => (b"e", v),
+                Condition::AbsentOrEquals(_, v) => (b"o", v),
+            };
+            argv.push(kind.to_vec());
+            argv.push(self.index(c.key()).to_string().into_bytes());
+            argv.push(want.to_vec());
+            argv.push(index.to_string().into_bytes());
+        }
+        argv.push(self.ops.len().to_string().into_bytes());
+        for (op, early) in &self.ops {
+            let (kind, a, b) = encode_op(op);
+            argv.push(kind.to_vec());
+            argv.push(self.index(op.key()).to_string().into_bytes());
+            argv.push(a);
+            argv.push(b);
+            argv.push(if *early { b"1".to_vec() } else { b"0".to_vec() });
+        }
+        argv
+    }
+}
+
+/// The longest TTL sent to Redis (100 years), as RedisStore caps it: past
+/// it Redis rejects `PX`.
+const MAX_TTL_MS: u128 = 100 * 365 * 24 * 3_600_000;
+
+fn ms(d: std::time::Duration) -> String {
+    d.as_millis().clamp(1, MAX_TTL_MS).to_string()
+}
+
+/// An operation as the scripts read it: kind, then two arguments.
+fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
+    match op {
+        Op::Put { value, ttl, .. } => (
+            b"p",
+            value.clone(),
+            ttl.map(ms).unwrap_or_default().into_bytes(),
+        ),
+        Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
+        Op::Incr { delta, .. } => (b"i", delta.to_string().into_bytes(), Vec::new()),
+        Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
+        Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
+        Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
+    }
+}
+
+/// The distinct hash slots of a batch's keys.
+pub(crate) fn slots(batch: &Batch) -> Vec<u16> {
+    let mut out: Vec<u16> = Vec::new();
+    let keys = batch
+        .conditions()
+        .iter()
+        .map(Condition::key)
+        .chain(batch.ops().iter().map(Op::key));
+    for k in keys {
+        let s = slot_of(k);
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Whether a secondary-slot key's operations can all apply before the
+/// commit point: only member additions, or only puts of the value a
+/// condition of the batch requires absent or equal (a claim).
+fn early_key(key: &str, ops: &[&Op], conditions: &[&Condition]) -> bool {
+    if ops.iter().all(|op| matches!(op, Op::Add { .. })) {
+        return true;
+    }
+    ops.iter().all(|op| match op {
+        Op::Put { value, .. } => conditions.iter().all(|c| match c {
+            Condition::Absent(_) => true,
+            Condition::AbsentOrEquals(_, want) => want == value,
+            Condition::Equals(..) => false,
+        }) && !conditions.is_empty()
+            && conditions.iter().all(|c| c.key() == key),
+        _ => false,
+    })
+}
+
+/// Cuts `batch` into groups for write `write`: the primary first.
+pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
+    let primary = batch
+        .conditions()
+        .first()
+        .map(|c| slot_of(c.key()))
+        .or_else(|| batch.ops().first().map(|op| slot_of(op.key())))
+        .unwrap_or(0);
+    let mut order: Vec<u16> = Vec::new();
+    let mut groups: HashMap<u16, Group> = HashMap::new();
+    let new_group = |slot: u16| Group {
+        role: if slot == primary {
+            Role::Primary
+        } else {
+            Role::Token
+        },
+        own: if slot == primary {
+            intent_key(prefix, slot, write)
+        } else {
+            token_key(prefix, slot, write)
+        },
+        keys: Vec::new(),
+        locked: Vec::new(),
+        conditions: Vec::new(),
+        ops: Vec::new(),
+    };
+    fn touch(g: &mut Group, key: &str, lock: bool) {
+        match g.keys.iter().position(|k| k == key) {
+            Some(i) => g.locked[i] |= lock,
+            None => {
+                g.keys.push(key.to_owned());
+                g.locked.push(lock);
+            }
+        }
+    }
+    let mut slot_group = |slot: u16, order: &mut Vec<u16>| -> u16 {
+        if !order.contains(&slot) {
+            order.push(slot);
+            groups.insert(slot, new_group(slot));
+        }
+        slot
+    };
+    slot_group(primary, &mut order);
+    let mut pending: Vec<(u16, Option<(usize, Condition)>, Option<Op>)> = Vec::new();
+    for (i, c) in batch.conditions().iter().enumerate() {
+        let s = slot_group(slot_of(c.key()), &mut order);
+        pending.push((s, Some((i, c.clone())), None));
+    }
+    for op in batch.ops() {
+        let s = slot_group(slot_of(op.key()), &mut order);
+        pending.push((s, None, Some(op.clone())));
+    }
+    for (s, c, op) in pending {
+        let Some(g) = groups.get_mut(&s) else { continue };
+        if let Some((i, c)) = c {
+            touch(g, c.key(), true);
+            g.conditions.push((i, c));
+        }
+        if let Some(op) = op {
+            touch(g, op.key(), matches!(op, Op::Put { .. } | Op::Delete { .. }));
+            g.ops.push((op, false));
+        }
+    }
+    let mut out: Vec<Group> = order
+        .iter()
+        .filter_map(|s| groups.remove(s))
+        .collect();
+    for g in out.iter_mut().filter(|g| g.role != Role::Primary) {
+        let early: Vec<bool> = g
+            .keys
+            .iter()
+            .map(|k| {
+                let ops: Vec<&Op> = g
+                    .ops
+                    .iter()
+                    .map(|(op, _)| op)
+                    .filter(|op| op.key() == k)
+                    .collect();
+                let conds: Vec<&Condition> = g
+                    .conditions
+                    .iter()
+                    .map(|(_, c)| c)
+                    .filter(|c| c.key() == k)
+                    .collect();
+                early_key(k, &ops, &conds)
+            })
+            .collect();
+        for (op, e) in g.ops.iter_mut() {
+            let i = g.keys.iter().position(|k| k == op.key()).unwrap_or(0);
+            *e = early[i];
+        }
+        if g.conditions.is_empty() && g.ops.iter().all(|(op, _)| matches!(op, Op::Add { .. })) {
+            g.role = Role::Adds;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role_of(groups: &[Group], key: &str) -> (Role, bool) {
+        let g = groups
+            .iter()
+            .find(|g| g.keys.iter().any(|k| k == key))
+            .unwrap();
+        let early = g
+            .ops
+            .iter()
+            .find(|(op, _)| op.key() == key)
+            .is_some_and(|(_, e)| *e);
+        (g.role, early)
+    }
+
+    #[test]
+    fn a_create_is_cut_into_record_claim_members_and_counters() {
+        let mut b = Batch::new();
+        b.absent("s:user:1")
+            .put("s:user:1", b"{}".to_vec(), None)
+            .absent_or_equals("s:user#uniq:email:a", b"s:user:1".to_vec())
+            .put("s:user#uniq:email:a", b"s:user:1".to_vec(), None)
+            .add("s:user#idx:status:x", vec![1], b"s:user:1".to_vec())
+            .incr("s:user#count:total", 1)
+            .delete("s:user#uniq:email:old");
+        let groups = plan(&b, "w", "");
+        assert_eq!(groups[0].role, Role::Primary);
+        assert_eq!(groups[0].keys, ["s:user:1"]);
+        assert_eq!(role_of(&groups, "s:user#uniq:email:a"), (Role::Token, true));
+        assert_eq!(role_of(&groups, "s:user#idx:status:x"), (Role::Adds, true));
+        assert_eq!(role_of(&groups, "s:user#count:total").1, false);
+        assert_eq!(role_of(&groups, "s:user#uniq:email:old").1, false);
+    }
+
+    #[test]
+    fn ops_on_one_key_stay_together() {
+        let mut b = Batch::new();
+        b.absent("a").put("a", b"1".to_vec(), None);
+        b.add("set", vec![], b"m".to_vec())
+            .expire("set", std::time::Duration::from_secs(1));
+        b.absent("claim")
+            .put("claim", b"x".to_vec(), None)
+            .incr("claim", 1);
+        let groups = plan(&b, "w", "");
+        assert_eq!(role_of(&groups, "set"), (Role::Token, false));
+        assert_eq!(role_of(&groups, "claim"), (Role::Token, false));
+    }
+}

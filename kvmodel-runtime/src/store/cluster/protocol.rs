@@ -1,0 +1,522 @@
+//! Committing a batch: one script within one slot, the cross-slot protocol
+//! across slots (written down with every crash point in `docs/cluster.md`).
+//!
+//! Across slots, with a fresh write id:
+//!
+//! 1. **prepare**, every slot at once: the record's slot checks its
+//!    conditions, locks its keys and writes the *intent* (prepared); every
+//!    other slot checks its conditions, validates its operations, applies
+//!    the early ones (claims, member additions), locks its keys and writes
+//!    a *token* holding its late operations and what undoes the early ones
+//!    (a slot that only gains members just gains them);
+//! 2. **commit**, the record's slot: the record's own operations applied
+//!    and the intent marked committed — the commit point;
+//! 3. **apply**, every token's slot at once: its late operations applied
+//!    (counters, removals, deletes), its locks released, the token removed,
+//!    in one script, so each applies once whoever runs it;
+//! 4. **finish**, the record's slot: the intent removed, its locks released.
+//!
+//! A failed condition or an invalid operation anywhere undoes step 1 and
+//! reports as on one server. A key locked by another write makes this one
+//! undo step 1, wait for that write (or finish or undo it once its lease
+//! has passed twice) and start again.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use redis::Value;
+
+use crate::error::{Error, Result};
+use crate::store::RedisStore;
+use crate::store::batch::{Batch, Outcome};
+use crate::store::cluster::RedisClusterStore;
+use crate::store::cluster::plan::{Group, Role, plan, slots};
+use crate::store::cluster::scripts::{Reply, reply};
+use crate::store::cluster::slots::lock_key;
+
+/// Where a test makes a cross-slot commit stop, as if its process died
+/// there ([`RedisClusterStore::crashing_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CrashPoint {
+    /// Step 1 reached the record's slot and the first other slot only.
+    PreparedPart,
+    /// Step 1 done everywhere; nothing committed.
+    Prepared,
+    /// Step 2 done: committed, no late operation applied.
+    Committed,
+    /// Step 3 done in the first token's slot only.
+    AppliedPart,
+    /// Step 3 done everywhere; the intent and the record's locks remain.
+    Applied,
+}
+
+impl CrashPoint {
+    /// Every crash point, in protocol order.
+    pub const ALL: [CrashPoint; 5] = [
+        CrashPoint::PreparedPart,
+        CrashPoint::Prepared,
+        CrashPoint::Committed,
+        CrashPoint::AppliedPart,
+        CrashPoint::Applied,
+    ];
+}
+
+/// The longest [`spread`](RedisClusterStore::spread) after a contended
+/// failure.
+const SPREAD_CAP: Duration = Duration::from_millis(100);
+
+/// What one attempt came to.
+pub(crate) enum Attempt {
+    Done(Outcome),
+    /// Condition number `.0` failed on meeting another unfinished write.
+    Contended(usize),
+    /// A key is locked by another write (the lock's key and value): wait
+    /// until it is released, retry.
+    Locked { lock: String, held: String },
+    /// Refused for a reason that passes (the lease ran out): retry.
+    Again,
+}
+
+fn crashed(point: CrashPoint) -> Error {
+    Error::backend(
+        "redis-cluster",
+        "commit a batch across slots",
+        format!("the test hook stopped the write at {point:?}"),
+    )
+}
+
+fn invalid(key: String, reason: String) -> Error {
+    Error::InvalidBatch { key, reason }
+}
+
+/// A fresh write id: 128 random bits, in hex.
+fn write_id() -> String {
+    format!("{:032x}", fastrand::u128(..))
+}
+
+/// Waits for locks held by other writes, within a bound.
+pub(crate) struct Wait {
+    start: Instant,
+    attempt: u32,
+}
+
+impl Wait {
+    pub(crate) fn new() -> Wait {
+        Wait {
+            start: Instant::now(),
+            attempt: 0,
+        }
+    }
+
+    /// Sleeps a little (jittered, growing to 0–32 ms), or fails once the
+    /// write has waited `limit` in all.
+    pub(crate) async fn pause(&mut self, limit: Duration, key: &str) -> Result<()> {
+        if self.start.elapsed() > limit {
+            return Err(Error::backend(
+                "redis-cluster",
+                "commit a batch",
+                format!(
+                    "`{key}` stayed locked by an unfinished cross-slot write for {limit:?}; \
+                     nothing was written: retry later, or run recovery if a writer died"
+                ),
+            ));
+        }
+        self.attempt += 1;
+        let cap_us = 500u64 << self.attempt.min(6);
+        tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=cap_us))).await;
+        Ok(())
+    }
+}
+
+impl RedisClusterStore {
+    /// How long past its deadline a write's locks are waited for before
+    /// others finish or undo it: one more lease.
+    pub(crate) fn margin(&self) -> Duration {
+        self.inner.lease
+    }
+
+    /// The longest a commit waits for other writes' locks.
+    fn wait_limit(&self) -> Duration {
+        self.inner.lease * 4 + Duration::from_secs(1)
+    }
+
+    pub(crate) async fn commit_physical(&self, batch: Batch) -> Result<Outcome> {
+        let single = slots(&batch).len() == 1;
+        let start = Instant::now();
+        let mut wait = Wait::new();
+        let mut met = false;
+        loop {
+            let attempt = if single {
+                self.commit_single(&batch).await?
+            } else {
+                self.commit_cross(&batch).await?
+            };
+            match attempt {
+                Attempt::Done(outcome) => {
+                    if met && !outcome.is_applied() {
+                        self.spread(start).await;
+                    }
+                    return Ok(outcome);
+                }
+                Attempt::Contended(index) => {
+                    if met {
+                        self.spread(start).await;
+                    }
+                    return Ok(Outcome::Failed { index });
+                }
+                Attempt::Locked { lock, held } => {
+                    met = true;
+                    self.wait_for_lock(&lock, &held, &mut wait).await?;
+                }
+                Attempt::Again => wait.pause(self.wait_limit(), "a key").await?,
+            }
+        }
+    }
+
+    /// After a batch waited for another write and then failed (the other
+    /// write changed what this one read): waits a random share of the time
+    /// this commit took, so that the writers that waited together (and will
+    /// read and try again) do not meet again at once. On a cluster a write
+    /// takes several round trips, which is the scale their retries must
+    /// spread over.
+    async fn spread(&self, start: Instant) {
+        let spent = start.elapsed().min(SPREAD_CAP).as_micros();
+        let spent = u64::try_from(spent).unwrap_or(u64::MAX);
+        tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=spent))).await;
+    }
+
+    /// Waits until the lock `lock` no longer holds `held` (its write
+    /// finished or was undone), finishing or undoing that write once it is
+    /// overdue.
+    async fn wait_for_lock(&self, lock: &str, held: &str, wait: &mut Wait) -> Result<()> {
+        loop {
+            self.meet_lock(held).await?;
+            wait.pause(self.wait_limit(), lock).await?;
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(lock);
+            let now: Option<String> = self.query(&cmd, "read a lock").await?;
+            if now.as_deref() != Some(held) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A batch within one slot: RedisStore's script, behind the lock check.
+    async fn commit_single(&self, batch: &Batch) -> Result<Attempt> {
+        let (_, mut keys, mut argv) = RedisStore::script_invocation(batch);
+        let locks: Vec<String> = keys
+            .iter()
+            .map(|k| lock_key(&self.inner.prefix, k))
+            .collect();
+        argv.push(locks.len().to_string().into_bytes());
+        keys.extend(locks);
+        let value = self
+            .run(&self.inner.scripts.single, &keys, &argv)
+            .await?
+            .map_err(|e| Error::OutcomeUnknown {
+                backend: "redis-cluster",
+                source: Box::new(e),
+            })?;
+        Ok(match reply(&value)? {
+            Reply::Done(_) => Attempt::Done(Outcome::Applied),
+            Reply::Failed { index, held: false } => Attempt::Done(Outcome::Failed { index }),
+            Reply::Failed { index, held: true } => Attempt::Contended(index),
+            Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
+            Reply::Locked { lock, held } => Attempt::Locked { lock, held },
+            Reply::Refused(why) => {
+                return Err(Error::backend("redis-cluster", "commit a batch", why));
+            }
+        })
+    }
+
+    /// Runs one protocol script for `group`: `KEYS` from the group, `ARGV`
+    /// the write id, the lease, two step arguments and the group's own.
+    async fn step(
+        &self,
+        script: &redis::Script,
+        group: &Group,
+        write: &str,
+        extra: [&[u8]; 2],
+    ) -> Result<std::result::Result<Reply, redis::RedisError>> {
+        let keys = group.script_keys(&self.inner.prefix);
+        let mut argv: Vec<Vec<u8>> = vec![
+            write.as_bytes().to_vec(),
+            self.inner.lease.as_millis().to_string().into_bytes(),
+            extra[0].to_vec(),
+            extra[1].to_vec(),
+        ];
+        argv.extend(group.script_args());
+        match self.run(script, &keys, &argv).await? {
+            Ok(v) => Ok(Ok(reply(&v)?)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// One attempt of the cross-slot protocol.
+    async fn commit_cross(&self, batch: &Batch) -> Result<Attempt> {
+        let write = write_id();
+        let groups = plan(batch, &write, &self.inner.prefix);
+        let prefix = &self.inner.prefix;
+        let token_keys: Vec<Vec<String>> = groups
+            .iter()
+            .filter(|g| g.role == Role::Token)
+            .map(|g| g.script_keys(prefix))
+            .collect();
+        let intent = groups[0].own.clone();
+        let groups_arg = pack(&token_keys);
+        let locks_arg = pack(&groups[0].keys);
+        let scripts = &self.inner.scripts;
+
+        // Step 1, every slot at once.
+        let crash = self.crash;
+        let prepares = groups.iter().enumerate().map(|(i, g)| {
+            let own_keys = pack(&g.script_keys(prefix));
+            let intent = intent.clone();
+            let (groups_arg, locks_arg, write) = (&groups_arg, &locks_arg, write.as_str());
+            async move {
+                if crash == Some(CrashPoint::PreparedPart) && i > 1 {
+                    return Ok(Err(None));
+                }
+                let r = match g.role {
+                    Role::Primary => {
+                        self.step(&scripts.prepare_primary, g, write, [groups_arg, locks_arg])
+                            .await?
+                    }
+                    Role::Token => {
+                        self.step(&scripts.prepare_group, g, write, [intent.as_bytes(), &own_keys])
+                            .await?
+                    }
+                    Role::Adds => self.step(&scripts.prepare_adds, g, write, [b"", b""]).await?,
+                };
+                Ok::<_, Error>(r.map_err(Some))
+            }
+        });
+        let prepared: Vec<Result<std::result::Result<Reply, Option<redis::RedisError>>>> =
+            join_all(prepares).await;
+        if let Some(point @ (CrashPoint::PreparedPart | CrashPoint::Prepared)) = crash {
+            return Err(crashed(point));
+        }
+        let mut failed: Option<usize> = None;
+        let mut contended = false;
+        let mut bad: Option<Error> = None;
+        let mut locked: Option<(String, String)> = None;
+        let mut again = false;
+        let mut added: Vec<Option<Vec<u8>>> = vec![None; groups.len()];
+        for (i, r) in prepared.into_iter().enumerate() {
+            match r {
+                Ok(Ok(Reply::Done(extra))) => added[i] = Some(extra),
+                Ok(Ok(Reply::Failed { index, held })) => {
+                    failed = Some(failed.map_or(index, |f| f.min(index)));
+                    contended |= held;
+                }
+                Ok(Ok(Reply::Invalid { key, reason })) => bad = Some(invalid(key, reason)),
+                Ok(Ok(Reply::Locked { lock, held })) => locked = Some((lock, held)),
+                Ok(Ok(Reply::Refused(_))) => again = true,
+                Ok(Err(e)) => {
+                    bad.get_or_insert_with(|| match e {
+                        Some(e) => Error::OutcomeUnknown {
+                            backend: "redis-cluster",
+                            source: Box::new(e),
+                        },
+                        None => crashed(CrashPoint::PreparedPart),
+                    });
+                }
+                Err(e) => bad = Some(e),
+            }
+        }
+        let all_done = added.iter().all(Option::is_some);
+        if !all_done {
+            self.drop_prepared(&groups, &write, &added).await;
+            if let Some(index) = failed {
+                return Ok(if contended {
+                    Attempt::Contended(index)
+                } else {
+                    Attempt::Done(Outcome::Failed { index })
+                });
+            }
+            if let Some(Error::OutcomeUnknown { source, .. }) = bad {
+                // Step 1 was undone, so nothing was written after all.
+                return Err(Error::backend(
+                    "redis-cluster",
+                    "prepare a write across slots (it was undone; nothing was written)",
+                    source,
+                ));
+            }
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            if let Some((lock, held)) = locked {
+                return Ok(Attempt::Locked { lock, held });
+            }
+            debug_assert!(again);
+            return Ok(Attempt::Again);
+        }
+
+        // Step 2: the commit point.
+        let finish_now: &[u8] = if token_keys.is_empty() { b"1" } else { b"0" };
+        let committed = self
+            .step(&scripts.commit, &groups[0], &write, [finish_now, b""])
+            .await?;
+        match committed {
+            Ok(Reply::Done(_)) => {}
+            Ok(other) => {
+                self.drop_prepared(&groups, &write, &added).await;
+                return Ok(match other {
+                    Reply::Failed { index, held: false } => {
+                        Attempt::Done(Outcome::Failed { index })
+                    }
+                    Reply::Failed { index, held: true } => Attempt::Contended(index),
+                    Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
+                    Reply::Locked { lock, held } => Attempt::Locked { lock, held },
+                    _ => Attempt::Again,
+                });
+            }
+            Err(lost) => {
+                // The reply was lost: the intent tells whether it committed.
+                if !self.settle_own(&intent, &write).await.map_err(|_| {
+                    Error::OutcomeUnknown {
+                        backend: "redis-cluster",
+                        source: Box::new(lost),
+                    }
+                })? {
+                    return Err(Error::backend(
+                        "redis-cluster",
+                        "commit a write across slots (it was undone; nothing was written)",
+                        "the reply to the commit was lost",
+                    ));
+                }
+            }
+        }
+        if token_keys.is_empty() {
+            return Ok(Attempt::Done(Outcome::Applied));
+        }
+        if crash == Some(CrashPoint::Committed) {
+            return Err(crashed(CrashPoint::Committed));
+        }
+
+        // Step 3, every token at once; step 4.
+        let limit = if crash == Some(CrashPoint::AppliedPart) {
+            1
+        } else {
+            token_keys.len()
+        };
+        let applies = token_keys
+            .iter()
+            .take(limit)
+            .map(|keys| self.token_step(&scripts.apply, keys, &write));
+        let applied = join_all(applies).await;
+        if let Some(point @ (CrashPoint::AppliedPart | CrashPoint::Applied)) = crash {
+            return Err(crashed(point));
+        }
+        if applied.iter().all(Result::is_ok) {
+            let _ = self.finish(&intent, &groups[0].keys, &write, b"c").await;
+        }
+        // After the commit point the write stands: what failed to apply is
+        // applied by whoever meets its locks, or by recovery.
+        Ok(Attempt::Done(Outcome::Applied))
+    }
+
+    /// Runs `apply` or `undo` for the token whose `KEYS` are `keys`.
+    pub(crate) async fn token_step(
+        &self,
+        script: &redis::Script,
+        keys: &[String],
+        write: &str,
+    ) -> Result<()> {
+        let n = (keys.len().saturating_sub(1) / 2).to_string();
+        let flags = "-".repeat(keys.len().saturating_sub(1) / 2);
+        let argv: Vec<Vec<u8>> = vec![
+            write.as_bytes().to_vec(),
+            b"0".to_vec(),
+            Vec::new(),
+            Vec::new(),
+            n.into_bytes(),
+            flags.into_bytes(),
+            b"0".to_vec(),
+            b"0".to_vec(),
+        ];
+        match self.run(script, keys, &argv).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::backend(
+                "redis-cluster",
+                "finish or undo a write in one slot",
+                e,
+            )),
+        }
+    }
+
+    /// Step 4 (or its abort forms): `mode` `c`, `d` or `a` (see finish.lua).
+    pub(crate) async fn finish(
+        &self,
+        intent: &str,
+        keys: &[String],
+        write: &str,
+        mode: &[u8],
+    ) -> Result<()> {
+        let mut all = Vec::with_capacity(1 + 2 * keys.len());
+        all.push(intent.to_owned());
+        all.extend(keys.iter().cloned());
+        all.extend(keys.iter().map(|k| lock_key(&self.inner.prefix, k)));
+        let argv: Vec<Vec<u8>> = vec![
+            write.as_bytes().to_vec(),
+            b"0".to_vec(),
+            mode.to_vec(),
+            Vec::new(),
+            keys.len().to_string().into_bytes(),
+            "-".repeat(keys.len()).into_bytes(),
+            b"0".to_vec(),
+            b"0".to_vec(),
+        ];
+        match self.run(&self.inner.scripts.finish, &all, &argv).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Error::backend("redis-cluster", "finish a write", e)),
+        }
+    }
+
+    /// Undoes step 1 of a write its writer gives up before the commit
+    /// point: tokens undone, new members of member-only slots removed, the
+    /// intent dropped. Best effort: what stays is a leftover that readers see
+    /// through and others undo once the lease has passed.
+    async fn drop_prepared(&self, groups: &[Group], write: &str, added: &[Option<Vec<u8>>]) {
+        let prefix = &self.inner.prefix;
+        let undo = groups.iter().zip(added).map(|(g, a)| async move {
+            match g.role {
+                Role::Primary => {
+                    let _ = self.finish(&g.own, &g.keys, write, b"d").await;
+                }
+                Role::Token => {
+                    let keys = g.script_keys(prefix);
+                    let _ = self
+                        .token_step(&self.inner.scripts.undo, &keys, write)
+                        .await;
+                }
+                Role::Adds => {
+                    let Some(flags) = a else { return };
+                    for ((op, _), flag) in g.ops.iter().zip(flags) {
+                        if *flag == b'1' {
+                            if let crate::store::Op::Add { key, sort, member } = op {
+                                let mut cmd = redis::cmd("ZREM");
+                                cmd.arg(key)
+                                    .arg(crate::store::encode_entry(sort, member));
+                                let _: Result<Value> = self.query(&cmd, "undo a member").await;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        join_all(undo).await;
+    }
+}
+
+/// The lists an intent or a token carries for recovery, in MessagePack
+/// (read back by [`unpack`]).
+pub(crate) fn pack<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    rmp_serde::to_vec(value).unwrap_or_default()
+}
+
+/// Reads a list [`pack`] wrote; an empty or unreadable one is empty.
+pub(crate) fn unpack<T: serde::de::DeserializeOwned + Default>(bytes: &[u8]) -> T {
+    rmp_serde::from_slice(bytes).unwrap_or_default()
+}
