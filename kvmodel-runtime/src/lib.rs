@@ -31,8 +31,8 @@ pub use store::{
     AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, Planned, RangeRequest,
     RangeResult, ScanPage, Store,
 };
-#[cfg(feature = "redis")]
-pub use store::{RedisStore, RedisStoreBuilder};
 #[cfg(feature = "redis-cluster")]
 pub use store::{RedisClusterStore, RedisClusterStoreBuilder};
+#[cfg(feature = "redis")]
+pub use store::{RedisStore, RedisStoreBuilder};
 pub use uuid::Uuid;

@@ -76,9 +76,10 @@ async fn open_refuses_bad_urls_with_what_to_write() {
         ("postgres://db", "`postgres:` is not a known store"),
         ("memory:extra", "write `memory:`"),
         ("redb:", "redb:PATH"),
+        ("redis+cluster://", "redis+cluster://HOST:PORT,HOST:PORT"),
         (
-            "redis+cluster://127.0.0.1:7000",
-            "Redis Cluster is not supported yet",
+            "redis+cluster://127.0.0.1:7000/0",
+            "redis+cluster://HOST:PORT,HOST:PORT",
         ),
         ("redis://[::1", "redis://HOST:PORT"),
     ] {

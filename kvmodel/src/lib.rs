@@ -112,6 +112,8 @@ pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid}
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;
 pub use kvmodel_runtime::{AnyStore, MemoryStore};
+#[cfg(feature = "redis-cluster")]
+pub use kvmodel_runtime::{RedisClusterStore, RedisClusterStoreBuilder};
 #[cfg(feature = "redis")]
 pub use kvmodel_runtime::{RedisStore, RedisStoreBuilder};
 
@@ -143,7 +145,7 @@ pub mod clock {
 /// in keys, indexes and groups; fieldless enums get both from
 /// `#[derive(KvEnum)]`.
 pub mod key {
-    pub use kvmodel_runtime::codec::key::{KeyPart, SortPart};
+    pub use kvmodel_runtime::codec::key::{KeyPart, SortPart, hash_slot};
 }
 
 /// The conformance suite every backend passes, for implementors of

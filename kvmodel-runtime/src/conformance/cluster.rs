@@ -180,8 +180,11 @@ impl RedisCluster {
         }
         let first = self.nodes[0].port;
         for node in &self.nodes[1..] {
-            command(first, &["CLUSTER", "MEET", "127.0.0.1", &node.port.to_string()])
-                .expect("join the test cluster's nodes");
+            command(
+                first,
+                &["CLUSTER", "MEET", "127.0.0.1", &node.port.to_string()],
+            )
+            .expect("join the test cluster's nodes");
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {

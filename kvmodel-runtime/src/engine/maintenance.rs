@@ -83,6 +83,12 @@ pub struct Drift {
     /// (`verify` only: `reconcile` sweeps them). Not drift: their entries
     /// and counter amounts are counted as present.
     pub expired: u64,
+    /// Writes the store left half done past their lease, one line each
+    /// (Redis Cluster writes across hash slots whose writer died; see
+    /// [`Store::unfinished_writes`]). `reconcile` finishes or undoes them
+    /// first.
+    #[serde(default)]
+    pub unfinished: Vec<String>,
 }
 
 impl Drift {
@@ -97,6 +103,7 @@ impl Drift {
             && self.orphan_claims.is_empty()
             && self.orphan_members.is_empty()
             && self.receipts.is_empty()
+            && self.unfinished.is_empty()
     }
 
     /// Sorts every list and drops repeats (a scan may visit a key twice).
@@ -215,7 +222,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// members removed, counters adjusted by the measured difference (a
     /// counter no record contributes to is deleted). Claims held by another
     /// record are reported, never taken; undecodable records are reported
-    /// and left for `purge`.
+    /// and left for `purge`. Before all that, the store finishes or undoes
+    /// writes left half done ([`Store::recover`]).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "reconcile", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "reconcile", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn reconcile(&self, page_size: usize) -> Result<Drift> {

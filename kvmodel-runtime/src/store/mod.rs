@@ -14,6 +14,8 @@ mod any;
 pub mod batch;
 mod check;
 pub mod clock;
+#[cfg(feature = "redis-cluster")]
+mod cluster;
 pub mod counter;
 mod entries;
 pub mod memory;
@@ -23,12 +25,15 @@ mod redb;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_link;
-#[cfg(feature = "redis-cluster")]
-mod cluster;
 
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Held, check};
+#[cfg(feature = "redis-cluster")]
+pub use cluster::{
+    CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
+    RedisClusterStoreBuilder,
+};
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
 pub(crate) use entries::{page_from_entries_with, scan_count, scan_page};
 pub use memory::MemoryStore;
@@ -36,11 +41,6 @@ pub use memory::MemoryStore;
 pub use redb::RedbStore;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
-#[cfg(feature = "redis-cluster")]
-pub use cluster::{
-    CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
-    RedisClusterStoreBuilder,
-};
 #[cfg(feature = "redis")]
 pub use redis_link::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStoreBuilder};
 

@@ -26,11 +26,15 @@
 use std::fmt::Write as _;
 
 mod layout;
+mod slot;
 mod sort;
 
 pub use layout::{
     Derived, KeyBuilder, KeyMatch, Segments, Space, derived_parts, shard_key, shard_of,
 };
+#[cfg(feature = "redis-cluster")]
+pub(crate) use slot::crc16;
+pub use slot::{SLOTS, hash_slot};
 pub use sort::{SortPart, SortReader, read_terminated, sort_key, write_terminated};
 
 use crate::error::{Error, Result};

@@ -284,9 +284,9 @@ impl RedisClusterStore {
         }
         match inv.invoke_async::<Value>(&mut self.conn()).await {
             Ok(v) => Ok(Ok(v)),
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => Err(
-                Error::backend("redis-cluster", "run a commit script", e),
-            ),
+            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                Err(Error::backend("redis-cluster", "run a commit script", e))
+            }
             Err(e) if e.is_connection_refusal() => Err(Error::backend(
                 "redis-cluster",
                 "reach the node of a slot (nothing was sent)",
@@ -339,16 +339,12 @@ impl Store for RedisClusterStore {
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
-        let keys = self
-            .shards_of(key)
-            .unwrap_or_else(|| vec![self.phys(key)]);
+        let keys = self.shards_of(key).unwrap_or_else(|| vec![self.phys(key)]);
         let mut n = 0;
         for k in keys {
             let mut cmd = redis::cmd("ZCARD");
             cmd.arg(k);
-            n += self
-                .query::<u64>(&cmd, "count a sorted collection")
-                .await?;
+            n += self.query::<u64>(&cmd, "count a sorted collection").await?;
         }
         Ok(n)
     }

@@ -62,15 +62,20 @@ impl Group {
     }
 
     /// `ARGV` after the write id, lease and the two step arguments: key
-    /// count, lock flags, conditions, operations.
-    pub(crate) fn script_args(&self) -> Vec<Vec<u8>> {
+    /// count, lock flags (ending in `!` for a batch that never waits),
+    /// conditions, operations.
+    pub(crate) fn script_args(&self, never_wait: bool) -> Vec<Vec<u8>> {
+        let mut flags: String = self
+            .locked
+            .iter()
+            .map(|&l| if l { 'L' } else { '-' })
+            .collect();
+        if never_wait {
+            flags.push('!');
+        }
         let mut argv = vec![
             self.keys.len().to_string().into_bytes(),
-            self.locked
-                .iter()
-                .map(|&l| if l { 'L' } else { '-' })
-                .collect::<String>()
-                .into_bytes(),
+            flags.into_bytes(),
             self.conditions.len().to_string().into_bytes(),
         ];
         for (index, c) in &self.conditions {
@@ -121,6 +126,18 @@ fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
     }
 }
 
+/// Whether `batch` never waits for other writes: it does not write the
+/// key of its first condition. Such a batch works on the entries of a
+/// record it leaves alone (the clean-ups of listings and of expiry, the
+/// repairs of `reconcile`), so a condition on a key another unfinished
+/// write holds fails at once instead, and the work is left for later.
+pub(crate) fn never_waits(batch: &Batch) -> bool {
+    let Some(first) = batch.conditions().first() else {
+        return false;
+    };
+    !batch.ops().iter().any(|op| op.key() == first.key())
+}
+
 /// The distinct hash slots of a batch's keys.
 pub(crate) fn slots(batch: &Batch) -> Vec<u16> {
     let mut out: Vec<u16> = Vec::new();
@@ -146,12 +163,14 @@ fn early_key(key: &str, ops: &[&Op], conditions: &[&Condition]) -> bool {
         return true;
     }
     ops.iter().all(|op| match op {
-        Op::Put { value, .. } => conditions.iter().all(|c| match c {
-            Condition::Absent(_) => true,
-            Condition::AbsentOrEquals(_, want) => want == value,
-            Condition::Equals(..) => false,
-        }) && !conditions.is_empty()
-            && conditions.iter().all(|c| c.key() == key),
+        Op::Put { value, .. } => {
+            conditions.iter().all(|c| match c {
+                Condition::Absent(_) => true,
+                Condition::AbsentOrEquals(_, want) => want == value,
+                Condition::Equals(..) => false,
+            }) && !conditions.is_empty()
+                && conditions.iter().all(|c| c.key() == key)
+        }
         _ => false,
     })
 }
@@ -209,20 +228,23 @@ pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
         pending.push((s, None, Some(op.clone())));
     }
     for (s, c, op) in pending {
-        let Some(g) = groups.get_mut(&s) else { continue };
+        let Some(g) = groups.get_mut(&s) else {
+            continue;
+        };
         if let Some((i, c)) = c {
             touch(g, c.key(), true);
             g.conditions.push((i, c));
         }
         if let Some(op) = op {
-            touch(g, op.key(), matches!(op, Op::Put { .. } | Op::Delete { .. }));
+            touch(
+                g,
+                op.key(),
+                matches!(op, Op::Put { .. } | Op::Delete { .. }),
+            );
             g.ops.push((op, false));
         }
     }
-    let mut out: Vec<Group> = order
-        .iter()
-        .filter_map(|s| groups.remove(s))
-        .collect();
+    let mut out: Vec<Group> = order.iter().filter_map(|s| groups.remove(s)).collect();
     for g in out.iter_mut().filter(|g| g.role != Role::Primary) {
         let early: Vec<bool> = g
             .keys

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::store::RedisStore;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::cluster::RedisClusterStore;
-use crate::store::cluster::plan::{Group, Role, plan, slots};
+use crate::store::cluster::plan::{Group, Role, never_waits, plan, slots};
 use crate::store::cluster::scripts::{Reply, reply};
 use crate::store::cluster::slots::lock_key;
 
@@ -73,7 +73,10 @@ pub(crate) enum Attempt {
     Contended(usize),
     /// A key is locked by another write (the lock's key and value): wait
     /// until it is released, retry.
-    Locked { lock: String, held: String },
+    Locked {
+        lock: String,
+        held: String,
+    },
     /// Refused for a reason that passes (the lease ran out): retry.
     Again,
 }
@@ -88,6 +91,14 @@ fn crashed(point: CrashPoint) -> Error {
 
 fn invalid(key: String, reason: String) -> Error {
     Error::InvalidBatch { key, reason }
+}
+
+/// The index of the batch's first condition on the key the lock `lock`
+/// guards (`{prefix}kvmodel~lock:{tag}:{key}`), if it has one.
+fn held_condition(batch: &Batch, lock: &str, prefix: &str) -> Option<usize> {
+    let rest = lock.strip_prefix(prefix)?;
+    let key = &rest[rest.find("}:")? + 2..];
+    batch.conditions().iter().position(|c| c.key() == key)
 }
 
 /// A fresh write id: 128 random bits, in hex.
@@ -146,12 +157,18 @@ impl RedisClusterStore {
         let start = Instant::now();
         let mut wait = Wait::new();
         let mut met = false;
+        let mut patience = None;
         loop {
             let attempt = if single {
                 self.commit_single(&batch).await?
             } else {
                 self.commit_cross(&batch).await?
             };
+            // How long a live write is waited for before a condition on a
+            // key it holds is given up as failed: twice what one attempt
+            // of this write takes, at least 50 ms.
+            let patience = *patience
+                .get_or_insert_with(|| (start.elapsed() * 2).max(Duration::from_millis(50)));
             match attempt {
                 Attempt::Done(outcome) => {
                     if met && !outcome.is_applied() {
@@ -167,7 +184,15 @@ impl RedisClusterStore {
                 }
                 Attempt::Locked { lock, held } => {
                     met = true;
-                    self.wait_for_lock(&lock, &held, &mut wait).await?;
+                    let given_up = held_condition(&batch, &lock, &self.inner.prefix);
+                    if !self
+                        .wait_for_lock(&lock, &held, &mut wait, patience, given_up.is_some())
+                        .await?
+                    {
+                        if let Some(index) = given_up {
+                            return Ok(Outcome::Failed { index });
+                        }
+                    }
                 }
                 Attempt::Again => wait.pause(self.wait_limit(), "a key").await?,
             }
@@ -188,16 +213,29 @@ impl RedisClusterStore {
 
     /// Waits until the lock `lock` no longer holds `held` (its write
     /// finished or was undone), finishing or undoing that write once it is
-    /// overdue.
-    async fn wait_for_lock(&self, lock: &str, held: &str, wait: &mut Wait) -> Result<()> {
+    /// overdue; `true` when it was released. With `may_give_up`, gives up
+    /// (`false`) once `patience` has passed: the waiting batch has a
+    /// condition on the held key and fails it instead.
+    async fn wait_for_lock(
+        &self,
+        lock: &str,
+        held: &str,
+        wait: &mut Wait,
+        patience: Duration,
+        may_give_up: bool,
+    ) -> Result<bool> {
+        let start = Instant::now();
         loop {
             self.meet_lock(held).await?;
+            if may_give_up && start.elapsed() > patience {
+                return Ok(false);
+            }
             wait.pause(self.wait_limit(), lock).await?;
             let mut cmd = redis::cmd("GET");
             cmd.arg(lock);
             let now: Option<String> = self.query(&cmd, "read a lock").await?;
             if now.as_deref() != Some(held) {
-                return Ok(());
+                return Ok(true);
             }
         }
     }
@@ -209,6 +247,11 @@ impl RedisClusterStore {
             .iter()
             .map(|k| lock_key(&self.inner.prefix, k))
             .collect();
+        argv.push(if never_waits(batch) {
+            b"1".to_vec()
+        } else {
+            b"0".to_vec()
+        });
         argv.push(locks.len().to_string().into_bytes());
         keys.extend(locks);
         let value = self
@@ -238,6 +281,7 @@ impl RedisClusterStore {
         group: &Group,
         write: &str,
         extra: [&[u8]; 2],
+        never_wait: bool,
     ) -> Result<std::result::Result<Reply, redis::RedisError>> {
         let keys = group.script_keys(&self.inner.prefix);
         let mut argv: Vec<Vec<u8>> = vec![
@@ -246,7 +290,7 @@ impl RedisClusterStore {
             extra[0].to_vec(),
             extra[1].to_vec(),
         ];
-        argv.extend(group.script_args());
+        argv.extend(group.script_args(never_wait));
         match self.run(script, &keys, &argv).await? {
             Ok(v) => Ok(Ok(reply(&v)?)),
             Err(e) => Ok(Err(e)),
@@ -270,6 +314,7 @@ impl RedisClusterStore {
 
         // Step 1, every slot at once.
         let crash = self.crash;
+        let nowait = never_waits(batch);
         let prepares = groups.iter().enumerate().map(|(i, g)| {
             let own_keys = pack(&g.script_keys(prefix));
             let intent = intent.clone();
@@ -280,14 +325,29 @@ impl RedisClusterStore {
                 }
                 let r = match g.role {
                     Role::Primary => {
-                        self.step(&scripts.prepare_primary, g, write, [groups_arg, locks_arg])
-                            .await?
+                        self.step(
+                            &scripts.prepare_primary,
+                            g,
+                            write,
+                            [groups_arg, locks_arg],
+                            nowait,
+                        )
+                        .await?
                     }
                     Role::Token => {
-                        self.step(&scripts.prepare_group, g, write, [intent.as_bytes(), &own_keys])
+                        self.step(
+                            &scripts.prepare_group,
+                            g,
+                            write,
+                            [intent.as_bytes(), &own_keys],
+                            nowait,
+                        )
+                        .await?
+                    }
+                    Role::Adds => {
+                        self.step(&scripts.prepare_adds, g, write, [b"", b""], nowait)
                             .await?
                     }
-                    Role::Adds => self.step(&scripts.prepare_adds, g, write, [b"", b""]).await?,
                 };
                 Ok::<_, Error>(r.map_err(Some))
             }
@@ -356,7 +416,13 @@ impl RedisClusterStore {
         // Step 2: the commit point.
         let finish_now: &[u8] = if token_keys.is_empty() { b"1" } else { b"0" };
         let committed = self
-            .step(&scripts.commit, &groups[0], &write, [finish_now, b""])
+            .step(
+                &scripts.commit,
+                &groups[0],
+                &write,
+                [finish_now, b""],
+                nowait,
+            )
             .await?;
         match committed {
             Ok(Reply::Done(_)) => {}
@@ -374,12 +440,14 @@ impl RedisClusterStore {
             }
             Err(lost) => {
                 // The reply was lost: the intent tells whether it committed.
-                if !self.settle_own(&intent, &write).await.map_err(|_| {
-                    Error::OutcomeUnknown {
+                if !self
+                    .settle_own(&intent, &write)
+                    .await
+                    .map_err(|_| Error::OutcomeUnknown {
                         backend: "redis-cluster",
                         source: Box::new(lost),
-                    }
-                })? {
+                    })?
+                {
                     return Err(Error::backend(
                         "redis-cluster",
                         "commit a write across slots (it was undone; nothing was written)",
@@ -497,8 +565,7 @@ impl RedisClusterStore {
                         if *flag == b'1' {
                             if let crate::store::Op::Add { key, sort, member } = op {
                                 let mut cmd = redis::cmd("ZREM");
-                                cmd.arg(key)
-                                    .arg(crate::store::encode_entry(sort, member));
+                                cmd.arg(key).arg(crate::store::encode_entry(sort, member));
                                 let _: Result<Value> = self.query(&cmd, "undo a member").await;
                             }
                         }

@@ -148,7 +148,10 @@ impl RedisClusterStore {
                         .await?;
                 }
                 if let Some(token) = token {
-                    if !groups.iter().any(|g| g.first().map(String::as_str) == Some(token)) {
+                    if !groups
+                        .iter()
+                        .any(|g| g.first().map(String::as_str) == Some(token))
+                    {
                         let mut cmd = redis::cmd("HGET");
                         cmd.arg(token).arg("keys");
                         let keys: Option<Vec<u8>> = self.query(&cmd, "read a token").await?;
@@ -187,7 +190,13 @@ impl RedisClusterStore {
             if state == "a" {
                 continue; // a tombstone
             }
-            out.push((w, intent, String::new(), deadline.unwrap_or(0), state == "c"));
+            out.push((
+                w,
+                intent,
+                String::new(),
+                deadline.unwrap_or(0),
+                state == "c",
+            ));
         }
         for token in self.own_keys("token").await? {
             let mut cmd = redis::cmd("HMGET");

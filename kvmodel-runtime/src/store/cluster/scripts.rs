@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 
 macro_rules! step {
     ($file:literal) => {
-        concat!(include_str!("lua/lib.lua"), include_str!(concat!("lua/", $file)))
+        concat!(
+            include_str!("lua/lib.lua"),
+            include_str!(concat!("lua/", $file))
+        )
     };
 }
 

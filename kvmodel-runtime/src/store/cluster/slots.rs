@@ -7,42 +7,8 @@
 
 use std::sync::OnceLock;
 
-/// The number of hash slots of a Redis Cluster.
-pub const SLOTS: u16 = 16384;
-
-/// CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with.
-fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The part of `key` Redis hashes: the text between the first `{` and the
-/// first `}` after it when that is not empty, otherwise the whole key.
-fn hashed(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                return &key[open + 1..open + 1 + len];
-            }
-        }
-    }
-    key
-}
-
-/// The hash slot of `key`, as `CLUSTER KEYSLOT` computes it.
-pub fn slot_of(key: &str) -> u16 {
-    crc16(hashed(key.as_bytes())) % SLOTS
-}
+use crate::codec::key::crc16;
+pub use crate::codec::key::{SLOTS, hash_slot as slot_of};
 
 /// A short hash tag for every slot: `tag(s)` is a string whose slot is `s`,
 /// so `{tag(s)}` in a key puts that key in slot `s`. Found once, by trying
@@ -94,17 +60,6 @@ pub fn token_key(prefix: &str, slot: u16, write: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_follow_the_hash_tag_rules() {
-        // Values `CLUSTER KEYSLOT` gives on Redis 7.
-        assert_eq!(slot_of("foo"), 12182);
-        assert_eq!(slot_of("{user1000}.following"), slot_of("user1000"));
-        assert_eq!(slot_of("foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
-        assert_eq!(slot_of("foo{{bar}}zap"), slot_of("{bar"));
-        assert_eq!(slot_of("foo{bar}{zap}"), slot_of("bar"));
-        assert_eq!(slot_of("a{}b"), 13694);
-    }
 
     #[test]
     fn every_slot_has_a_tag() {

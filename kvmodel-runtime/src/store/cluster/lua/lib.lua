@@ -61,6 +61,10 @@ end
 local W, LEASE = ARGV[1], tonumber(ARGV[2])
 local N = tonumber(ARGV[5])
 local FLAGS = ARGV[6]
+-- A batch that does not write the key of its first condition (a clean-up
+-- or repair of a record it leaves alone) never waits for another write:
+-- the flags end in '!'.
+local NOWAIT = string.sub(FLAGS, N + 1, N + 1) == '!'
 local OWN = KEYS[1]
 
 local function key(i) return KEYS[1 + i] end
@@ -135,6 +139,11 @@ end
 local function busy()
   local first = first_foreign()
   if not first then return nil end
+  if NOWAIT then
+    for _, c in ipairs(conditions) do
+      if foreign(c.k) then return {0, c.index, 'held'} end
+    end
+  end
   for _, c in ipairs(conditions) do
     local held = foreign(c.k)
     if held and string.sub(held, -1) ~= '|' then
