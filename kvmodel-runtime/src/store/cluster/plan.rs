@@ -12,8 +12,6 @@
 //! Early or late is decided per key, so the operations on one key keep
 //! their order. A slot with nothing but member additions needs no token.
 
-use std::collections::HashMap;
-
 use crate::store::batch::{Batch, Condition, Op};
 use crate::store::cluster::slots::{intent_key, lock_key, slot_of, token_key};
 use crate::store::encode_entry;
@@ -34,6 +32,7 @@ pub(crate) enum Role {
 /// The part of a batch in one hash slot.
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
+    pub(crate) slot: u16,
     pub(crate) role: Role,
     /// The step's own key (the intent for the primary, else the token).
     pub(crate) own: String,
@@ -175,6 +174,82 @@ fn early_key(key: &str, ops: &[&Op], conditions: &[&Condition]) -> bool {
     })
 }
 
+impl Group {
+    fn new(slot: u16, primary: bool, write: &str, prefix: &str) -> Group {
+        Group {
+            slot,
+            role: if primary { Role::Primary } else { Role::Token },
+            own: if primary {
+                intent_key(prefix, slot, write)
+            } else {
+                token_key(prefix, slot, write)
+            },
+            keys: Vec::new(),
+            locked: Vec::new(),
+            conditions: Vec::new(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Notes that the group touches `key`, locking it with `lock`.
+    fn touch(&mut self, key: &str, lock: bool) {
+        match self.keys.iter().position(|k| k == key) {
+            Some(i) => self.locked[i] |= lock,
+            None => {
+                self.keys.push(key.to_owned());
+                self.locked.push(lock);
+            }
+        }
+    }
+
+    /// Marks each operation early or late, and a group of member
+    /// additions only as such.
+    fn classify(&mut self) {
+        let early: Vec<bool> = self
+            .keys
+            .iter()
+            .map(|k| {
+                let ops: Vec<&Op> = self
+                    .ops
+                    .iter()
+                    .map(|(op, _)| op)
+                    .filter(|op| op.key() == k)
+                    .collect();
+                let conditions: Vec<&Condition> = self
+                    .conditions
+                    .iter()
+                    .map(|(_, c)| c)
+                    .filter(|c| c.key() == k)
+                    .collect();
+                early_key(k, &ops, &conditions)
+            })
+            .collect();
+        for (op, e) in &mut self.ops {
+            *e = self
+                .keys
+                .iter()
+                .position(|k| k == op.key())
+                .is_some_and(|i| early[i]);
+        }
+        let adds_only = self.ops.iter().all(|(op, _)| matches!(op, Op::Add { .. }));
+        if self.conditions.is_empty() && adds_only {
+            self.role = Role::Adds;
+        }
+    }
+}
+
+/// The group of `slot` in `groups`, added when missing.
+fn group_of<'a>(groups: &'a mut Vec<Group>, slot: u16, write: &str, prefix: &str) -> &'a mut Group {
+    let i = match groups.iter().position(|g| g.slot == slot) {
+        Some(i) => i,
+        None => {
+            groups.push(Group::new(slot, false, write, prefix));
+            groups.len() - 1
+        }
+    };
+    &mut groups[i]
+}
+
 /// Cuts `batch` into groups for write `write`: the primary first.
 pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
     let primary = batch
@@ -183,97 +258,21 @@ pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
         .map(|c| slot_of(c.key()))
         .or_else(|| batch.ops().first().map(|op| slot_of(op.key())))
         .unwrap_or(0);
-    let mut order: Vec<u16> = Vec::new();
-    let mut groups: HashMap<u16, Group> = HashMap::new();
-    let new_group = |slot: u16| Group {
-        role: if slot == primary {
-            Role::Primary
-        } else {
-            Role::Token
-        },
-        own: if slot == primary {
-            intent_key(prefix, slot, write)
-        } else {
-            token_key(prefix, slot, write)
-        },
-        keys: Vec::new(),
-        locked: Vec::new(),
-        conditions: Vec::new(),
-        ops: Vec::new(),
-    };
-    fn touch(g: &mut Group, key: &str, lock: bool) {
-        match g.keys.iter().position(|k| k == key) {
-            Some(i) => g.locked[i] |= lock,
-            None => {
-                g.keys.push(key.to_owned());
-                g.locked.push(lock);
-            }
-        }
-    }
-    let mut slot_group = |slot: u16, order: &mut Vec<u16>| -> u16 {
-        if !order.contains(&slot) {
-            order.push(slot);
-            groups.insert(slot, new_group(slot));
-        }
-        slot
-    };
-    slot_group(primary, &mut order);
-    let mut pending: Vec<(u16, Option<(usize, Condition)>, Option<Op>)> = Vec::new();
+    let mut groups = vec![Group::new(primary, true, write, prefix)];
     for (i, c) in batch.conditions().iter().enumerate() {
-        let s = slot_group(slot_of(c.key()), &mut order);
-        pending.push((s, Some((i, c.clone())), None));
+        let g = group_of(&mut groups, slot_of(c.key()), write, prefix);
+        g.touch(c.key(), true);
+        g.conditions.push((i, c.clone()));
     }
     for op in batch.ops() {
-        let s = slot_group(slot_of(op.key()), &mut order);
-        pending.push((s, None, Some(op.clone())));
+        let g = group_of(&mut groups, slot_of(op.key()), write, prefix);
+        g.touch(op.key(), matches!(op, Op::Put { .. } | Op::Delete { .. }));
+        g.ops.push((op.clone(), false));
     }
-    for (s, c, op) in pending {
-        let Some(g) = groups.get_mut(&s) else {
-            continue;
-        };
-        if let Some((i, c)) = c {
-            touch(g, c.key(), true);
-            g.conditions.push((i, c));
-        }
-        if let Some(op) = op {
-            touch(
-                g,
-                op.key(),
-                matches!(op, Op::Put { .. } | Op::Delete { .. }),
-            );
-            g.ops.push((op, false));
-        }
+    for g in groups.iter_mut().skip(1) {
+        g.classify();
     }
-    let mut out: Vec<Group> = order.iter().filter_map(|s| groups.remove(s)).collect();
-    for g in out.iter_mut().filter(|g| g.role != Role::Primary) {
-        let early: Vec<bool> = g
-            .keys
-            .iter()
-            .map(|k| {
-                let ops: Vec<&Op> = g
-                    .ops
-                    .iter()
-                    .map(|(op, _)| op)
-                    .filter(|op| op.key() == k)
-                    .collect();
-                let conds: Vec<&Condition> = g
-                    .conditions
-                    .iter()
-                    .map(|(_, c)| c)
-                    .filter(|c| c.key() == k)
-                    .collect();
-                early_key(k, &ops, &conds)
-            })
-            .collect();
-        for (op, e) in g.ops.iter_mut() {
-            let i = g.keys.iter().position(|k| k == op.key()).unwrap_or(0);
-            *e = early[i];
-        }
-        if g.conditions.is_empty() && g.ops.iter().all(|(op, _)| matches!(op, Op::Add { .. })) {
-            g.role = Role::Adds;
-        }
-    }
-    out
+    groups
 }
 
 #[cfg(test)]
@@ -308,8 +307,8 @@ mod tests {
         assert_eq!(groups[0].keys, ["s:user:1"]);
         assert_eq!(role_of(&groups, "s:user#uniq:email:a"), (Role::Token, true));
         assert_eq!(role_of(&groups, "s:user#idx:status:x"), (Role::Adds, true));
-        assert_eq!(role_of(&groups, "s:user#count:total").1, false);
-        assert_eq!(role_of(&groups, "s:user#uniq:email:old").1, false);
+        assert!(!role_of(&groups, "s:user#count:total").1);
+        assert!(!role_of(&groups, "s:user#uniq:email:old").1);
     }
 
     #[test]
