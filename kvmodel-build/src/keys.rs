@@ -288,6 +288,67 @@ fn accesses(e: &Entity) -> Vec<Access> {
     out
 }
 
+/// Where an entity's keys lie on a Redis Cluster, and what its commits cost
+/// there, as one sentence. A key shares the record's slot when it carries
+/// the co-location tag; a receipt is stored in its record's slot by the
+/// cluster store; the discovery set is sharded over other slots. A commit
+/// whose only other slots gain members takes 2 sequential steps (prepare,
+/// commit); any other commit across slots takes 4 (prepare, commit, apply,
+/// finish). Every write re-adds its discovery member, so it always reaches
+/// one other slot.
+fn cluster_note(e: &Entity, rows: &[Row]) -> String {
+    let tag = e.colocate.as_ref().map(|c| format!("{{<{}>}}", c.as_str()));
+    let name = |r: &Row| match r.pattern.rsplit_once('#') {
+        Some((_, rest)) if r.kind != "discovery" && r.kind != "ledger" && r.kind != "receipt" => {
+            let name = rest.split(':').nth(1).unwrap_or(rest);
+            format!("{} {name}", r.kind)
+        }
+        _ => r.kind.to_owned(),
+    };
+    let (mut home, mut away, mut kinds) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows {
+        let tagged = tag.as_ref().is_some_and(|t| r.pattern.contains(t.as_str()));
+        if r.kind == "record" || r.kind == "receipt" || tagged {
+            home.push(name(r));
+        } else {
+            kinds.push(r.kind);
+            away.push(if r.kind == "discovery" {
+                "discovery (sharded)".to_owned()
+            } else {
+                name(r)
+            });
+        }
+    }
+    // A create adds members elsewhere, and takes claims and moves counters
+    // (a token each) only where those lie elsewhere. An update that moves a
+    // claim, an entry or a counter lying elsewhere removes or moves it
+    // after the commit point; one of an expiring entity always moves its
+    // ledger entry and puts its claims again. A delete always removes its
+    // discovery member.
+    let create = if kinds.iter().any(|k| *k == "unique" || *k == "counter") {
+        4
+    } else {
+        2
+    };
+    let moves = kinds.iter().any(|k| *k != "discovery");
+    let update = match (moves, e.ttl.is_some()) {
+        (false, _) => "2".to_owned(),
+        (true, true) => "4".to_owned(),
+        (true, false) => "4 (2 when it moves nothing kept in another slot)".to_owned(),
+    };
+    let elsewhere = if away.is_empty() {
+        "nothing".to_owned()
+    } else {
+        away.join(", ")
+    };
+    format!(
+        "On a Redis Cluster: in the record's slot: {}; elsewhere: {elsewhere}. Sequential round \
+         trips per commit, after the reads above: create {create}, update {update}, delete 4 \
+         (each step sends one script to every slot it concerns at once).",
+        home.join(", "),
+    )
+}
+
 /// `text` broken into lines of at most `width` characters, at spaces.
 fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
@@ -335,6 +396,7 @@ pub fn report(model: &Model, format: Format) -> String {
                 for a in &acc {
                     out.push_str(&format!("| `{}` | {} | {} |\n", a.method, a.ops, a.calls));
                 }
+                out.push_str(&format!("\n{}\n", cluster_note(e, &rows)));
                 out.push('\n');
             }
             Format::Text => {
@@ -354,6 +416,10 @@ pub fn report(model: &Model, format: Format) -> String {
                         "    {:<w$}  {:<c$}  {}\n",
                         a.method, a.calls, a.ops
                     ));
+                }
+                let text = cluster_note(e, &rows);
+                for line in wrap(&text, 96).lines() {
+                    out.push_str(&format!("  {line}\n"));
                 }
                 out.push('\n');
             }

@@ -157,3 +157,42 @@ fn builder_passes_warnings_to_cargo() {
         "one warning, for the entity that does not allow it:\n{stdout}"
     );
 }
+
+/// `kvmodel keys` on a co-located entity: the claim and counter keyed by the
+/// co-located field share the record's slot; a global claim does not, and
+/// it makes creates take the 4-step protocol.
+#[test]
+fn keys_show_the_slot_grouping_of_a_colocated_entity() {
+    let schema = |extra: &str| {
+        format!(
+            "kvmodel: 1\nnamespace: docs\nentities:\n  Note:\n    key: \"tenant:{{tenant}}:note:{{id}}\"\n    \
+             colocate: tenant\n    fields: {{ tenant: string, id: string, title: string, slug: string }}\n    \
+             indexes:\n      by_title: {{ fields: [tenant, title], unique: true }}\n{extra}    \
+             counters: {{ per_tenant: {{ group_by: [tenant] }} }}\n"
+        )
+    };
+    let report = |source: &str| {
+        let s = kvmodel_build::load("note.yaml", source);
+        assert!(s.diagnostics.is_empty(), "{}", s.render_diagnostics(false));
+        kvmodel_build::keys::report(&s.model, kvmodel_build::keys::Format::Markdown)
+    };
+    let local = report(&schema(""));
+    assert!(
+        local.contains(
+            "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
+             discovery (sharded). Sequential round trips per commit, after the reads above: \
+             create 2, update 2, delete 4"
+        ),
+        "{local}"
+    );
+    let global = report(&schema("      by_slug: { fields: [slug], unique: true }\n"));
+    assert!(
+        global.contains(
+            "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
+             unique by_slug, discovery (sharded). Sequential round trips per commit, after the \
+             reads above: create 4, update 4 (2 when it moves nothing kept in another slot), \
+             delete 4"
+        ),
+        "{global}"
+    );
+}
