@@ -7,7 +7,6 @@ use kvmodel::{Batch, Error, PageRequest, RangeRequest, Store};
 
 use super::model::*;
 
-/// The members of the collection at `key`, as record keys.
 /// Creates `sessions` from 16 tasks at once, so that on a networked store
 /// (a cluster above all) they are all written well within their TTL.
 async fn create_all<S: Store>(repo: &SessionRepo<S>, sessions: Vec<Session>) {
@@ -25,6 +24,7 @@ async fn create_all<S: Store>(repo: &SessionRepo<S>, sessions: Vec<Session>) {
     }
 }
 
+/// The members of the collection at `key`, as record keys.
 async fn members<S: Store>(s: &S, key: &str) -> Vec<String> {
     s.range(key, RangeRequest::all(100_000))
         .await
