@@ -205,6 +205,10 @@ async fn the_next_write_to_the_record_recovers_it() {
         let m = member(&format!("n{i}"), &format!("n{i}@x.io"), "red");
         let crashed = MemberRepo::new(store.crashing_at(point)).create(&m).await;
         assert!(crashed.is_err());
+        // Within its lease the crashed write looks alive: a write meeting
+        // its claim waits a little, then fails that condition. Once it is
+        // overdue, the next write settles it and goes on.
+        overdue().await;
         match point {
             CrashPoint::Prepared => repo.create(&m).await.unwrap(),
             _ => assert!(matches!(
