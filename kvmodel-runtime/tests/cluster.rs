@@ -192,6 +192,10 @@ async fn the_next_write_finishes_or_undoes_a_crashed_one() {
         .crashing_at(CrashPoint::Committed)
         .commit(create(&k))
         .await;
+    // Within its lease a condition on the record it holds would fail after
+    // a short wait (see docs/cluster.md); once it is overdue, the next
+    // write settles it.
+    overdue().await;
     let mut again = Batch::new();
     again
         .equals(&k.record, b"v1".to_vec())

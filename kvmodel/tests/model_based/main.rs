@@ -4,12 +4,14 @@
 //! one), and concurrent writers, checked after every step against a plain
 //! in-memory model (records, unique lookups, every listing page by page in
 //! both directions, counters, the number of records); after every sequence
-//! `verify` is clean. On the in-memory, redb and Redis stores.
+//! `verify` is clean. On the in-memory, redb, Redis and Redis Cluster
+//! stores.
 //!
 //! `KVMODEL_MODEL_CASES` sets the number of sequences per store (by
-//! default 256 on memory, 64 on redb, 12 on Redis, where time passes for
-//! real);
-//! `KVMODEL_MODEL_STEPS` the longest sequence (default 24; 16 on Redis).
+//! default 256 on memory, 64 on redb, 12 on Redis and Redis Cluster, where
+//! time passes for real);
+//! `KVMODEL_MODEL_STEPS` the longest sequence (default 24; 16 on Redis and
+//! Redis Cluster).
 //! A failure prints the shrunk sequence; it becomes a case in
 //! `regressions.rs`.
 
@@ -78,10 +80,10 @@ fn env(name: &str) -> Option<usize> {
 /// shrinks the sequence and the panic names the smallest it found.
 async fn repositories_follow_the_model<H: Harness>(h: &H) {
     let backend = h.store().backend();
-    let real_time = backend == "redis";
+    let real_time = backend == "redis" || backend == "redis-cluster";
     let default_cases = match backend {
         "memory" => 256,
-        "redis" => 12,
+        "redis" | "redis-cluster" => 12,
         _ => 64,
     };
     let cases = env("KVMODEL_MODEL_CASES").unwrap_or(default_cases);

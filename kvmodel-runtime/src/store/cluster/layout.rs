@@ -208,7 +208,9 @@ impl RedisClusterStore {
                 c
             }
         };
-        cmd.arg("LIMIT").arg(0).arg(req.limit.saturating_add(1));
+        // Redis counts in an i64: a larger limit asks for everything.
+        let count = i64::try_from(req.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        cmd.arg("LIMIT").arg(0).arg(count);
         self.query(&cmd, "read a sorted collection").await
     }
 

@@ -316,6 +316,19 @@ impl Store for RedisClusterStore {
         self.query(&cmd, "read a value").await
     }
 
+    async fn get_via(&self, key: &str) -> Result<Option<crate::store::Via>> {
+        let Some(pointer) = self.get(key).await? else {
+            return Ok(None);
+        };
+        // A value that is not UTF-8 names no key. The target is read with
+        // `MGET`, which answers nothing (not an error) for a collection.
+        let target = match std::str::from_utf8(&pointer) {
+            Ok(k) => self.get_many(&[k.to_owned()]).await?.pop().flatten(),
+            Err(_) => None,
+        };
+        Ok(Some((pointer, target)))
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
