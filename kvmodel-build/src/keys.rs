@@ -152,7 +152,10 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
                 kind: "index",
                 pattern: p,
                 example: x,
-                note: format!("sorted collection of record keys, {order}"),
+                note: format!(
+                    "sorted collection of record keys, {order}{}",
+                    capped(ix.keep.as_ref())
+                ),
             });
         }
     }
@@ -169,8 +172,10 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             pattern: p,
             example: x,
             note: format!(
-                "keys of the {} of one {}, {order}",
-                e.name.value, *r.belongs_to
+                "keys of the {} of one {}, {order}{}",
+                e.name.value,
+                *r.belongs_to,
+                capped(r.keep.as_ref())
             ),
         });
     }
@@ -229,6 +234,17 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         });
     }
     out
+}
+
+/// What a capped collection's row adds (`keep: N`).
+fn capped(keep: Option<&kvmodel_codegen::origin::Sp<u32>>) -> String {
+    keep.map(|k| {
+        format!(
+            "; capped: keeps its {} greatest, each write that adds trims the rest in the same commit (ZREMRANGEBYRANK on Redis)",
+            k.value
+        )
+    })
+    .unwrap_or_default()
 }
 
 struct Access {

@@ -138,7 +138,9 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
             // with the whole table and never shrinks. A TTL bounds it:
             // expired records leave their collections (and counters) at the
             // expiry sweep, which writes run in small steps.
+            // `keep` bounds it too.
             if e.ttl.is_none()
+                && ix.keep.is_none()
                 && ix.fields.iter().all(|f| low_cardinality(e, f, model))
                 && !allowed(Lint::UnboundedIndex, &[&e.allow, &ix.allow])
             {

@@ -92,6 +92,7 @@ fn entity(
             unique: ix.unique,
             lowercase: ix.normalize.is_some(),
             order_by: ix.order_by.as_ref().map(|o| expr(&o.value)),
+            keep: ix.keep.as_ref().map_or(0, |k| k.value),
             since: ix.since.value,
         })
         .collect();
@@ -103,6 +104,7 @@ fn entity(
             belongs_to: r.belongs_to.value.clone(),
             by: r.by.value.clone(),
             order_by: r.order_by.as_ref().map(|o| expr(&o.value)),
+            keep: r.keep.as_ref().map_or(0, |k| k.value),
             since: r.since.value,
         })
         .collect();

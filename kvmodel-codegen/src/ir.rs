@@ -396,6 +396,9 @@ pub struct Index {
     pub normalize: Option<Sp<Normalize>>,
     /// Sort order within one value (ordered indexes).
     pub order_by: Option<Sp<FieldExpr>>,
+    /// Entries each collection keeps (`keep: N`): the N greatest in
+    /// `order_by` order; a write that adds one trims the rest in its commit.
+    pub keep: Option<Sp<u32>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
     /// What it is for, in the schema author's words (YAML `description:`,
@@ -418,6 +421,7 @@ impl Index {
             unique: false,
             normalize: None,
             order_by: None,
+            keep: None,
             since: default_since(),
             description: None,
             allow: Vec::new(),
@@ -476,6 +480,10 @@ pub struct Relation {
     pub by: Sp<String>,
     /// Order of the children.
     pub order_by: Option<Sp<FieldExpr>>,
+    /// Children each parent's collection keeps (`keep: N`): the N greatest
+    /// in `order_by` order; a write that adds one trims the rest in its
+    /// commit.
+    pub keep: Option<Sp<u32>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
     /// What it is for, in the schema author's words (YAML `description:`,
@@ -495,6 +503,7 @@ impl Relation {
             belongs_to,
             by,
             order_by: None,
+            keep: None,
             since: default_since(),
             description: None,
         }

@@ -13,8 +13,15 @@ pub struct Author {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "social", key = "post:{id}", max_size = "256KiB")]
+/// The newest 1000 posts of each author.
 #[kv(
-    relation(name = author, belongs_to = Author, by = author_id, order_by = created_at)
+    relation(
+        name = author,
+        belongs_to = Author,
+        by = author_id,
+        order_by = created_at,
+        keep = 1000
+    )
 )]
 pub struct Post {
     pub id: String,

@@ -109,6 +109,7 @@ impl Lower<'_> {
                 "unique" => ix.unique = self.read().boolean(v, "`unique`").unwrap_or(false),
                 "normalize" => ix.normalize = self.read().word(v, "`normalize`"),
                 "order_by" => ix.order_by = self.read().field_expr(v, "`order_by`"),
+                "keep" => ix.keep = self.read().bounded(v, "`keep`", 1, vocab::MAX_KEEP),
                 "since" => ix.since = self.since(v),
                 "allow" => ix.allow = self.read().words(v, "`allow`"),
                 _ => {}
@@ -146,6 +147,7 @@ impl Lower<'_> {
     fn relation(&mut self, name: Sp<String>, body: &Node) -> Option<Relation> {
         let what = format!("relation `{}`", *name);
         let (mut belongs_to, mut by, mut order_by, mut since) = (None, None, None, default_since());
+        let mut keep = None;
         let mut description = None;
         for (k, v) in self.entries(body, &described(RELATION_KEYS), &what) {
             match k.value.as_str() {
@@ -153,6 +155,7 @@ impl Lower<'_> {
                 "belongs_to" => belongs_to = self.read().name(v, "`belongs_to`"),
                 "by" => by = self.read().name(v, "`by`"),
                 "order_by" => order_by = self.read().field_expr(v, "`order_by`"),
+                "keep" => keep = self.read().bounded(v, "`keep`", 1, vocab::MAX_KEEP),
                 "since" => since = self.since(v),
                 _ => {}
             }
@@ -163,6 +166,7 @@ impl Lower<'_> {
         };
         let mut r = Relation::new(name, belongs_to, by);
         r.order_by = order_by;
+        r.keep = keep;
         r.since = since;
         r.description = description;
         Some(r)

@@ -613,6 +613,9 @@ impl Gen<'_> {
                 if let Some(o) = self.expr(&fields, |g, t| g.sortable(t)) {
                     parts.push(format!("order_by: {}", q(&o)));
                 }
+                if self.rng.chance(20) {
+                    parts.push(format!("keep: {}", *self.rng.pick(&[1, 100, 1_000_000])));
+                }
             }
             let s = since(self);
             self.line(
@@ -675,6 +678,9 @@ impl Gen<'_> {
                 if let Some(o) = self.expr(&fields, |g, t| g.sortable(t)) {
                     parts.push(format!("order_by: {}", q(&o)));
                 }
+            }
+            if self.rng.chance(20) {
+                parts.push("keep: 1000".to_owned());
             }
             let r_name = self.snake(&[]);
             let s = since(self);

@@ -64,6 +64,7 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
             "allow" => ix.allow = allow(&m, r)?,
             "normalize" => ix.normalize = r.word(&value::parse(m.value()?)?, "`normalize`"),
             "order_by" => ix.order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
+            "keep" => ix.keep = r.bounded(&value::parse(m.value()?)?, "`keep`", 1, vocab::MAX_KEEP),
             "since" => {
                 ix.since = r
                     .version(&value::parse(m.value()?)?, "`since`")
@@ -127,6 +128,7 @@ pub(super) fn relation(
 ) -> syn::Result<Option<Relation>> {
     let span = meta.path.span();
     let (mut name, mut belongs_to, mut by, mut order_by) = (None, None, None, None);
+    let mut keep = None;
     let mut since = crate::ir::default_since();
     let mut keys = Keys::new(&["name"], vocab::RELATION_KEYS);
     meta.parse_nested_meta(|m| {
@@ -135,6 +137,7 @@ pub(super) fn relation(
             "belongs_to" => belongs_to = r.path(&value::parse(m.value()?)?, "`belongs_to`"),
             "by" => by = r.name(&value::parse(m.value()?)?, "`by`"),
             "order_by" => order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
+            "keep" => keep = r.bounded(&value::parse(m.value()?)?, "`keep`", 1, vocab::MAX_KEEP),
             "since" => {
                 since = r
                     .version(&value::parse(m.value()?)?, "`since`")
@@ -155,6 +158,7 @@ pub(super) fn relation(
     let mut rel = Relation::new(name, belongs_to, by);
     rel.origin = Origin::Span(span);
     rel.order_by = order_by;
+    rel.keep = keep;
     rel.since = since;
     Ok(Some(rel))
 }

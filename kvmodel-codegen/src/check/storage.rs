@@ -1,4 +1,5 @@
-//! Rules on how an entity's records are stored: `max_size`.
+//! Rules on how an entity's records are stored: `max_size`, and `keep`
+//! only where there is a collection to cap.
 
 use crate::ir::Entity;
 use crate::origin::{Diagnostic, Diagnostics};
@@ -6,6 +7,21 @@ use crate::vocab;
 
 /// Checks the storage settings of one entity.
 pub(super) fn check(e: &Entity, diags: &mut Diagnostics) {
+    for ix in e.indexes.iter().filter(|i| i.unique) {
+        if let Some(k) = &ix.keep {
+            diags.push(
+                Diagnostic::error(
+                    "E132",
+                    &k.origin,
+                    format!(
+                        "index `{}` is unique, so it has no collection for `keep` to cap",
+                        *ix.name
+                    ),
+                )
+                .help("remove `keep`, or drop `unique` to make it an ordered index"),
+            );
+        }
+    }
     let Some(max) = &e.max_size else { return };
     if e.key.is_none() {
         // A record-only type is never written, so a limit would never apply.

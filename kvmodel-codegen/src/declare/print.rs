@@ -267,6 +267,17 @@ fn allow_tokens(allow: &[crate::Sp<crate::ir::Lint>]) -> Option<TokenStream> {
     Some(quote!(allow(#(#codes),*)))
 }
 
+/// `, keep = N` of a capped collection.
+fn keep_tokens(keep: Option<u32>) -> TokenStream {
+    match keep {
+        Some(k) => {
+            let k = Literal::u32_unsuffixed(k);
+            quote!(, keep = #k)
+        }
+        None => quote!(),
+    }
+}
+
 fn since_tokens(since: u32) -> TokenStream {
     if since == vocab::DEFAULT_SINCE {
         quote!()
@@ -374,11 +385,12 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let o = field_expr_tokens(o);
             quote!(, order_by = #o)
         });
+        let keep = keep_tokens(ix.keep.as_ref().map(|k| k.value));
         let since = since_tokens(ix.since.value);
         let allow = allow_tokens(&ix.allow).map(|a| quote!(, #a));
         let docs = docs(ix.description.as_ref());
         attrs.push(quote!(
-            #docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #since #allow))]
+            #docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #keep #since #allow))]
         ));
     }
     for c in &e.counters {
@@ -416,10 +428,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let o = field_expr_tokens(o);
             quote!(, order_by = #o)
         });
+        let keep = keep_tokens(r.keep.as_ref().map(|k| k.value));
         let since = since_tokens(r.since.value);
         let docs = docs(r.description.as_ref());
         attrs.push(
-            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #since))]),
+            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #since))]),
         );
     }
     let mut steps: Vec<_> = e.migrations.iter().collect();

@@ -253,7 +253,13 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 cx.derived(super::Derived::Index),
                 order.map(|o| sort_expr(cx, o, &reads.refs[n])),
             ));
-            quote!(__facts.member(#since, #keys::#fname(#(#args),*), #sort);)
+            match &ix.keep {
+                Some(k) => {
+                    let keep = proc_macro2::Literal::u32_unsuffixed(k.value);
+                    quote!(__facts.member_capped(#since, #keep, #keys::#fname(#(#args),*), #sort);)
+                }
+                None => quote!(__facts.member(#since, #keys::#fname(#(#args),*), #sort);),
+            }
         };
         facts.push(reads.wrap(body));
     }
@@ -271,7 +277,13 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         };
         let fname = relation_fn(&r.name);
         let since = proc_macro2::Literal::u32_unsuffixed(r.since.value);
-        facts.push(reads.wrap(quote!(__facts.member(#since, #keys::#fname(#arg), #sort);)));
+        facts.push(reads.wrap(match &r.keep {
+            Some(k) => {
+                let keep = proc_macro2::Literal::u32_unsuffixed(k.value);
+                quote!(__facts.member_capped(#since, #keep, #keys::#fname(#arg), #sort);)
+            }
+            None => quote!(__facts.member(#since, #keys::#fname(#arg), #sort);),
+        }));
         let seg = segments_fn(&format!("relation_{}", *r.name));
         member_checks.push(member_check(
             cx,

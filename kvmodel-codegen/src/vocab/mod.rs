@@ -34,13 +34,14 @@ pub const INDEX_KEYS: &[&str] = &[
     "unique",
     "normalize",
     "order_by",
+    "keep",
     "since",
     "allow",
 ];
 /// The keys of a counter (the derive adds `name`).
 pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
-pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "since"];
+pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "since"];
 /// The keys of a migration step.
 pub const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
 
@@ -337,6 +338,9 @@ pub fn version_number(i: i64, what: &str) -> Result<u32, Mistake> {
     };
     Err(Mistake::new("E106", why))
 }
+
+/// The most entries a capped collection may keep (`keep`).
+pub const MAX_KEEP: u32 = 1_000_000;
 
 /// The most keys a counter may be spread over (`shards`).
 pub const MAX_SHARDS: u32 = 1024;

@@ -171,6 +171,9 @@ pub struct MemberFact {
     pub sort: Vec<u8>,
     /// The record version that introduced the index or relation.
     pub since: u32,
+    /// The members the collection keeps (`keep: N`), 0 for no cap: a write
+    /// that adds this member trims the collection to its `keep` greatest.
+    pub keep: u32,
 }
 
 /// A contribution to a counter.
@@ -209,10 +212,17 @@ impl Facts {
 
     /// Records a collection membership.
     pub fn member(&mut self, since: u32, collection: String, sort: Vec<u8>) {
+        self.member_capped(since, 0, collection, sort);
+    }
+
+    /// Records a membership of a collection that keeps its `keep`
+    /// greatest members (0: all).
+    pub fn member_capped(&mut self, since: u32, keep: u32, collection: String, sort: Vec<u8>) {
         self.members.push(MemberFact {
             collection,
             sort,
             since,
+            keep,
         });
     }
 

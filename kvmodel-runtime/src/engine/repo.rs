@@ -169,10 +169,19 @@ pub(crate) fn transition_in(
             b.remove(&m.collection, m.sort.clone(), owner_bytes.to_vec());
         }
     }
+    let mut capped: Vec<(&str, u32)> = Vec::new();
     for m in &to.members {
         if !old_members.contains(&entry(m)) {
             b.add(&m.collection, m.sort.clone(), owner_bytes.to_vec());
+            if m.keep > 0 && !capped.iter().any(|(c, _)| *c == m.collection) {
+                capped.push((m.collection.as_str(), m.keep));
+            }
         }
+    }
+    // A capped collection is trimmed after its additions, in the same
+    // commit: it never holds more than `keep` members.
+    for (collection, keep) in capped {
+        b.trim(collection, u64::from(keep));
     }
     // Counter key → (net amount, the keys it is spread over).
     let mut net: BTreeMap<&str, (i128, u32)> = BTreeMap::new();

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::def::EntityDef;
-use crate::engine::entity::Facts;
+use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
 pub use crate::engine::maintenance::Drift;
 use crate::engine::maintenance::{CounterDrift, is_member};
@@ -30,7 +30,7 @@ use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::read_counter;
-use crate::store::{RangeRequest, Store};
+use crate::store::{RangeRequest, Store, encode_entry};
 
 pub(crate) mod inward;
 pub(crate) mod wide;
@@ -272,6 +272,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         for m in &want.members {
             if is_member(self.store, &m.collection, &m.sort, key.as_bytes()).await? {
                 have.members.push(m.clone());
+            } else if trimmed(self.store, m, key.as_bytes()).await? {
+                // Trimmed from a capped collection: not drift.
+                have.members.push(m.clone());
             } else {
                 state
                     .drift
@@ -500,4 +503,18 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
         Ok(())
     }
+}
+
+/// Whether the capped membership `m` of `member` is absent because its
+/// collection was trimmed: the collection holds its `keep` members, all
+/// greater than `m`'s entry.
+async fn trimmed<S: Store>(store: &S, m: &MemberFact, member: &[u8]) -> Result<bool> {
+    if m.keep == 0 || store.collection_len(&m.collection).await? < u64::from(m.keep) {
+        return Ok(false);
+    }
+    let lowest = store.range(&m.collection, RangeRequest::all(1)).await?;
+    Ok(lowest
+        .members
+        .first()
+        .is_some_and(|l| encode_entry(&l.sort, &l.member) > encode_entry(&m.sort, member)))
 }

@@ -359,7 +359,7 @@ impl EntityModel {
                     Some(o) => self.sort_of(o, value)?.unwrap_or_default(),
                     None => Vec::new(),
                 };
-                facts.member(ix.since, self.index_key(&ix.name, values)?, sort);
+                facts.member_capped(ix.since, ix.keep, self.index_key(&ix.name, values)?, sort);
             }
         }
         for r in &self.relations {
@@ -374,7 +374,12 @@ impl EntityModel {
                 Some(o) => self.sort_of(o, value)?.unwrap_or_default(),
                 None => Vec::new(),
             };
-            facts.member(r.since, self.relation_key(&r.name, &values[0])?, sort);
+            facts.member_capped(
+                r.since,
+                r.keep,
+                self.relation_key(&r.name, &values[0])?,
+                sort,
+            );
         }
         for c in &self.counters {
             let mut fields: Vec<&str> = c.group_by.iter().map(FieldExpr::field).collect();

@@ -183,6 +183,8 @@ pub struct IndexModel {
     pub lowercase: bool,
     /// The order within one value (ordered indexes).
     pub order_by: Option<FieldExpr>,
+    /// The members each collection keeps (`keep: N`); 0 for all.
+    pub keep: u32,
     /// The record version that introduced it.
     pub since: u32,
 }
@@ -198,6 +200,8 @@ pub struct RelationModel {
     pub by: String,
     /// The order of the children.
     pub order_by: Option<FieldExpr>,
+    /// The children each parent's collection keeps (`keep: N`); 0 for all.
+    pub keep: u32,
     /// The record version that introduced it.
     pub since: u32,
 }

@@ -80,6 +80,15 @@ pub enum Op {
         /// Member bytes.
         member: Vec<u8>,
     },
+    /// Keeps the `keep` greatest members of the sorted collection at `key`
+    /// (by sort key, then member bytes) and removes the others; nothing
+    /// when it holds no more than `keep`.
+    Trim {
+        /// Collection key.
+        key: String,
+        /// Members kept.
+        keep: u64,
+    },
     /// Sets the time to live of an existing value, counter or collection.
     Expire {
         /// Key.
@@ -98,6 +107,7 @@ impl Op {
             | Op::Incr { key, .. }
             | Op::Add { key, .. }
             | Op::Remove { key, .. }
+            | Op::Trim { key, .. }
             | Op::Expire { key, .. } => key,
         }
     }
@@ -231,6 +241,15 @@ impl Batch {
             key: key.into(),
             sort,
             member,
+        })
+    }
+
+    /// Keeps the `keep` greatest members of the sorted collection at `key`
+    /// and removes the others ([`Op::Trim`]).
+    pub fn trim(&mut self, key: impl Into<String>, keep: u64) -> &mut Self {
+        self.op(Op::Trim {
+            key: key.into(),
+            keep,
         })
     }
 

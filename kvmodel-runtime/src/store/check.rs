@@ -113,11 +113,14 @@ pub fn check(batch: &Batch, mut current: impl FnMut(&str) -> Result<Held>) -> Re
                     "an increment meets a sorted collection, not a counter",
                 ));
             }
-            (Op::Add { .. } | Op::Remove { .. }, Slot::Counter(_) | Slot::Text) => {
+            (
+                Op::Add { .. } | Op::Remove { .. } | Op::Trim { .. },
+                Slot::Counter(_) | Slot::Text,
+            ) => {
                 return Err(refuse(key, "a sorted-collection operation meets a value"));
             }
             (Op::Add { .. }, _) => Slot::Collection,
-            (Op::Remove { .. } | Op::Expire { .. }, slot) => slot,
+            (Op::Remove { .. } | Op::Trim { .. } | Op::Expire { .. }, slot) => slot,
         };
         slots.insert(key, next);
     }

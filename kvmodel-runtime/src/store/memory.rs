@@ -95,6 +95,16 @@ impl Inner {
                     self.sets.remove(&key);
                 }
             }
+            Op::Trim { key, keep } => {
+                let slot = self.set_mut(&key, now);
+                let keep = usize::try_from(keep).unwrap_or(usize::MAX);
+                while slot.0.len() > keep {
+                    slot.0.pop_first();
+                }
+                if slot.0.is_empty() {
+                    self.sets.remove(&key);
+                }
+            }
             Op::Expire { key, ttl } => {
                 let at = deadline(clock, ttl);
                 if let Some((_, exp)) = self.values.get_mut(&key).filter(|(_, e)| live(*e, now)) {

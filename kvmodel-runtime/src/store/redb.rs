@@ -540,6 +540,26 @@ impl<'t> Writer<'t> {
                     .remove((key.as_str(), entry.as_slice()))
                     .map_err(e("remove a member"))?;
             }
+            Op::Trim { key, keep } => {
+                self.sweep_collection(key)?;
+                // Capped collections hold about `keep` members: reading
+                // them all costs what trimming them does.
+                let end = after_collection(key);
+                let entries: Vec<Vec<u8>> = self
+                    .members
+                    .range::<(&str, &[u8])>((key.as_str(), &[][..])..(end.as_str(), &[][..]))
+                    .map_err(e("scan a collection"))?
+                    .map(|item| item.map(|(k, _)| k.value().1.to_vec()))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(e("scan a collection"))?;
+                let keep = usize::try_from(*keep).unwrap_or(usize::MAX);
+                let excess = entries.len().saturating_sub(keep);
+                for entry in &entries[..excess] {
+                    self.members
+                        .remove((key.as_str(), entry.as_slice()))
+                        .map_err(e("trim a collection"))?;
+                }
+            }
             Op::Expire { key, ttl } => {
                 let at = deadline(&*self.store.clock, *ttl).max(1);
                 let now = self.now;

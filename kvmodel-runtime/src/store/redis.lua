@@ -133,7 +133,10 @@ for o = 1, m do
       return {-1, key, 'adding ' .. a .. ' would overflow the 64-bit counter'}
     end
     state[key] = {'int', sum}
-  elseif kind == 'z' or kind == 'r' then
+  elseif kind == 'z' or kind == 'r' or kind == 't' then
+    if kind == 't' and string.match(a, '^[0-9]+$') == nil then
+      return {-1, key, 'the number of members to keep, ' .. a .. ', is not a whole number'}
+    end
     local s = current(key)
     if s[1] == 'int' or s[1] == 'str' then
       return {-1, key, 'a sorted-collection operation meets a value'}
@@ -166,6 +169,10 @@ for o = 1, m do
     redis.call('ZADD', key, 0, a)
   elseif kind == 'r' then
     redis.call('ZREM', key, a)
+  elseif kind == 't' then
+    -- Members are ranked in byte order (score 0): all but the greatest
+    -- `a` go, lowest first.
+    redis.call('ZREMRANGEBYRANK', key, 0, -(tonumber(a) + 1))
   else
     redis.call('PEXPIRE', key, a)
   end

@@ -162,6 +162,7 @@ impl RedisStore {
                 Op::Incr { delta, .. } => (b"i", delta.to_string().into_bytes(), Vec::new()),
                 Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
                 Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
+                Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),
                 Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
             };
             argv.push(kind.to_vec());

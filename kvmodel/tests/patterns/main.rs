@@ -1,9 +1,11 @@
 //! The modelling patterns beyond one-to-many listings and plain counters,
 //! each on the in-memory, embedded and Redis stores.
 
+mod keep;
 mod shards;
 mod size;
 
+use keep::*;
 use shards::*;
 use size::*;
 
@@ -17,4 +19,9 @@ kvmodel_runtime::on_every_backend!(
     verify_and_reconcile_treat_the_shards_as_one_counter,
     a_counter_that_becomes_sharded_keeps_its_count,
     the_model_walk_treats_the_shards_as_one_counter,
+    a_capped_relation_keeps_the_newest,
+    an_update_trims_the_collection_it_moves_into,
+    concurrent_writers_leave_exactly_the_greatest,
+    verify_reports_a_lost_kept_entry_and_reconcile_restores_it,
+    trim_keeps_the_greatest_members,
 );
