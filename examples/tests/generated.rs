@@ -315,6 +315,39 @@ async fn social_works<H: Harness>(h: &H) {
     assert!(likes.delete("p1", "u0-0").await.unwrap());
     assert_eq!(likes.count_per_post("p1").await.unwrap(), 159);
     assert!(likes.verify(25).await.unwrap().is_clean());
+
+    // An author's posts are capped at the newest 1000: the oldest of 1002
+    // leave the listing, the records stay.
+    let posts = social::PostRepo::new(store.clone());
+    let base = ts("2026-03-01T00:00:00Z").as_unix_millis();
+    for i in (0..1002).rev() {
+        let created_at = kvmodel::Timestamp::from_unix_millis(base + i * 1000).unwrap();
+        posts
+            .create(&social::Post {
+                id: format!("p{i}"),
+                author_id: "ada".into(),
+                title: format!("Post {i}"),
+                body: String::new(),
+                created_at,
+            })
+            .await
+            .unwrap();
+    }
+    let page = posts
+        .list_by_author("ada", PageRequest::new(5))
+        .await
+        .unwrap();
+    let first: Vec<&str> = page.items.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(first, vec!["p2", "p3", "p4", "p5", "p6"]);
+    assert_eq!(
+        store
+            .collection_len(&social::PostKeys::relation_author("ada"))
+            .await
+            .unwrap(),
+        1000
+    );
+    assert!(posts.get("p0").await.unwrap().is_some());
+    assert_eq!(posts.count_all().await.unwrap(), 1002);
 }
 
 macro_rules! on_every_store {
