@@ -160,6 +160,10 @@ impl RedisClusterStore {
                         sort,
                         member,
                     },
+                    Op::Trim { keep, .. } => Op::Trim {
+                        key: self.phys(&key),
+                        keep,
+                    },
                     Op::Expire { ttl, .. } => Op::Expire {
                         key: self.phys(&key),
                         ttl,
@@ -185,6 +189,7 @@ impl RedisClusterStore {
                     }
                 }
                 Op::Put { .. } => return Err(refuse(&key, "a put")),
+                Op::Trim { .. } => return Err(refuse(&key, "a trim")),
                 Op::Incr { .. } => return Err(refuse(&key, "an increment")),
             }
         }

@@ -121,6 +121,7 @@ fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
         Op::Incr { delta, .. } => (b"i", delta.to_string().into_bytes(), Vec::new()),
         Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
         Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
+        Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),
         Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
     }
 }

@@ -208,7 +208,10 @@ local function simulator()
       local sum = add(v, d)
       if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
       state[k] = {'int', sum}
-    elseif kind == 'z' or kind == 'r' then
+    elseif kind == 'z' or kind == 'r' or kind == 't' then
+      if kind == 't' and string.match(a, '^[0-9]+$') == nil then
+        return 'the number of members to keep, ' .. a .. ', is not a whole number'
+      end
       local s = current(k)
       if s[1] == 'int' or s[1] == 'str' then return 'a sorted-collection operation meets a value' end
       if s[1] ~= 'none' and s[1] ~= 'zset' then return 'a sorted-collection operation meets ' .. holds(s[1]) end
@@ -245,6 +248,10 @@ local function apply(op)
     return redis.call('ZADD', k, 0, a)
   elseif kind == 'r' then
     redis.call('ZREM', k, a)
+  elseif kind == 't' then
+    -- All but the greatest `a` members, lowest first (a late operation:
+    -- applied after the commit point, like a removal).
+    redis.call('ZREMRANGEBYRANK', k, 0, -(tonumber(a) + 1))
   else
     redis.call('PEXPIRE', k, a)
   end
