@@ -34,8 +34,10 @@ pub use cluster::{
     CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
     RedisClusterStoreBuilder,
 };
+#[cfg(feature = "redis")]
+pub(crate) use entries::page_from_entries_with;
 pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
-pub(crate) use entries::{page_from_entries_with, scan_count, scan_page};
+pub(crate) use entries::{scan_count, scan_page};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
