@@ -42,7 +42,7 @@ pub struct Target {
     /// The schema file the store's data follows.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT` (`memory:` is empty).
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// Only this entity (repeat for more; default: every entity).

@@ -1,5 +1,5 @@
 //! `kvmodel verify | reconcile | migrate | inspect` end to end, on a redb
-//! file and on a Redis server started for the test: a store populated by
+//! file, on a Redis server and on a Redis Cluster started for the test: a store populated by
 //! generated code and damaged by hand is found out (exit 1), repaired and
 //! clean again; a migration backfills what reads refused before; a second
 //! migration is refused while the first holds the lease; an interrupted
@@ -11,7 +11,7 @@ mod support;
 use cases::*;
 use support::Backend;
 
-macro_rules! on_both {
+macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
         mod redb {
             $(
@@ -29,10 +29,18 @@ macro_rules! on_both {
                 }
             )*
         }
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Backend::cluster()).await;
+                }
+            )*
+        }
     };
 }
 
-on_both!(
+on_every_store!(
     damage_is_found_repaired_and_gone,
     migrate_backfills_what_reads_refused,
     a_held_lease_refuses_and_a_lapsed_one_is_taken_over,
@@ -97,4 +105,9 @@ async fn an_empty_store_has_nothing_write_only() {
         "{}",
         support::out(&o)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_migrations_one_refused_on_a_cluster() {
+    cases::two_concurrent_migrations_one_refused(Backend::cluster()).await;
 }

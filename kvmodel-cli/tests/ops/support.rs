@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use kvmodel::{AnyStore, KvEntity, Timestamp};
-use kvmodel_runtime::conformance::RedisServer;
+use kvmodel_runtime::conformance::{RedisCluster, RedisServer};
 use serde::{Deserialize, Serialize};
 
 /// The store a case runs on: a redb file (which one process opens at a
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub enum Backend {
     Redb(tempfile::TempDir),
     Redis(RedisServer),
+    Cluster(RedisCluster),
 }
 
 impl Backend {
@@ -24,8 +25,17 @@ impl Backend {
         Backend::Redis(RedisServer::start())
     }
 
+    pub fn cluster() -> Backend {
+        Backend::Cluster(RedisCluster::start())
+    }
+
     pub fn url(&self) -> String {
         match self {
+            Backend::Cluster(c) => {
+                let seeds: Vec<String> =
+                    c.ports().iter().map(|p| format!("127.0.0.1:{p}")).collect();
+                format!("redis+cluster://{}", seeds.join(","))
+            }
             Backend::Redb(dir) => format!("redb:{}", dir.path().join("shop.redb").display()),
             Backend::Redis(server) => server.url(),
         }
@@ -37,7 +47,7 @@ impl Backend {
     }
 
     pub fn is_redis(&self) -> bool {
-        matches!(self, Backend::Redis(_))
+        matches!(self, Backend::Redis(_) | Backend::Cluster(_))
     }
 }
 
