@@ -58,7 +58,7 @@ fn rust_type(ty: &FieldType) -> TokenStream {
 }
 
 /// The name of the function serde calls for a field's default, before
-/// [`default_fn_names`] tells apart the few pairs that share it
+/// `default_fn_names` tells apart the few pairs that share it
 /// (`Thing.a_b` and `ThingA.b`).
 pub fn default_fn_name(owner: &str, field: &str) -> String {
     format!("__kvmodel_default_{}_{}", owner.to_snake_case(), field)

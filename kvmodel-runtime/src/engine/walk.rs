@@ -145,9 +145,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     }
 
     /// What comes before the first step: `reconcile` has the store finish
-    /// or undo writes left half done ([`Store::recover`](crate::Store::recover)), then sweeps every
+    /// or undo writes left half done ([`Store::recover`]), then sweeps every
     /// expired record, so what remains is live; both note the writes still
-    /// unfinished ([`Store::unfinished_writes`](crate::Store::unfinished_writes)).
+    /// unfinished ([`Store::unfinished_writes`]).
     pub async fn start(&self, state: &mut WalkState) -> Result<()> {
         if state.repair {
             self.store.recover().await?;
