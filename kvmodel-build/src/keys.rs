@@ -304,65 +304,103 @@ fn accesses(e: &Entity) -> Vec<Access> {
     out
 }
 
-/// Where an entity's keys lie on a Redis Cluster, and what its commits cost
-/// there, as one sentence. A key shares the record's slot when it carries
-/// the co-location tag; a receipt is stored in its record's slot by the
-/// cluster store; the discovery set is sharded over other slots. A commit
-/// whose only other slots gain members takes 2 sequential steps (prepare,
-/// commit); any other commit across slots takes 4 (prepare, commit, apply,
-/// finish). Every write re-adds its discovery member, so it always reaches
-/// one other slot.
-fn cluster_note(e: &Entity, rows: &[Row]) -> String {
-    let tag = e.colocate.as_ref().map(|c| format!("{{<{}>}}", c.as_str()));
-    let name = |r: &Row| match r.pattern.rsplit_once('#') {
-        Some((_, rest)) if r.kind != "discovery" && r.kind != "ledger" && r.kind != "receipt" => {
-            let name = rest.split(':').nth(1).unwrap_or(rest);
-            format!("{} {name}", r.kind)
-        }
-        _ => r.kind.to_owned(),
-    };
-    let (mut home, mut away, mut kinds) = (Vec::new(), Vec::new(), Vec::new());
-    for r in rows {
-        let tagged = tag.as_ref().is_some_and(|t| r.pattern.contains(t.as_str()));
-        if r.kind == "record" || r.kind == "receipt" || tagged {
-            home.push(name(r));
-        } else {
-            kinds.push(r.kind);
-            away.push(if r.kind == "discovery" {
-                "discovery (sharded)".to_owned()
+/// Where an entity's keys lie on a Redis Cluster, and how many sequential
+/// round trips each of its commits takes there.
+///
+/// A key shares the record's slot when it carries the co-location tag; a
+/// receipt is stored in its record's slot by the cluster store; the
+/// discovery set is sharded over other slots. A commit whose only other
+/// slots gain members takes 2 sequential steps (prepare, commit); any other
+/// commit across slots takes 4 (prepare, commit, apply, finish). Every write
+/// re-adds its discovery member, so it always reaches one other slot.
+pub(crate) struct ClusterLayout {
+    /// Keys in the record's slot (`record`, `unique by_email`, …).
+    pub home: Vec<String>,
+    /// Keys in other slots, the discovery set included.
+    pub away: Vec<String>,
+    /// Claims, index and relation entries and counters in other slots:
+    /// those the co-location tag could bring home.
+    pub away_derived: Vec<String>,
+    /// Sequential round trips of a create.
+    pub create: u8,
+    /// Sequential round trips of an update, as a phrase.
+    pub update: &'static str,
+}
+
+impl ClusterLayout {
+    /// The layout of `e`.
+    pub(crate) fn of(e: &Entity, model: &Model) -> Self {
+        Self::from_rows(e, &rows(e, model))
+    }
+
+    fn from_rows(e: &Entity, rows: &[Row]) -> Self {
+        let tag = e.colocate.as_ref().map(|c| format!("{{<{}>}}", c.as_str()));
+        let name = |r: &Row| match r.pattern.rsplit_once('#') {
+            Some((_, rest))
+                if r.kind != "discovery" && r.kind != "ledger" && r.kind != "receipt" =>
+            {
+                let name = rest.split(':').nth(1).unwrap_or(rest);
+                format!("{} {name}", r.kind)
+            }
+            _ => r.kind.to_owned(),
+        };
+        let (mut home, mut away, mut away_derived, mut kinds) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in rows {
+            let tagged = tag.as_ref().is_some_and(|t| r.pattern.contains(t.as_str()));
+            if r.kind == "record" || r.kind == "receipt" || tagged {
+                home.push(name(r));
+            } else if r.kind == "discovery" {
+                away.push("discovery (sharded)".to_owned());
             } else {
-                name(r)
-            });
+                kinds.push(r.kind);
+                away.push(name(r));
+                if r.kind != "ledger" {
+                    away_derived.push(name(r));
+                }
+            }
+        }
+        // A create adds members elsewhere, and takes claims and moves
+        // counters (a token each) only where those lie elsewhere. An update
+        // that moves a claim, an entry or a counter lying elsewhere removes
+        // or moves it after the commit point; one of an expiring entity
+        // always moves its ledger entry and puts its claims again. A delete
+        // always removes its discovery member.
+        let create = if kinds.iter().any(|k| *k == "unique" || *k == "counter") {
+            4
+        } else {
+            2
+        };
+        let update = match (kinds.is_empty(), e.ttl.is_some()) {
+            (true, _) => "2",
+            (false, true) => "4",
+            (false, false) => "4 (2 when it moves nothing kept in another slot)",
+        };
+        ClusterLayout {
+            home,
+            away,
+            away_derived,
+            create,
+            update,
         }
     }
-    // A create adds members elsewhere, and takes claims and moves counters
-    // (a token each) only where those lie elsewhere. An update that moves a
-    // claim, an entry or a counter lying elsewhere removes or moves it
-    // after the commit point; one of an expiring entity always moves its
-    // ledger entry and puts its claims again. A delete always removes its
-    // discovery member.
-    let create = if kinds.iter().any(|k| *k == "unique" || *k == "counter") {
-        4
-    } else {
-        2
-    };
-    let moves = kinds.iter().any(|k| *k != "discovery");
-    let update = match (moves, e.ttl.is_some()) {
-        (false, _) => "2".to_owned(),
-        (true, true) => "4".to_owned(),
-        (true, false) => "4 (2 when it moves nothing kept in another slot)".to_owned(),
-    };
-    let elsewhere = if away.is_empty() {
-        "nothing".to_owned()
-    } else {
-        away.join(", ")
-    };
-    format!(
-        "On a Redis Cluster: in the record's slot: {}; elsewhere: {elsewhere}. Sequential round \
-         trips per commit, after the reads above: create {create}, update {update}, delete 4 \
-         (each step sends one script to every slot it concerns at once).",
-        home.join(", "),
-    )
+
+    /// The layout as one sentence.
+    fn note(&self) -> String {
+        let elsewhere = if self.away.is_empty() {
+            "nothing".to_owned()
+        } else {
+            self.away.join(", ")
+        };
+        format!(
+            "On a Redis Cluster: in the record's slot: {}; elsewhere: {elsewhere}. Sequential round \
+             trips per commit, after the reads above: create {}, update {}, delete 4 \
+             (each step sends one script to every slot it concerns at once).",
+            self.home.join(", "),
+            self.create,
+            self.update,
+        )
+    }
 }
 
 /// `text` broken into lines of at most `width` characters, at spaces.
@@ -412,7 +450,10 @@ pub fn report(model: &Model, format: Format) -> String {
                 for a in &acc {
                     out.push_str(&format!("| `{}` | {} | {} |\n", a.method, a.ops, a.calls));
                 }
-                out.push_str(&format!("\n{}\n", cluster_note(e, &rows)));
+                out.push_str(&format!(
+                    "\n{}\n",
+                    ClusterLayout::from_rows(e, &rows).note()
+                ));
                 out.push('\n');
             }
             Format::Text => {
@@ -433,7 +474,7 @@ pub fn report(model: &Model, format: Format) -> String {
                         a.method, a.calls, a.ops
                     ));
                 }
-                let text = cluster_note(e, &rows);
+                let text = ClusterLayout::from_rows(e, &rows).note();
                 for line in wrap(&text, 96).lines() {
                     out.push_str(&format!("  {line}\n"));
                 }

@@ -2,7 +2,7 @@
 //! will not like it. Warnings with stable codes, a why and a fix.
 
 use kvmodel_codegen::ir::{Entity, FieldType, Lint, Model, Segment, TypeKind};
-use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Severity, Sp};
+use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Sp};
 use kvmodel_codegen::vocab;
 
 /// Whether `lint` is allowed by one of the `allow` lists (the entity's,
@@ -21,7 +21,7 @@ fn warn(
     place: &str,
 ) -> Diagnostic {
     Diagnostic {
-        severity: Severity::Warning,
+        severity: lint.severity(),
         code: lint.code(),
         message,
         origin: origin.clone(),
@@ -108,10 +108,66 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
     ));
 }
 
+/// I001: an entity that co-locates its keys on a Redis Cluster, but whose
+/// claims, index or relation entries or counters still lie in other slots,
+/// so its creates and updates take the cross-slot commit (safe, but more
+/// sequential round trips than one script). Entities without `colocate`
+/// are not flagged: nothing of theirs shares the record's slot, as
+/// `kvmodel keys` shows.
+fn cross_slot(e: &Entity, model: &Model, diags: &mut Diagnostics) {
+    let Some(tag) = &e.colocate else { return };
+    if e.key.is_none() || allowed(Lint::CrossSlot, &[&e.allow]) {
+        return;
+    }
+    let layout = crate::keys::ClusterLayout::of(e, model);
+    // What co-locating everything would give: a create and an update that
+    // only add discovery members elsewhere (2 steps); an expiring entity's
+    // update moves its ledger entry in any case (4).
+    let mut slower = Vec::new();
+    if layout.create > 2 {
+        slower.push(format!(
+            "a create takes {} sequential round trips instead of 2",
+            layout.create
+        ));
+    }
+    if !layout.away_derived.is_empty() && e.ttl.is_none() {
+        slower.push("an update that moves one of them takes 4 instead of 2".to_owned());
+    }
+    if slower.is_empty() {
+        return;
+    }
+    let away: Vec<String> = layout
+        .away_derived
+        .iter()
+        .map(|k| match k.split_once(' ') {
+            Some((kind, name)) => format!("{kind} `{name}`"),
+            None => k.clone(),
+        })
+        .collect();
+    diags.push(warn(
+        Lint::CrossSlot,
+        &tag.origin,
+        format!(
+            "on a Redis Cluster, `{}` keeps its record in the slot of `{}`, but its {} {} in other slots, so {}",
+            *e.name,
+            tag.as_str(),
+            away.join(", "),
+            if away.len() == 1 { "lies" } else { "lie" },
+            slower.join(" and "),
+        ),
+        &format!(
+            "a key shares the record's slot when `{}` is among its fields or groups; the cross-slot commit is safe, only slower (docs/cluster.md)",
+            tag.as_str()
+        ),
+        "the entity",
+    ));
+}
+
 /// Appends every lint of the model to `diags`.
 pub fn lint(model: &Model, diags: &mut Diagnostics) {
     for e in &model.entities {
         unbounded_record(e, model, diags);
+        cross_slot(e, model, diags);
         for c in &e.counters {
             // W001: one key written by every create serializes all writers on
             // one Redis slot and one redb page.

@@ -39,6 +39,7 @@ pub fn render(d: &Diagnostic, source: &str, color: bool) -> String {
     let severity = match d.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
+        Severity::Info => "info",
     };
     let (head, range) = match &d.origin {
         Origin::Location { file, line, column } => (
@@ -57,10 +58,10 @@ pub fn render(d: &Diagnostic, source: &str, color: bool) -> String {
             Some(h) => kind.label(h.as_str()),
             None => kind,
         };
-        let level = if d.severity == Severity::Error {
-            Level::ERROR
-        } else {
-            Level::WARNING
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+            Severity::Info => Level::INFO,
         };
         let group = Group::with_level(level).element(
             Snippet::source(source)

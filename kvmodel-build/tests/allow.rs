@@ -103,15 +103,15 @@ fn unknown_codes_are_errors_with_a_did_you_mean() {
         [
             (
                 "E010",
-                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W004`?"
+                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`; did you mean `W004`?"
             ),
             (
                 "E010",
-                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004` or `W005`; did you mean `W002`?"
+                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`; did you mean `W002`?"
             ),
             (
                 "E010",
-                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004` or `W005`"
+                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`"
             ),
         ]
     );
@@ -184,4 +184,42 @@ fn allowing_a_lint_changes_nothing_stored() {
         ", allow: [W001]",
     );
     assert!(kvmodel_build::diff::diff(&before.model, &after.model).is_empty());
+}
+
+/// I001 is information: an entity that co-locates on a Redis Cluster but
+/// keeps a claim or a counter in another slot is told which write paths
+/// span slots, without counting as a warning or reaching a build script.
+#[test]
+fn cross_slot_writes_of_a_co_located_entity_are_information() {
+    let source = |allow: &str, unique: &str| {
+        format!(
+            "kvmodel: 1\nnamespace: shop\nentities:\n  Order:\n    key: \"order:{{user_id}}:{{id}}\"\n    colocate: user_id\n{allow}    fields: {{ id: string, user_id: string, number: string, at: timestamp }}\n    indexes:\n      by_number: {{ fields: [{unique}], unique: true }}\n      by_user: {{ fields: [user_id], order_by: at }}\n    counters:\n      per_user: {{ group_by: [user_id] }}\n"
+        )
+    };
+    let s = kvmodel_build::load("shop.yaml", &source("", "number"));
+    assert_eq!(codes(&s), ["I001"]);
+    let d = &s.diagnostics[0];
+    assert_eq!(d.severity, kvmodel_build::Severity::Info);
+    assert!(
+        d.message
+            .contains("its unique `by_number` lies in other slots")
+            && d.message
+                .contains("a create takes 4 sequential round trips"),
+        "{}",
+        d.message
+    );
+    assert!(!s.has_warnings());
+    assert!(s.warning_lines().is_empty());
+    assert!(
+        s.render_diagnostics(false)
+            .starts_with("shop.yaml:6:15: info[I001]: on a Redis Cluster, `Order`"),
+        "{}",
+        s.render_diagnostics(false)
+    );
+    // Everything derived from the co-location field shares the record's
+    // slot: nothing to say.
+    let home = kvmodel_build::load("shop.yaml", &source("", "user_id, number"));
+    assert!(codes(&home).is_empty(), "{:?}", home.diagnostics);
+    let allowed = kvmodel_build::load("shop.yaml", &source("    allow: [I001]\n", "number"));
+    assert!(codes(&allowed).is_empty());
 }

@@ -173,10 +173,17 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
     };
     let report = |source: &str| {
         let s = kvmodel_build::load("note.yaml", source);
-        assert!(s.diagnostics.is_empty(), "{}", s.render_diagnostics(false));
-        kvmodel_build::keys::report(&s.model, kvmodel_build::keys::Format::Markdown)
+        assert!(
+            !s.has_errors() && !s.has_warnings(),
+            "{}",
+            s.render_diagnostics(false)
+        );
+        let codes: Vec<_> = s.diagnostics.iter().map(|d| d.code).collect();
+        let report = kvmodel_build::keys::report(&s.model, kvmodel_build::keys::Format::Markdown);
+        (report, codes)
     };
-    let local = report(&schema(""));
+    let (local, codes) = report(&schema(""));
+    assert!(codes.is_empty(), "{codes:?}");
     assert!(
         local.contains(
             "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
@@ -185,7 +192,9 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         ),
         "{local}"
     );
-    let global = report(&schema("      by_slug: { fields: [slug], unique: true }\n"));
+    // `check` says so too, as information (I001).
+    let (global, codes) = report(&schema("      by_slug: { fields: [slug], unique: true }\n"));
+    assert_eq!(codes, ["I001"]);
     assert!(
         global.contains(
             "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \

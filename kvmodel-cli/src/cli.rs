@@ -44,7 +44,7 @@ enum Command {
         /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
-        /// Treat lint warnings as problems (exit 1).
+        /// Treat lint warnings as problems (exit 1); information (`I…`) never is.
         #[arg(long)]
         deny_warnings: bool,
     },

@@ -86,6 +86,19 @@ fn check_reports_and_exits_1_on_errors() {
     let lint = "kvmodel-build/tests/errors/lint_warnings/schema.yaml";
     assert_eq!(code(&kvmodel(&["check", lint])), 0, "warnings alone pass");
     assert_eq!(code(&kvmodel(&["check", "--deny-warnings", lint])), 1);
+    // Information (I001) is printed but is no warning, even when denied.
+    let dir = tempfile::tempdir().unwrap();
+    let info = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &info,
+        "kvmodel: 1\nnamespace: shop\nentities:\n  Order:\n    key: \"order:{user_id}:{id}\"\n    colocate: user_id\n    fields: { id: string, user_id: string, number: string }\n    indexes:\n      by_number: { fields: [number], unique: true }\n",
+    )
+    .unwrap();
+    let o = kvmodel(&["check", "--deny-warnings", info.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains(":6:15: info[I001]: on a Redis Cluster, `Order`"), "{err}");
+    assert!(!err.contains("warning(s)"), "{err}");
 }
 
 #[test]

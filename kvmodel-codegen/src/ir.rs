@@ -95,6 +95,9 @@ pub enum Lint {
     EphemeralWithoutTtl,
     /// W005: fields that grow without bound and no `max_size`.
     BigRecord,
+    /// I001 (information): a co-located entity whose claims, entries or
+    /// counters still lie in other slots of a Redis Cluster.
+    CrossSlot,
 }
 
 /// One entity (or, without a key, a versioned record type used in a

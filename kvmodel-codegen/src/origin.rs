@@ -80,6 +80,9 @@ impl<T> std::ops::Deref for Sp<T> {
 /// How bad a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
+    /// Something worth knowing about the model that needs no change (how
+    /// its writes fare on a Redis Cluster); never fails a build.
+    Info,
     /// A lint: the model works, but practice says otherwise.
     Warning,
     /// The model cannot be generated.

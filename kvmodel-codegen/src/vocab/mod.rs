@@ -188,15 +188,16 @@ impl fmt::Display for Encoding {
 
 impl Lint {
     /// Every lint, in code order.
-    pub const ALL: [Lint; 5] = [
+    pub const ALL: [Lint; 6] = [
         Lint::HotCounter,
         Lint::UnboundedIndex,
         Lint::LongKey,
         Lint::EphemeralWithoutTtl,
         Lint::BigRecord,
+        Lint::CrossSlot,
     ];
 
-    /// Its code (`W002`), as written in `allow` and in warnings.
+    /// Its code (`W002`, `I001`), as written in `allow` and in diagnostics.
     pub fn code(self) -> &'static str {
         match self {
             Lint::HotCounter => "W001",
@@ -204,6 +205,16 @@ impl Lint {
             Lint::LongKey => "W003",
             Lint::EphemeralWithoutTtl => "W004",
             Lint::BigRecord => "W005",
+            Lint::CrossSlot => "I001",
+        }
+    }
+
+    /// How it is reported: a warning, or information that asks for no
+    /// change.
+    pub fn severity(self) -> crate::origin::Severity {
+        match self {
+            Lint::CrossSlot => crate::origin::Severity::Info,
+            _ => crate::origin::Severity::Warning,
         }
     }
 }
