@@ -24,7 +24,9 @@ use crate::store::{
     member_keys, page_from_entries, page_from_entries_with, scan_count,
 };
 
-const SCRIPT: &str = include_str!("redis.lua");
+/// The commit script: the shared prelude (exact counter arithmetic, TTL
+/// checks), then the commit itself.
+const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str!("redis.lua"));
 
 /// The read-only script behind `get_via` and `range_values`.
 const READ_SCRIPT: &str = include_str!("redis_read.lua");

@@ -4,6 +4,8 @@
 //! unchanged) behind a check that none of its keys is locked. The steps of
 //! the cross-slot protocol share `lua/lib.lua` (conditions, validation with
 //! the rules of [`check`](crate::store::check), locks) and add one body each.
+//! Every script starts with `prelude.lua`, the counter arithmetic and TTL
+//! checks RedisStore's script uses too.
 
 use redis::{Script, Value};
 
@@ -12,6 +14,7 @@ use crate::error::{Error, Result};
 macro_rules! step {
     ($file:literal) => {
         concat!(
+            include_str!("../prelude.lua"),
             include_str!("lua/lib.lua"),
             include_str!(concat!("lua/", $file))
         )
@@ -37,6 +40,7 @@ impl Scripts {
         Scripts {
             single: Script::new(concat!(
                 include_str!("lua/single.lua"),
+                include_str!("../prelude.lua"),
                 include_str!("../redis.lua")
             )),
             prepare_primary: Script::new(step!("prepare_primary.lua")),
