@@ -242,23 +242,11 @@ async fn sixteen_racers_for_a_claim_on_another_node_have_one_winner() {
         .take(16)
         .collect();
     assert_eq!(ids.len(), 16);
-    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(16));
-    let mut tasks = Vec::new();
-    for id in ids {
-        let (repo, barrier) = (repo.clone(), barrier.clone());
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            repo.create(&member(&id, email, "red")).await
-        }));
-    }
-    let mut wins = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(()) => wins += 1,
-            Err(Error::UniqueViolation { .. }) => {}
-            Err(e) => panic!("unexpected error {e}"),
-        }
-    }
+    let wins = kvmodel::conformance::unique_race(16, |i| {
+        let (repo, id) = (repo.clone(), ids[i].clone());
+        async move { repo.create(&member(&id, email, "red")).await }
+    })
+    .await;
     assert_eq!(wins, 1);
     assert_eq!(repo.count_total().await.unwrap(), 1);
     assert_eq!(

@@ -35,6 +35,37 @@ use crate::store::Store;
 use crate::store::clock::ManualClock;
 use crate::store::memory::MemoryStore;
 
+/// Runs `write(0)` … `write(n - 1)` as `n` tasks released together by a
+/// barrier, all racing for one unique value, and returns how many won.
+///
+/// Every loser must fail with [`Error::UniqueViolation`](crate::Error::UniqueViolation);
+/// any other outcome panics, naming the error.
+pub async fn unique_race<F, Fut>(n: usize, write: F) -> usize
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = crate::Result<()>> + Send + 'static,
+{
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(n));
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let (barrier, write) = (barrier.clone(), write(i));
+            tokio::spawn(async move {
+                barrier.wait().await;
+                write.await
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tasks {
+        match t.await.expect("a racing write panicked") {
+            Ok(()) => wins += 1,
+            Err(crate::Error::UniqueViolation { .. }) => {}
+            Err(e) => panic!("a racing write failed with an unexpected error: {e}"),
+        }
+    }
+    wins
+}
+
 /// What a backend gives the suite.
 pub trait Harness: Send + Sync + 'static {
     /// The store under test.

@@ -543,12 +543,9 @@ pub async fn future_version_and_garbage_are_errors<H: Harness>(h: &H) {
 /// Sixteen tasks race to claim one email: exactly one wins, nothing else is left.
 pub async fn unique_race_has_one_winner<H: Harness>(h: &H) {
     let repo = users(h);
-    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(16));
-    let mut tasks = Vec::new();
-    for i in 0..16 {
-        let (repo, barrier) = (repo.clone(), barrier.clone());
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
+    let wins = kvmodel::conformance::unique_race(16, |i| {
+        let repo = repo.clone();
+        async move {
             repo.create(&user(
                 &format!("r{i}"),
                 "Race@x.io",
@@ -556,16 +553,9 @@ pub async fn unique_race_has_one_winner<H: Harness>(h: &H) {
                 "2026-01-01T00:00:00Z",
             ))
             .await
-        }));
-    }
-    let mut wins = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(()) => wins += 1,
-            Err(Error::UniqueViolation { .. }) => {}
-            Err(e) => panic!("unexpected error {e}"),
         }
-    }
+    })
+    .await;
     assert_eq!(wins, 1);
     assert_eq!(repo.count_total().await.unwrap(), 1);
     assert_eq!(repo.count_by_status(Status::Active).await.unwrap(), 1);
