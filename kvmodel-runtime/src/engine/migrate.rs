@@ -23,7 +23,7 @@ use crate::engine::skipped::Skipped;
 use crate::engine::walk::{Walker, about_the_record, commit};
 use crate::error::Result;
 use crate::store::batch::{Batch, Outcome};
-use crate::store::{RangeRequest, Store};
+use crate::store::Store;
 
 /// A record whose value for a unique index another record holds, so the
 /// migration could not give it its claim and left it at its version.
@@ -112,15 +112,7 @@ enum Rewrite {
 impl<D: EntityDef, S: Store> Walker<'_, D, S> {
     /// One page of `page` records of a migration.
     pub async fn migrate_step(&self, state: &mut MigrateState, page: usize) -> Result<()> {
-        let all = self.def.space().all_key();
-        let mut req = RangeRequest::all(page.max(1));
-        req.after = state.cursor.clone();
-        let range = self.store.range(&all, req).await?;
-        let keys: Vec<String> = range
-            .members
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-            .collect();
+        let (keys, next) = self.discovery_page(state.cursor.clone(), page).await?;
         // One batched read tells the versions; only old records are read
         // again, for their conditional rewrite.
         let values = self.store.get_many(&keys).await?;
@@ -155,7 +147,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 Err(e) => return Err(e),
             }
         }
-        match range.next {
+        match next {
             Some(n) => state.cursor = Some(n),
             None => {
                 state.cursor = None;

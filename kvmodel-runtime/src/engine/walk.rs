@@ -176,18 +176,29 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
     }
 
-    /// A page of the discovery set.
-    async fn records(&self, state: &mut WalkState, page: usize) -> Result<()> {
-        let space = self.def.space();
-        let all = space.all_key();
-        let mut req = RangeRequest::all(page);
-        req.after = state.cursor.clone();
-        let range = self.store.range(&all, req).await?;
-        let keys: Vec<String> = range
+    /// The record keys of one page of at most `page` members of the
+    /// discovery set after `cursor`, and the cursor of the next page
+    /// (`None` after the last): what every walk over all records reads.
+    pub(crate) async fn discovery_page(
+        &self,
+        cursor: Option<Vec<u8>>,
+        page: usize,
+    ) -> Result<(Vec<String>, Option<Vec<u8>>)> {
+        let mut req = RangeRequest::all(page.max(1));
+        req.after = cursor;
+        let range = self.store.range(&self.def.space().all_key(), req).await?;
+        let keys = range
             .members
             .iter()
             .map(|m| String::from_utf8_lossy(&m.member).into_owned())
             .collect();
+        Ok((keys, range.next))
+    }
+
+    /// A page of the discovery set.
+    async fn records(&self, state: &mut WalkState, page: usize) -> Result<()> {
+        let space = self.def.space();
+        let (keys, next) = self.discovery_page(state.cursor.clone(), page).await?;
         let mut reads = keys.clone();
         if self.def.expiring() {
             reads.extend(keys.iter().map(|k| space.receipt_key(k)));
@@ -205,7 +216,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 None => self.visit_gone(state, key, receipt).await?,
             }
         }
-        match range.next {
+        match next {
             Some(n) => state.cursor = Some(n),
             None => {
                 state.phase = Phase::Derived;
