@@ -102,11 +102,25 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             )
         })
         .unwrap_or_default();
+    let packed = e
+        .compress
+        .as_ref()
+        .map(|c| {
+            format!(
+                ", {} compressed from {} encoded",
+                c.codec.as_str(),
+                kvmodel_codegen::vocab::format_size(c.above.value)
+            )
+        })
+        .unwrap_or_default();
     out.push(Row {
         kind: "record",
         pattern: pat,
         example: ex,
-        note: format!("{enc} record, version {}{ttl}{max}", e.version.value),
+        note: format!(
+            "{enc} record, version {}{ttl}{max}{packed}",
+            e.version.value
+        ),
     });
     // The runtime's own builder spells every derived key; placeholders and
     // samples are appended as they are, for reading.

@@ -2,8 +2,9 @@
 //! maintenance tools use to read a store through a schema file.
 
 use kvmodel_codegen::ir::{self, FieldType, TypeKind};
-use kvmodel_runtime::__private::{Encoding, Storage, Ttl};
+use kvmodel_runtime::__private::{Codec, Encoding, Storage, Ttl};
 use kvmodel_runtime::Timestamp;
+use kvmodel_runtime::codec::compress::Compress;
 use kvmodel_runtime::model::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel,
@@ -76,11 +77,16 @@ fn entity(
         jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
     });
     out.colocate = e.colocate.as_ref().map(|c| c.value.clone());
+    let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     out.storage = Storage {
-        max_size: e
-            .max_size
-            .as_ref()
-            .map(|m| usize::try_from(m.value).unwrap_or(usize::MAX)),
+        max_size: e.max_size.as_ref().map(|m| size(m.value)),
+        compress: e.compress.as_ref().map(|c| Compress {
+            codec: match c.codec.value {
+                ir::Codec::Lz4 => Codec::Lz4,
+                ir::Codec::Zstd => Codec::Zstd,
+            },
+            above: size(c.above.value),
+        }),
     };
     out.fields = fields(model, &e.fields, &mut Vec::new())?;
     out.indexes = e

@@ -129,6 +129,8 @@ pub struct Entity {
     /// Largest encoded record accepted, in bytes (`max_size`): a larger one
     /// is refused with `ValueTooLarge`, writing nothing.
     pub max_size: Option<Sp<u64>>,
+    /// Large records are stored compressed (`compress: { codec, above }`).
+    pub compress: Option<Compress>,
     /// Field whose value becomes the Redis Cluster hash tag.
     pub colocate: Option<Sp<String>>,
     /// Declarative migration steps.
@@ -168,6 +170,7 @@ impl Entity {
             relations: Vec::new(),
             ttl: None,
             max_size: None,
+            compress: None,
             colocate: None,
             migrations: Vec::new(),
             migrate_from: None,
@@ -511,6 +514,27 @@ impl Relation {
             description: None,
         }
     }
+}
+
+/// A compression codec (`compress.codec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// lz4 (always available).
+    Lz4,
+    /// zstd (kvmodel's `zstd` feature).
+    Zstd,
+}
+
+/// `compress: { codec, above }`: records whose encoded envelope is `above`
+/// bytes or more are stored compressed with `codec`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compress {
+    /// The codec.
+    pub codec: Sp<Codec>,
+    /// The threshold in bytes, measured on the encoded record.
+    pub above: Sp<u64>,
+    /// Where `compress` is written.
+    pub origin: Origin,
 }
 
 /// Record time to live.

@@ -1,5 +1,6 @@
 //! What generated code uses. Not a public API: it may change in any release.
 
+pub use crate::codec::compress::Codec;
 pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::migrate;
 pub use crate::codec::record::Encoding;
@@ -61,3 +62,32 @@ pub fn no_migration(key: &str, version: u32, current: u32) -> Error {
 pub fn from_value<T: serde::de::DeserializeOwned>(key: &str, v: serde_json::Value) -> Result<T> {
     crate::codec::record::from_value(key, v)
 }
+
+/// Expands to nothing in a build that reads and writes zstd records, and to
+/// a compile error naming the feature otherwise: the generated code of an
+/// entity that compresses with zstd invokes it.
+#[cfg(feature = "zstd")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_zstd {
+    ($entity:literal) => {};
+}
+
+/// Expands to nothing in a build that reads and writes zstd records, and to
+/// a compile error naming the feature otherwise: the generated code of an
+/// entity that compresses with zstd invokes it.
+#[cfg(not(feature = "zstd"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_zstd {
+    ($entity:literal) => {
+        ::core::compile_error!(::core::concat!(
+            "`",
+            $entity,
+            "` compresses its records with zstd, which needs kvmodel's `zstd` feature: enable \
+             it (`kvmodel = { version = \"…\", features = [\"zstd\"] }`) or use `codec = \"lz4\"`"
+        ));
+    };
+}
+
+pub use crate::__kvmodel_require_zstd as require_zstd;

@@ -10,7 +10,7 @@ use std::fmt;
 
 use kvmodel_codegen::Sp;
 use kvmodel_codegen::ir::{
-    Counter, Entity, Field, FieldExpr, Index, Model, Normalize, Relation, Ttl,
+    Compress, Counter, Entity, Field, FieldExpr, Index, Model, Normalize, Relation, Ttl,
 };
 use kvmodel_codegen::vocab;
 
@@ -259,6 +259,36 @@ fn ttl_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
     }
 }
 
+fn compress_text(c: &Compress) -> String {
+    format!(
+        "{} from {}",
+        c.codec.as_str(),
+        vocab::format_size(c.above.value)
+    )
+}
+
+/// Each stored value names its codec (or none) in its header, so records
+/// written under any `compress` read under any other; a write stores the
+/// record as the new settings say.
+fn compress_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
+    let text = |c: Option<&Compress>| c.map_or_else(|| "none".to_owned(), compress_text);
+    let same = match (&old.compress, &new.compress) {
+        (Some(a), Some(b)) => a.codec.value == b.codec.value && a.above.value == b.above.value,
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    if !same {
+        push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: compression {} → {}; each stored value names its codec, so records already stored still read, and each write from now on stores the record the new way",
+                text(old.compress.as_ref()),
+                text(new.compress.as_ref())
+            ),
+        );
+    }
+}
+
 /// Compares two versions of a schema.
 pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
     let mut out = Vec::new();
@@ -313,6 +343,7 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
             );
         }
         ttl_changes(name, o, n, &mut out);
+        compress_changes(name, o, n, &mut out);
         field_changes(name, o, n, &mut out);
         derived_changes(name, o, n, &mut out);
     }

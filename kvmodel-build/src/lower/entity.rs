@@ -2,7 +2,7 @@
 //! counters, relations and migration steps.
 
 use kvmodel_codegen::ir::{
-    Counter, Entity, Field, Index, KeyTemplate, Lint, Migration, Relation, Ttl, TypeDef,
+    Compress, Counter, Entity, Field, Index, KeyTemplate, Lint, Migration, Relation, Ttl, TypeDef,
     default_since,
 };
 use kvmodel_codegen::origin::{Diagnostic, Sp};
@@ -45,6 +45,7 @@ impl Lower<'_> {
                 "ttl" => e.ttl = self.ttl(v),
                 "colocate" => e.colocate = self.read().name(v, "`colocate`"),
                 "max_size" => e.max_size = self.read().size(v, "`max_size`"),
+                "compress" => e.compress = self.compress(v),
                 "fields" => e.fields = self.fields(v, types, &mut e.broken_fields),
                 "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
@@ -170,6 +171,25 @@ impl Lower<'_> {
         r.since = since;
         r.description = description;
         Some(r)
+    }
+
+    /// `compress: { codec: zstd, above: 1KiB }`.
+    fn compress(&mut self, n: &Node) -> Option<Compress> {
+        let (mut codec, mut above, mut given) = (None, None, (false, false));
+        for (k, v) in self.entries(n, vocab::COMPRESS_KEYS, "`compress`") {
+            match k.value.as_str() {
+                "codec" => {
+                    given.0 = true;
+                    codec = self.read().word(v, "`codec`");
+                }
+                "above" => {
+                    given.1 = true;
+                    above = self.read().size(v, "`above`");
+                }
+                _ => {}
+            }
+        }
+        vocab::compress(codec, above, n.origin.clone(), self.diags, given)
     }
 
     fn ttl(&mut self, n: &Node) -> Option<Ttl> {

@@ -23,6 +23,7 @@ const ENTITY_KEYS: &[&str] = &[
     "ttl",
     "colocate",
     "max_size",
+    "compress",
     "fields",
     "indexes",
     "counters",

@@ -1,5 +1,5 @@
-//! `index(…)`, `counter(…)`, `relation(…)` and `migration(…)` inside
-//! `#[kv(…)]`.
+//! `index(…)`, `counter(…)`, `relation(…)`, `migration(…)` and
+//! `compress(…)` inside `#[kv(…)]`.
 
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::value::{self, Reader};
 use super::{Keys, meta_name};
-use crate::ir::{Counter, Index, Lint, Migration, Relation};
+use crate::ir::{Compress, Counter, Index, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
@@ -212,4 +212,36 @@ pub(super) fn migration(
     };
     mig.from = from;
     Ok(Some(mig))
+}
+
+/// `compress(codec = "zstd", above = "1KiB")`.
+pub(super) fn compress(
+    meta: &ParseNestedMeta<'_>,
+    r: &mut Reader<'_>,
+) -> syn::Result<Option<Compress>> {
+    let span = meta.path.span();
+    let (mut codec, mut above, mut given) = (None, None, (false, false));
+    let mut keys = Keys::new(&[], vocab::COMPRESS_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "codec" => {
+                given.0 = true;
+                codec = r.word(&value::parse(m.value()?)?, "`codec`");
+            }
+            "above" => {
+                given.1 = true;
+                above = r.size(&value::parse(m.value()?)?, "`above`");
+            }
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report("`compress`", r);
+    Ok(vocab::compress(
+        codec,
+        above,
+        Origin::Span(span),
+        r.diags,
+        given,
+    ))
 }

@@ -1,5 +1,5 @@
-//! Rules on how an entity's records are stored: `max_size`, and `keep`
-//! only where there is a collection to cap.
+//! Rules on how an entity's records are stored: `max_size`, `compress`,
+//! and `keep` only where there is a collection to cap.
 
 use crate::ir::Entity;
 use crate::origin::{Diagnostic, Diagnostics};
@@ -22,6 +22,7 @@ pub(super) fn check(e: &Entity, diags: &mut Diagnostics) {
             );
         }
     }
+    compress(e, diags);
     let Some(max) = &e.max_size else { return };
     if e.key.is_none() {
         // A record-only type is never written, so a limit would never apply.
@@ -47,6 +48,36 @@ pub(super) fn check(e: &Entity, diags: &mut Diagnostics) {
                 ),
             )
             .help("a limit such as `256KiB` keeps one record from growing into a big key"),
+        );
+    }
+}
+
+/// `compress`: only on an entity with a key, with a threshold a record can
+/// reach (E134).
+fn compress(e: &Entity, diags: &mut Diagnostics) {
+    let Some(c) = &e.compress else { return };
+    if e.key.is_none() {
+        // A record-only type is never written, so nothing would compress.
+        diags.error("E123", &c.origin, "`compress` needs a `key`");
+        return;
+    }
+    let (limit, by) = match &e.max_size {
+        Some(m) if m.value <= vocab::MAX_RECORD_SIZE => (m.value, "the entity's `max_size`"),
+        _ => (vocab::MAX_RECORD_SIZE, "the most any record may have"),
+    };
+    if c.above.value > limit {
+        diags.push(
+            Diagnostic::error(
+                "E134",
+                &c.above.origin,
+                format!(
+                    "`compress` has `above` {}, more than {by} ({}), so no record would ever \
+                     be compressed",
+                    vocab::format_size(c.above.value),
+                    vocab::format_size(limit)
+                ),
+            )
+            .help("a threshold such as `1KiB` compresses the records large enough to gain from it"),
         );
     }
 }

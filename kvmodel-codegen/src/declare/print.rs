@@ -361,6 +361,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let m = vocab::format_size(m.value);
         head.push(quote!(max_size = #m));
     }
+    if let Some(c) = &e.compress {
+        let codec = c.codec.as_str();
+        let above = vocab::format_size(c.above.value);
+        head.push(quote!(compress(codec = #codec, above = #above)));
+    }
     head.extend(allow_tokens(&e.allow));
     // Names are printed as identifiers, like every other name the
     // attributes hold. Besides reading alike, an attribute with an

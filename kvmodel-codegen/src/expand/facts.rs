@@ -358,7 +358,9 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let storage = storage(cx);
+    let needs = needs_codec(cx);
     quote! {
+        #needs
         #[automatically_derived]
         impl #p::Entity for #name {
             const META: #p::EntityMeta = #p::EntityMeta {
@@ -403,14 +405,39 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 }
 
-/// The entity's `Storage`: `PLAIN` unless it declares a limit.
+/// The entity's `Storage`: `PLAIN` unless it declares a limit or
+/// compression.
 fn storage(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
-    let Some(max) = &cx.e.max_size else {
-        return quote!(#p::Storage::PLAIN);
-    };
-    // Checked to be at most 64 MiB, so it fits a `usize` of any target.
-    let max =
-        proc_macro2::Literal::usize_unsuffixed(usize::try_from(max.value).unwrap_or(usize::MAX));
-    quote!(#p::Storage::PLAIN.max_size(#max))
+    // Both checked to be at most 64 MiB, so they fit a `usize` of any target.
+    let size =
+        |n: u64| proc_macro2::Literal::usize_unsuffixed(usize::try_from(n).unwrap_or(usize::MAX));
+    let mut out = quote!(#p::Storage::PLAIN);
+    if let Some(max) = &cx.e.max_size {
+        let max = size(max.value);
+        out = quote!(#out.max_size(#max));
+    }
+    if let Some(c) = &cx.e.compress {
+        let codec = match c.codec.value {
+            crate::ir::Codec::Lz4 => quote!(#p::Codec::Lz4),
+            crate::ir::Codec::Zstd => quote!(#p::Codec::Zstd),
+        };
+        let above = size(c.above.value);
+        out = quote!(#out.compress(#codec, #above));
+    }
+    out
+}
+
+/// For an entity that compresses with zstd, the check that the build has
+/// kvmodel's `zstd` feature: a compile error at the codec otherwise.
+fn needs_codec(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    match &cx.e.compress {
+        Some(c) if c.codec.value == crate::ir::Codec::Zstd => {
+            let name = cx.e.name.as_str();
+            let span = c.codec.origin.span();
+            quote::quote_spanned!(span=> #p::require_zstd!(#name);)
+        }
+        _ => TokenStream::new(),
+    }
 }

@@ -18,7 +18,7 @@ pub use names::{
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Encoding, FieldExpr, Lint, Normalize};
+use crate::ir::{Codec, Encoding, FieldExpr, Lint, Normalize};
 use crate::origin::{Diagnostic, Origin, suggestion};
 
 /// The record version of an entity that declares none (`version`).
@@ -42,6 +42,8 @@ pub const INDEX_KEYS: &[&str] = &[
 pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "since"];
+/// The keys of `compress`.
+pub const COMPRESS_KEYS: &[&str] = &["codec", "above"];
 /// The keys of a migration step.
 pub const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
 
@@ -116,6 +118,48 @@ pub fn missing(what: &str, needs: &str) -> Mistake {
     Mistake::new("E011", format!("{what} needs {needs}"))
 }
 
+/// `compress` put together from its parts, or E135 (reported to `diags`)
+/// when the codec or the threshold is not given; `None` when a part is
+/// missing or was wrong (already reported).
+pub fn compress(
+    codec: Option<crate::origin::Sp<Codec>>,
+    above: Option<crate::origin::Sp<u64>>,
+    origin: Origin,
+    diags: &mut crate::origin::Diagnostics,
+    given: (bool, bool),
+) -> Option<crate::ir::Compress> {
+    match (codec, above) {
+        (Some(codec), Some(above)) => Some(crate::ir::Compress {
+            codec,
+            above,
+            origin,
+        }),
+        _ => {
+            if !given.0 || !given.1 {
+                diags.push(
+                    Mistake::new(
+                        "E135",
+                        format!(
+                            "`compress` needs {}",
+                            match given {
+                                (false, false) => "a `codec` and a threshold `above`",
+                                (false, _) => "a `codec`",
+                                _ => "a threshold `above`",
+                            }
+                        ),
+                    )
+                    .help(
+                        "write both, such as `codec: lz4, above: 1KiB`: records of at least \
+                         `above` bytes are stored compressed with `codec` (lz4 or zstd)",
+                    )
+                    .at(&origin),
+                );
+            }
+            None
+        }
+    }
+}
+
 /// E011: a relation without its parent entity or the field that holds its id.
 pub fn relation_without_parent(name: &str) -> Mistake {
     missing(
@@ -181,6 +225,34 @@ impl FromStr for Encoding {
 }
 
 impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Codec {
+    /// Every codec, in documentation order.
+    pub const ALL: [Codec; 2] = [Codec::Lz4, Codec::Zstd];
+
+    /// The schema spelling (`lz4`, `zstd`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+/// E133: an unknown compression codec.
+impl FromStr for Codec {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of("compression codec", s, &Codec::ALL, Codec::as_str)
+            .map_err(|m| Mistake { code: "E133", ..m })
+    }
+}
+
+impl fmt::Display for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

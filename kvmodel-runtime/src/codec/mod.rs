@@ -1,8 +1,10 @@
 //! Encodings: keys and sort keys ([`key`]), record envelopes ([`record`]),
-//! what an entity does to its records before they are stored ([`storage`]),
+//! what an entity does to its records before they are stored ([`storage`],
+//! [`compress`]),
 //! declarative migration steps ([`migrate`]), time ([`time`]) and byte
 //! positions as text ([`hex`]).
 
+pub mod compress;
 pub mod hex;
 pub mod key;
 pub mod migrate;

@@ -4,6 +4,10 @@
 //! * MessagePack: a two-element array `[version, {…named map…}]` (first byte
 //!   `0x92`), so fields can be added and renamed like in JSON.
 //!
+//! * Compressed (`compress`): a header naming the codec, then the
+//!   compressed envelope (see [`compress`](crate::codec::compress)). Every
+//!   function here reads those too.
+//!
 //! The first byte tells the encoding apart; the version is read before the
 //! payload is decoded, so a record from newer code is reported as
 //! [`Error::FutureVersion`] instead of being half-read.
@@ -11,6 +15,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::compress;
 use crate::error::{Error, Result};
 
 /// Largest encoded record accepted (Redis's own limit is 512 MiB); an
@@ -104,6 +109,7 @@ fn decode_err(key: &str, what: &str, e: impl std::error::Error + Send + Sync + '
 
 /// Reads the envelope header.
 pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
+    let bytes = &*compress::open(key, bytes)?;
     match bytes.first() {
         Some(b'{') => {
             let version = match json_fast(bytes) {
@@ -137,7 +143,8 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
         }
         _ => Err(Error::decode(
             key,
-            "it does not start like a kvmodel record (JSON `{` or MessagePack envelope)",
+            "it does not start like a kvmodel record (JSON `{`, MessagePack envelope or \
+             compressed value)",
             None,
         )),
     }
@@ -146,6 +153,7 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
 /// Decodes the payload of a record known to be at the current version.
 pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T> {
     let bad = |e: &dyn std::fmt::Display| format!("its fields do not match the current type ({e})");
+    let bytes = &*compress::open(key, bytes)?;
     match bytes.first() {
         Some(b'{') => {
             if let Some((_, payload)) = json_fast(bytes) {
@@ -169,6 +177,7 @@ pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T>
 /// strings (a uuid's 16 bytes) become lists of numbers, which the typed
 /// record reads back as they were.
 pub fn decode_value(key: &str, bytes: &[u8]) -> Result<(u32, serde_json::Value)> {
+    let bytes = &*compress::open(key, bytes)?;
     match bytes.first() {
         Some(b'{') => {
             let env: JsonEnvelope = serde_json::from_slice(bytes)

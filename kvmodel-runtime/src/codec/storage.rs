@@ -1,6 +1,8 @@
 //! How an entity's records are stored, beyond their envelope: the largest
-//! encoded record it accepts (`max_size`).
+//! encoded record it accepts (`max_size`), and whether large ones are
+//! compressed (`compress`).
 
+use crate::codec::compress::{self, Codec, Compress};
 use crate::codec::record::MAX_RECORD_BYTES;
 use crate::error::{Error, Result};
 
@@ -18,16 +20,29 @@ pub struct Storage {
     /// compression (`max_size`); `None` leaves only the store-wide limit
     /// [`MAX_RECORD_BYTES`].
     pub max_size: Option<usize>,
+    /// Records at or above a threshold are compressed (`compress`).
+    pub compress: Option<Compress>,
 }
 
 impl Storage {
     /// No limit of the entity's own.
-    pub const PLAIN: Storage = Storage { max_size: None };
+    pub const PLAIN: Storage = Storage {
+        max_size: None,
+        compress: None,
+    };
 
     /// These settings with a limit of `bytes`.
     pub const fn max_size(self, bytes: usize) -> Storage {
         let mut s = self;
         s.max_size = Some(bytes);
+        s
+    }
+
+    /// These settings, compressing with `codec` every record whose encoded
+    /// envelope is `above` bytes or more.
+    pub const fn compress(self, codec: Codec, above: usize) -> Storage {
+        let mut s = self;
+        s.compress = Some(Compress { codec, above });
         s
     }
 
@@ -39,7 +54,9 @@ impl Storage {
     }
 
     /// The bytes to store for the encoded record `encoded` of `entity` at
-    /// `key`, or [`Error::ValueTooLarge`] when it is larger than the limit.
+    /// `key`, or [`Error::ValueTooLarge`] when it is larger than the limit
+    /// (measured before compression). A record at or above the `compress`
+    /// threshold is stored compressed; a smaller one as it is.
     pub fn seal(&self, entity: &'static str, key: &str, encoded: Vec<u8>) -> Result<Vec<u8>> {
         let limit = self.limit();
         if encoded.len() > limit {
@@ -50,6 +67,9 @@ impl Storage {
                 limit,
             });
         }
-        Ok(encoded)
+        match self.compress {
+            Some(c) if encoded.len() >= c.above => compress::pack(key, c.codec, &encoded),
+            _ => Ok(encoded),
+        }
     }
 }

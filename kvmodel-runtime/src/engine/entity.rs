@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::compress;
 use crate::codec::key::{Derived, Space};
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
@@ -311,6 +312,8 @@ impl Facts {
 /// Decodes a stored record of `E`, migrating older versions; returns the
 /// stored version too.
 pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
+    // Decompressed once; the record functions read plain bytes as they are.
+    let bytes = &*compress::open(key, bytes)?;
     let header = record::header(key, bytes)?;
     if header.version == E::VERSION {
         return Ok((header.version, record::decode_current(key, bytes)?));

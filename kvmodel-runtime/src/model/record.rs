@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::EntityModel;
 use super::value::{Generic, Mode, OrderedFields, conform_field, unmark};
+use crate::codec::compress;
 use crate::codec::migrate;
 use crate::codec::record::{self, Encoding};
 use crate::error::{Error, Result};
@@ -21,6 +22,7 @@ pub struct Record {
 
 /// The generic payload of stored bytes, and their version.
 fn payload(key: &str, bytes: &[u8]) -> Result<(u32, Value)> {
+    let bytes = &*compress::open(key, bytes)?;
     let header = record::header(key, bytes)?;
     match header.encoding {
         Encoding::Json => record::decode_value(key, bytes),
@@ -45,6 +47,7 @@ impl EntityModel {
     /// [`Error::Decode`], and so is a record that is not the record of
     /// `key` (bytes copied under another key).
     pub fn read(&self, key: &str, bytes: &[u8]) -> Result<Record> {
+        let bytes = &*compress::open(key, bytes)?;
         let header = record::header(key, bytes)?;
         if header.version > self.version {
             return Err(Error::FutureVersion {

@@ -1,15 +1,22 @@
 //! The modelling patterns beyond one-to-many listings and plain counters,
 //! each on the in-memory, embedded and Redis stores.
 
+mod compress;
 mod keep;
 mod shards;
 mod size;
 
+use compress::*;
 use keep::*;
 use shards::*;
 use size::*;
 
 kvmodel_runtime::on_every_backend!(
+    a_record_just_below_the_threshold_is_stored_as_it_is,
+    a_record_at_the_threshold_is_stored_compressed,
+    old_records_read_after_the_codec_changes,
+    max_size_applies_before_compression,
+    forged_compressed_values_are_errors_naming_the_key,
     a_record_at_the_limit_is_stored,
     a_record_over_the_limit_writes_nothing,
     an_update_over_the_limit_leaves_the_stored_record,
