@@ -107,7 +107,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         .as_ref()
         .map(|c| {
             format!(
-                ", {} compressed from {} encoded",
+                ", stored {}-compressed from {} encoded",
                 c.codec.as_str(),
                 kvmodel_codegen::vocab::format_size(c.above.value)
             )

@@ -27,3 +27,17 @@ fn tells_what_type_and_ttl_changes_do_to_stored_records() {
     insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
     assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
 }
+
+/// A change of codec or threshold, adding or removing `compress`: safe,
+/// since each stored value names its codec.
+#[test]
+fn compression_changes_are_safe() {
+    let (old, new) = (load("compress_old.yaml"), load("compress_new.yaml"));
+    let changes = kvmodel_build::diff::diff(&old, &new);
+    insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
+    assert_eq!(changes.len(), 4, "Memo did not change");
+    for c in &changes {
+        assert_eq!(c.impact, kvmodel_build::diff::Impact::Safe, "{c:?}");
+        assert!(c.reason.contains("names its codec"), "{}", c.reason);
+    }
+}

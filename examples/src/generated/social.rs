@@ -12,7 +12,12 @@ pub struct Author {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
-#[kv(namespace = "social", key = "post:{id}", max_size = "256KiB")]
+#[kv(
+    namespace = "social",
+    key = "post:{id}",
+    max_size = "256KiB",
+    compress(codec = "lz4", above = "1KiB")
+)]
 /// The newest 1000 posts of each author.
 #[kv(
     relation(

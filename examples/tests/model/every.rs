@@ -31,7 +31,8 @@ pub struct Inner {
     key = "item:{tenant}:{id}",
     version = 3,
     encoding = "msgpack",
-    colocate = tenant
+    colocate = tenant,
+    compress(codec = "zstd", above = "64B")
 )]
 #[kv(index(name = by_code, fields(code), unique, normalize = "lowercase"))]
 #[kv(index(name = by_flag, fields(flag, small), order_by = ratio))]

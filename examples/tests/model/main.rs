@@ -418,8 +418,14 @@ fn author() -> impl Strategy<Value = social::Author> {
     (text(), text()).prop_map(|(id, name)| social::Author { id, name })
 }
 
+/// A body on either side of the social schema's 1 KiB `compress`
+/// threshold.
+fn body() -> impl Strategy<Value = String> {
+    (text(), 0..400usize).prop_map(|(t, n)| format!("{t}{}", "word ".repeat(n)))
+}
+
 fn post() -> impl Strategy<Value = social::Post> {
-    (text(), text(), text(), text(), timestamp()).prop_map(
+    (text(), text(), text(), body(), timestamp()).prop_map(
         |(id, author_id, title, body, created_at)| social::Post {
             id,
             author_id,

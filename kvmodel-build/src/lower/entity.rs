@@ -176,6 +176,11 @@ impl Lower<'_> {
     /// `compress: { codec: zstd, above: 1KiB }`.
     fn compress(&mut self, n: &Node) -> Option<Compress> {
         let (mut codec, mut above, mut given) = (None, None, (false, false));
+        if !matches!(n.value.typed(), Value::Map(_) | Value::Null) {
+            // Reported as a value of the wrong kind, and only that.
+            self.entries(n, vocab::COMPRESS_KEYS, "`compress`");
+            return None;
+        }
         for (k, v) in self.entries(n, vocab::COMPRESS_KEYS, "`compress`") {
             match k.value.as_str() {
                 "codec" => {

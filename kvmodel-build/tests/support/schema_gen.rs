@@ -568,9 +568,37 @@ impl Gen<'_> {
         if self.rng.chance(5) {
             self.line(4, &format!("description: {}", q("An entity.")));
         }
+        let mut limit = 64 << 20;
         if self.rng.chance(15) {
-            let size = *self.rng.pick(&["1B", "512", "64KiB", "1MiB", "64MiB"]);
+            let (size, bytes) = *self.rng.pick(&[
+                ("1B", 1),
+                ("512", 512),
+                ("64KiB", 64 << 10),
+                ("1MiB", 1 << 20),
+                ("64MiB", 64 << 20),
+            ]);
+            limit = bytes;
             self.line(4, &format!("max_size: {size}"));
+        }
+        if self.rng.chance(15) {
+            // A threshold a record can reach: at most the limit.
+            let codec = *self.rng.pick(&["lz4", "zstd"]);
+            let (above, bytes) = *self.rng.pick(&[
+                ("0B", 0),
+                ("1B", 1),
+                ("512", 512),
+                ("1KiB", 1 << 10),
+                ("64KiB", 64 << 10),
+            ]);
+            let above = if bytes <= limit {
+                above.to_owned()
+            } else {
+                limit.to_string()
+            };
+            self.line(
+                4,
+                &format!("compress: {{ codec: {codec}, above: {above} }}"),
+            );
         }
         let fields = self.fields(4, None, key_fields);
         let since = |g: &mut Gen<'_>| {

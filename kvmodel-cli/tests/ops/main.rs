@@ -46,6 +46,7 @@ on_every_store!(
     a_held_lease_refuses_and_a_lapsed_one_is_taken_over,
     a_saved_verify_resumes,
     inspect_reads_through_the_schema,
+    compressed_records_are_verified_and_inspected,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -149,8 +149,8 @@ pub fn compress(
                         ),
                     )
                     .help(
-                        "write both, such as `codec: lz4, above: 1KiB`: records of at least \
-                         `above` bytes are stored compressed with `codec` (lz4 or zstd)",
+                        "give a codec (lz4 or zstd) and a threshold such as 1KiB: records \
+                         that large or larger, encoded, are stored compressed",
                     )
                     .at(&origin),
                 );
