@@ -97,7 +97,10 @@ fn check_reports_and_exits_1_on_errors() {
     let o = kvmodel(&["check", "--deny-warnings", info.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let err = text(&o.stderr);
-    assert!(err.contains(":6:15: info[I001]: on a Redis Cluster, `Order`"), "{err}");
+    assert!(
+        err.contains(":6:15: info[I001]: on a Redis Cluster, `Order`"),
+        "{err}"
+    );
     assert!(!err.contains("warning(s)"), "{err}");
 }
 

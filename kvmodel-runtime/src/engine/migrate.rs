@@ -22,8 +22,8 @@ use crate::engine::repo::{MAX_ATTEMPTS, ReceiptMove, backoff, transition_in};
 use crate::engine::skipped::Skipped;
 use crate::engine::walk::{Walker, about_the_record, commit};
 use crate::error::Result;
-use crate::store::batch::{Batch, Outcome};
 use crate::store::Store;
+use crate::store::batch::{Batch, Outcome};
 
 /// A record whose value for a unique index another record holds, so the
 /// migration could not give it its claim and left it at its version.
