@@ -140,7 +140,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         let parts: Vec<(String, String)> = ix
             .fields
             .iter()
-            .map(|f| part(e, &FieldExpr::Field(f.value.clone()), model))
+            .map(|x| part(e, x, model))
             .collect();
         if ix.unique {
             let (p, x) = derived(Derived::Claim, Some(&ix.name), &parts);

@@ -94,7 +94,7 @@ fn entity(
         .iter()
         .map(|ix| IndexModel {
             name: ix.name.value.clone(),
-            fields: ix.fields.iter().map(|f| f.value.clone()).collect(),
+            fields: ix.fields.iter().map(|x| expr(&x.value)).collect(),
             unique: ix.unique,
             lowercase: ix.normalize.is_some(),
             order_by: ix.order_by.as_ref().map(|o| expr(&o.value)),

@@ -32,7 +32,7 @@ fn plain_scalars_name_fields_indexes_counters_and_migrations() {
         ["id", "n", "y", "on", "off", "no", "null", "count", "state"]
     );
     let ix = &e.indexes[0];
-    assert_eq!(ix.fields[0].as_str(), "on");
+    assert_eq!(ix.fields[0].field(), "on");
     assert!(ix.unique, "`TRUE` is a YAML 1.2 boolean");
     assert!(!e.indexes[1].unique);
     let c = &e.counters[0];

@@ -367,31 +367,29 @@ fn check_index(e: &Entity, ix: &crate::ir::Index, model: Option<&Model>, diags: 
             ),
         );
     }
-    let mut seen = BTreeSet::new();
-    for f in &ix.fields {
-        if !seen.insert(f.as_str()) {
+    for (i, x) in ix.fields.iter().enumerate() {
+        if ix.fields[..i].iter().any(|y| y.value == x.value) {
             diags.error(
                 "E107",
-                &f.origin,
+                &x.origin,
                 format!(
-                    "the field `{}` is listed twice in index `{}`",
-                    **f, *ix.name
+                    "`{}` is listed twice in the fields of index `{}`",
+                    x.value, *ix.name
                 ),
             );
         }
-        check_keyable(
-            e,
-            f,
-            &f.origin,
-            &format!("the index `{}`", *ix.name),
-            model,
-            diags,
-        );
+        let role = format!("the index `{}`", *ix.name);
+        match &x.value {
+            FieldExpr::Field(f) => check_keyable(e, f, &x.origin, &role, model, diags),
+            _ => check_field_expr(e, x, &role, false, model, diags),
+        }
     }
     if let Some(n) = &ix.normalize {
-        let all_strings = ix.fields.iter().all(|f| {
-            e.field(f)
-                .is_none_or(|f| matches!(*f.ty, FieldType::String))
+        let all_strings = ix.fields.iter().all(|x| match &x.value {
+            FieldExpr::Field(f) => e
+                .field(f)
+                .is_none_or(|f| matches!(*f.ty, FieldType::String)),
+            _ => false,
         });
         if !all_strings {
             diags.error(

@@ -359,7 +359,8 @@ pub struct Field {
     pub origin: Origin,
 }
 
-/// A field or a time bucket of a timestamp field, in `group_by`/`order_by`.
+/// A field or a time bucket of a timestamp field, in an index's `fields`,
+/// `group_by` or `order_by`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FieldExpr {
     /// The field's value.
@@ -394,8 +395,9 @@ pub enum Normalize {
 pub struct Index {
     /// Index name (`by_email`).
     pub name: Sp<String>,
-    /// Indexed fields, in order.
-    pub fields: Vec<Sp<String>>,
+    /// Indexed fields or time buckets of timestamp fields (`day(at)`: one
+    /// collection or claim per day), in order.
+    pub fields: Vec<Sp<FieldExpr>>,
     /// Unique claim instead of a collection.
     pub unique: bool,
     /// String normalization (unique indexes).

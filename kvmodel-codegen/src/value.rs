@@ -319,6 +319,18 @@ impl Reader<'_> {
         }
     }
 
+    /// Fields or time buckets: a list of them, or one alone (`fields:
+    /// [stream, "day(at)"]`, `group_by: status`).
+    pub fn field_exprs(&mut self, v: &Sp<Value>, what: &str) -> Vec<Sp<FieldExpr>> {
+        match &v.value {
+            Value::List(items) => items
+                .iter()
+                .filter_map(|i| self.field_expr(i, what))
+                .collect(),
+            _ => self.field_expr(v, what).into_iter().collect(),
+        }
+    }
+
     /// A value of any field type, as JSON (`add(tags = [])`).
     pub fn json(&mut self, v: &Sp<Value>, what: &str) -> Option<Sp<serde_json::Value>> {
         match to_json(v) {

@@ -128,7 +128,7 @@ fn type_change(name: &str, old: &Field, new: &Field, migrated: bool, out: &mut V
 }
 
 type IndexLayout<'a> = (
-    &'a [Sp<String>],
+    &'a [Sp<FieldExpr>],
     bool,
     &'a Option<Sp<Normalize>>,
     &'a Option<Sp<FieldExpr>>,

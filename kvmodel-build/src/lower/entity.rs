@@ -105,7 +105,7 @@ impl Lower<'_> {
             match k.value.as_str() {
                 "description" => ix.description = self.read().description(v),
                 "fields" => {
-                    ix.fields = self.read().names(v, "`fields`");
+                    ix.fields = self.read().field_exprs(v, "`fields`");
                 }
                 "unique" => ix.unique = self.read().boolean(v, "`unique`").unwrap_or(false),
                 "normalize" => ix.normalize = self.read().word(v, "`normalize`"),
@@ -125,16 +125,7 @@ impl Lower<'_> {
         for (k, v) in self.entries(body, &described(COUNTER_KEYS), &what) {
             match k.value.as_str() {
                 "description" => c.description = self.read().description(v),
-                "group_by" => {
-                    let items: Vec<&Node> = match &v.value {
-                        Value::List(items) => items.iter().collect(),
-                        _ => vec![v],
-                    };
-                    c.group_by = items
-                        .into_iter()
-                        .filter_map(|i| self.read().field_expr(i, "`group_by`"))
-                        .collect();
-                }
+                "group_by" => c.group_by = self.read().field_exprs(v, "`group_by`"),
                 "sum" => c.sum = self.read().name(v, "`sum`"),
                 "shards" => c.shards = self.read().bounded(v, "`shards`", 2, vocab::MAX_SHARDS),
                 "since" => c.since = self.since(v),

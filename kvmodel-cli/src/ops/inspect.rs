@@ -71,8 +71,7 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
             .iter()
             .find(|i| &i.name == name)
             .ok_or_else(|| unknown("index", name, &model))?;
-        let fields: Vec<&str> = ix.fields.iter().map(String::as_str).collect();
-        let values = typed(&model, &fields, &args.values)?;
+        let values = grouped(&model, "index", name, &ix.fields, &args.values)?;
         let kind = if ix.unique {
             Derived::Claim
         } else {
@@ -103,23 +102,7 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
             .iter()
             .find(|c| &c.name == name)
             .ok_or_else(|| unknown("counter", name, &model))?;
-        if args.values.len() != c.group_by.len() {
-            return Err(fail(format_args!(
-                "counter `{name}` takes {} group value(s), {} were given",
-                c.group_by.len(),
-                args.values.len()
-            )));
-        }
-        let mut groups = Vec::new();
-        for (g, text) in c.group_by.iter().zip(&args.values) {
-            groups.push(match g {
-                FieldExpr::Field(f) => arg(&model, f, text)?,
-                bucket => {
-                    bucket_arg(name, bucket, text)?;
-                    Value::String(text.clone())
-                }
-            });
-        }
+        let groups = grouped(&model, "counter", name, &c.group_by, &args.values)?;
         readable(&cx, &def, &args, Derived::Counter, name, c.since).await?;
         let key = model.counter_key(name, &groups).map_err(fail)?;
         let bytes = cx.store.get(&key).await.map_err(store_error)?;
@@ -159,7 +142,7 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
 /// Refuses `text` unless it names a bucket of the time group `bucket` of
 /// counter `counter`: a timestamp for `hour(f)`, a date or a timestamp for
 /// `day(f)` and `month(f)`.
-fn bucket_arg(counter: &str, bucket: &FieldExpr, text: &str) -> Result<(), Fail> {
+fn bucket_arg(what: &str, name: &str, bucket: &FieldExpr, text: &str) -> Result<(), Fail> {
     let (kind, form) = match bucket {
         FieldExpr::Hour(_) => ("hour", "a timestamp such as 2026-03-01T10:00:00Z"),
         FieldExpr::Day(_) => ("day", "a date such as 2026-03-01 (or a timestamp)"),
@@ -171,7 +154,7 @@ fn bucket_arg(counter: &str, bucket: &FieldExpr, text: &str) -> Result<(), Fail>
         return Ok(());
     }
     Err(fail(format_args!(
-        "`{text}` names no {kind} of counter `{counter}`, grouped by `{kind}({})`; write {form}",
+        "`{text}` names no {kind} of {what} `{name}`, which reads `{kind}({})`; write {form}",
         bucket.field()
     )))
 }
@@ -193,6 +176,35 @@ fn arg(model: &EntityModel, field: &str, text: &str) -> Result<Value, Fail> {
 }
 
 /// The values of `fields`, one argument each.
+/// The values of an index's fields or a counter's groups (`what` `name`),
+/// from the command line: a field's value, or a bucket's date or hour.
+fn grouped(
+    model: &EntityModel,
+    what: &str,
+    name: &str,
+    items: &[FieldExpr],
+    texts: &[String],
+) -> Result<Vec<Value>, Fail> {
+    if texts.len() != items.len() {
+        return Err(fail(format_args!(
+            "{what} `{name}` takes {} value(s), {} were given",
+            items.len(),
+            texts.len()
+        )));
+    }
+    items
+        .iter()
+        .zip(texts)
+        .map(|(g, text)| match g {
+            FieldExpr::Field(f) => arg(model, f, text),
+            bucket => {
+                bucket_arg(what, name, bucket, text)?;
+                Ok(Value::String(text.clone()))
+            }
+        })
+        .collect()
+}
+
 fn typed(model: &EntityModel, fields: &[&str], texts: &[String]) -> Result<Vec<Value>, Fail> {
     if texts.len() != fields.len() {
         return Err(fail(format_args!(

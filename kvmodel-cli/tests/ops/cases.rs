@@ -458,7 +458,7 @@ pub async fn inspect_reads_through_the_schema(b: Backend) {
     assert_eq!(code(&o), 2);
     assert!(
         err(&o).contains(
-            "`March` names no day of counter `revenue_by_day`, grouped by `day(created_at)`; \
+            "`March` names no day of counter `revenue_by_day`, which reads `day(created_at)`; \
              write a date such as 2026-03-01"
         ),
         "{}",

@@ -57,7 +57,7 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
                 let items = value::list(&m)?;
                 ix.fields = items
                     .into_iter()
-                    .filter_map(|v| r.name(&v, "`fields`"))
+                    .filter_map(|v| r.field_expr(&v, "`fields`"))
                     .collect();
             }
             "unique" => ix.unique = true,

@@ -333,7 +333,10 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
         };
         let default_name = || Sp::new(format!("by_{name}"), Origin::Span(span));
         ix.name = ix_name.unwrap_or_else(default_name);
-        ix.fields = vec![Sp::new(name.clone(), origin.clone())];
+        ix.fields = vec![Sp::new(
+            crate::ir::FieldExpr::Field(name.clone()),
+            origin.clone(),
+        )];
         ix.unique = unique;
         ix.origin = Origin::Span(span);
         e.indexes.push(ix);

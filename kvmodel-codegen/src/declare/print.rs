@@ -376,7 +376,8 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     let mut attrs = vec![quote!(#[kv(#(#head),*)])];
     for ix in &e.indexes {
         let n = ident(&ix.name);
-        let fields = list(ix.fields.iter().map(|f| f.as_str()));
+        let fields = ix.fields.iter().map(|x| field_expr_tokens(x));
+        let fields = quote!(#(#fields),*);
         let unique = if ix.unique {
             quote!(, unique)
         } else {

@@ -201,7 +201,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     };
 
     for ix in &e.indexes {
-        let mut fields: Vec<&str> = ix.fields.iter().map(|f| f.as_str()).collect();
+        let mut fields: Vec<&str> = ix.fields.iter().map(|x| x.field()).collect();
         let order = if ix.unique {
             None
         } else {
@@ -216,7 +216,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             .fields
             .iter()
             .zip(&reads.refs)
-            .map(|(f, r)| r.arg(&cx.field_type(f)))
+            .map(|(x, r)| group_arg(cx, x, r))
             .collect();
         let fname = ident(&ix.name);
         let (ixname, since) = (

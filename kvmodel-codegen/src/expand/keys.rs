@@ -30,22 +30,44 @@ fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident, origin: &Origin) -> To
 pub(crate) fn field_args(
     cx: &Ctx<'_>,
     fields: &[&Sp<String>],
-    normalize: bool,
 ) -> (Vec<TokenStream>, Vec<TokenStream>) {
-    let p = cx.p();
     let mut params = Vec::new();
     let mut parts = Vec::new();
     for f in fields {
         let arg = ident(f);
         let ty = cx.arg_type(&cx.field_type(f));
         params.push(quote!(#arg: #ty));
-        if normalize {
-            parts.push(quote!(.part(&#p::lowercase(#arg))));
-        } else {
-            parts.push(push_part(cx, f, &arg, &f.origin));
-        }
+        parts.push(push_part(cx, f, &arg, &f.origin));
     }
     (params, parts)
+}
+
+/// Argument names, parameters and builder calls for the fields and time
+/// buckets of an index or a counter (`group_by`): a field's value (its
+/// co-location tag where it is the co-located field, lowercased for a
+/// normalized index), or a bucket's date or hour.
+pub(crate) fn group_args(
+    cx: &Ctx<'_>,
+    items: &[&Sp<FieldExpr>],
+    normalize: bool,
+) -> (Vec<syn::Ident>, Vec<TokenStream>, Vec<TokenStream>) {
+    let p = cx.p();
+    let exprs: Vec<&FieldExpr> = items.iter().map(|x| &x.value).collect();
+    let names = group_arg_names(&exprs);
+    let mut params = Vec::new();
+    let mut parts = Vec::new();
+    for (x, arg) in items.iter().zip(&names) {
+        let ty = cx.group_arg_type(x);
+        params.push(quote!(#arg: #ty));
+        parts.push(match &x.value {
+            FieldExpr::Field(_) if normalize => quote!(.part(&#p::lowercase(#arg))),
+            FieldExpr::Field(f) => push_part(cx, f, arg, &x.origin),
+            FieldExpr::Hour(_) => quote!(.part(&#p::hour(#arg))),
+            FieldExpr::Day(_) => quote!(.part(&#arg)),
+            FieldExpr::Month(_) => quote!(.part(&#p::month(#arg))),
+        });
+    }
+    (names, params, parts)
 }
 
 pub(crate) fn counter_fn(name: &str) -> syn::Ident {
@@ -119,8 +141,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     });
 
     for ix in &e.indexes {
-        let fields: Vec<&Sp<String>> = ix.fields.iter().collect();
-        let (params, parts) = field_args(cx, &fields, ix.normalize.is_some());
+        let fields: Vec<&Sp<FieldExpr>> = ix.fields.iter().collect();
+        let (names, params, parts) = group_args(cx, &fields, ix.normalize.is_some());
         let fname = ident(&ix.name);
         let ixname = ix.name.as_str();
         let (kind, doc) = if ix.unique {
@@ -139,7 +161,6 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             )
         };
         let seg = segments_fn(&ix.name);
-        let names: Vec<syn::Ident> = ix.fields.iter().map(|f| ident(f)).collect();
         fns.push(quote! {
             fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
                 __b.lit(#ixname) #(#parts)*
@@ -153,7 +174,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 
     for r in &e.relations {
-        let (params, parts) = field_args(cx, &[&r.by], false);
+        let (params, parts) = field_args(cx, &[&r.by]);
         let fname = relation_fn(&r.name);
         let rname = r.name.as_str();
         let kind = cx.derived(Derived::Relation);
@@ -176,20 +197,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 
     for c in &e.counters {
-        let items: Vec<&FieldExpr> = c.group_by.iter().map(|g| &g.value).collect();
-        let names = group_arg_names(&items);
-        let mut params = Vec::new();
-        let mut parts = Vec::new();
-        for ((x, arg), g) in items.iter().zip(&names).zip(&c.group_by) {
-            let ty = cx.group_arg_type(x);
-            params.push(quote!(#arg: #ty));
-            parts.push(match x {
-                FieldExpr::Field(f) => push_part(cx, f, arg, &g.origin),
-                FieldExpr::Hour(_) => quote!(.part(&#p::hour(#arg))),
-                FieldExpr::Day(_) => quote!(.part(&#arg)),
-                FieldExpr::Month(_) => quote!(.part(&#p::month(#arg))),
-            });
-        }
+        let items: Vec<&Sp<FieldExpr>> = c.group_by.iter().collect();
+        let (_, params, parts) = group_args(cx, &items, false);
         let fname = counter_fn(&c.name);
         let cname = c.name.as_str();
         let kind = cx.derived(Derived::Counter);

@@ -34,22 +34,14 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let (many_generics, many_param, many_map) = many_keys(cx, &key_fields);
     let mut methods = Vec::new();
     for ix in &e.indexes {
-        let params: Vec<TokenStream> = ix
-            .fields
-            .iter()
-            .map(|f| {
-                let id = ident(f);
-                let t = cx.arg_type(&cx.field_type(f));
-                quote!(#id: #t)
-            })
-            .collect();
-        let args: Vec<syn::Ident> = ix.fields.iter().map(|f| ident(f)).collect();
+        let items: Vec<&Sp<FieldExpr>> = ix.fields.iter().collect();
+        let (args, params, _) = super::keys::group_args(cx, &items, false);
         let kfn = ident(&ix.name);
         let ixname = ix.name.as_str();
         let fields = ix
             .fields
             .iter()
-            .map(|f| format!("`{}`", **f))
+            .map(|x| format!("`{}`", x.value))
             .collect::<Vec<_>>()
             .join(", ");
         if ix.unique {

@@ -216,29 +216,32 @@ impl EntityModel {
     }
 
     /// The unique claim key of index `index` for `values` (one per indexed
-    /// field), lowercased when the index says so.
+    /// field or bucket, as [`counter_key`](Self::counter_key) takes them),
+    /// lowercased when the index says so.
     pub fn claim_key(&self, index: &str, values: &[Value]) -> Result<String> {
         let ix = self.index(index)?;
         let mut b = self.derived(Derived::Claim, &ix.name);
-        for (f, v) in ix.fields.iter().zip(values) {
+        for (x, v) in ix.fields.iter().zip(values) {
             if ix.lowercase {
-                let text = v
-                    .as_str()
-                    .ok_or_else(|| unkeyable(&self.name, "a lowercased index takes text", f))?;
+                let text = v.as_str().ok_or_else(|| {
+                    unkeyable(&self.name, "a lowercased index takes text", x.field())
+                })?;
                 b.builder = b.builder.part(&lowercase(text));
             } else {
-                b = b.field(f, v)?;
+                b = self.group_part(b, x, v)?;
             }
         }
         Ok(b.finish())
     }
 
-    /// The collection key of the ordered index `index` for `values`.
+    /// The collection key of the ordered index `index` for `values` (one per
+    /// indexed field or bucket, as [`counter_key`](Self::counter_key) takes
+    /// them).
     pub fn index_key(&self, index: &str, values: &[Value]) -> Result<String> {
         let ix = self.index(index)?;
         let mut b = self.derived(Derived::Index, &ix.name);
-        for (f, v) in ix.fields.iter().zip(values) {
-            b = b.field(f, v)?;
+        for (x, v) in ix.fields.iter().zip(values) {
+            b = self.group_part(b, x, v)?;
         }
         Ok(b.finish())
     }
@@ -269,29 +272,36 @@ impl EntityModel {
             .ok_or_else(|| unkeyable(&self.name, "the schema declares no such counter", counter))?;
         let mut b = self.derived(Derived::Counter, &c.name);
         for (g, v) in c.group_by.iter().zip(groups) {
-            let bad = || unkeyable(&self.name, "this bucket reads a timestamp", g.field());
-            b = match g {
-                FieldExpr::Field(f) => b.field(f, v)?,
-                FieldExpr::Hour(_) => {
-                    let t = timestamp(v).ok_or_else(bad)?;
-                    b.builder = b.builder.part(&hour(t));
-                    b
-                }
-                FieldExpr::Day(_) | FieldExpr::Month(_) => {
-                    let text = v.as_str().ok_or_else(bad)?;
-                    let day = match text.parse::<Date>() {
-                        Ok(d) => d,
-                        Err(_) => text.parse::<Timestamp>().map_err(|_| bad())?.date(),
-                    };
-                    b.builder = match g {
-                        FieldExpr::Month(_) => b.builder.part(&month(day)),
-                        _ => b.builder.part(&day),
-                    };
-                    b
-                }
-            };
+            b = self.group_part(b, g, v)?;
         }
         Ok(b.finish())
+    }
+
+    /// `b` with the key part of `g` for the value `v`: a field's value, or
+    /// for a bucket a timestamp (`hour`) or a date or timestamp (`day`,
+    /// `month`).
+    fn group_part<'a>(&self, mut b: Parts<'a>, g: &FieldExpr, v: &Value) -> Result<Parts<'a>> {
+        let bad = || unkeyable(&self.name, "this bucket reads a timestamp", g.field());
+        Ok(match g {
+            FieldExpr::Field(f) => b.field(f, v)?,
+            FieldExpr::Hour(_) => {
+                let t = timestamp(v).ok_or_else(bad)?;
+                b.builder = b.builder.part(&hour(t));
+                b
+            }
+            FieldExpr::Day(_) | FieldExpr::Month(_) => {
+                let text = v.as_str().ok_or_else(bad)?;
+                let day = match text.parse::<Date>() {
+                    Ok(d) => d,
+                    Err(_) => text.parse::<Timestamp>().map_err(|_| bad())?.date(),
+                };
+                b.builder = match g {
+                    FieldExpr::Month(_) => b.builder.part(&month(day)),
+                    _ => b.builder.part(&day),
+                };
+                b
+            }
+        })
     }
 
     fn index(&self, name: &str) -> Result<&super::IndexModel> {
@@ -338,7 +348,7 @@ impl EntityModel {
     pub fn facts(&self, value: &Value) -> Result<Facts> {
         let mut facts = Facts::default();
         for ix in &self.indexes {
-            let mut fields: Vec<&str> = ix.fields.iter().map(String::as_str).collect();
+            let mut fields: Vec<&str> = ix.fields.iter().map(FieldExpr::field).collect();
             let order = if ix.unique {
                 None
             } else {

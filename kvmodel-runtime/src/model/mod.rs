@@ -148,7 +148,8 @@ impl FieldModel {
     }
 }
 
-/// A field or a time bucket of a timestamp field (`group_by`, `order_by`).
+/// A field or a time bucket of a timestamp field (index `fields`,
+/// `group_by`, `order_by`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldExpr {
     /// The field's value.
@@ -175,8 +176,8 @@ impl FieldExpr {
 pub struct IndexModel {
     /// Its name.
     pub name: String,
-    /// The indexed fields, in order.
-    pub fields: Vec<String>,
+    /// The indexed fields or time buckets, in order.
+    pub fields: Vec<FieldExpr>,
     /// A unique claim per value instead of a collection.
     pub unique: bool,
     /// Values are lowercased in the claim key.

@@ -1,11 +1,13 @@
 //! The modelling patterns beyond one-to-many listings and plain counters,
 //! each on the in-memory, embedded and Redis stores.
 
+mod buckets;
 mod compress;
 mod keep;
 mod shards;
 mod size;
 
+use buckets::*;
 use compress::*;
 use keep::*;
 use shards::*;
@@ -31,4 +33,8 @@ kvmodel_runtime::on_every_backend!(
     concurrent_writers_leave_exactly_the_greatest,
     verify_reports_a_lost_kept_entry_and_reconcile_restores_it,
     trim_keeps_the_greatest_members,
+    each_day_lists_its_own_records,
+    bucket_keys_are_distinct_per_bucket,
+    an_update_moves_the_entry_to_its_new_bucket,
+    a_unique_bucket_claims_one_value_per_bucket,
 );
