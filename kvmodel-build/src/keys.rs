@@ -137,11 +137,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         (p.finish(), x.finish())
     };
     for ix in &e.indexes {
-        let parts: Vec<(String, String)> = ix
-            .fields
-            .iter()
-            .map(|x| part(e, x, model))
-            .collect();
+        let parts: Vec<(String, String)> = ix.fields.iter().map(|x| part(e, x, model)).collect();
         if ix.unique {
             let (p, x) = derived(Derived::Claim, Some(&ix.name), &parts);
             let norm = if ix.normalize.is_some() {

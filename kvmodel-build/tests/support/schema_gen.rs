@@ -630,7 +630,23 @@ impl Gen<'_> {
                 format!("by_{}", fields[chosen[0]].name)
             };
             ix_names.push(ix_name.clone());
-            let list: Vec<String> = chosen.iter().map(|&i| q(&fields[i].name)).collect();
+            // A timestamp field is often a time bucket: one collection or
+            // claim per hour, day or month.
+            let list: Vec<String> = chosen
+                .iter()
+                .map(|&i| {
+                    let f = &fields[i];
+                    if f.ty == "timestamp" && self.rng.chance(40) {
+                        q(&format!(
+                            "{}({})",
+                            self.rng.pick(&["hour", "day", "month"]),
+                            f.name
+                        ))
+                    } else {
+                        q(&f.name)
+                    }
+                })
+                .collect();
             let mut parts = vec![format!("fields: [{}]", list.join(", "))];
             if self.rng.chance(35) {
                 parts.push("unique: true".to_owned());

@@ -85,7 +85,10 @@ pub async fn bucket_keys_are_distinct_per_bucket<H: Harness>(_h: &H) {
     let a = EventKeys::by_stream_day("s", day("2026-03-01"));
     let b = EventKeys::by_stream_day("s", day("2026-03-02"));
     assert_ne!(a, b);
-    assert_eq!(a, EventKeys::by_stream_day("s", at("2026-03-01T23:59:59.999Z").date()));
+    assert_eq!(
+        a,
+        EventKeys::by_stream_day("s", at("2026-03-01T23:59:59.999Z").date())
+    );
     // A stream whose text looks like a bucket cannot reach another key.
     let tricky = EventKeys::by_stream_day("s:2026-03-01", day("2026-03-01"));
     assert_ne!(tricky, a);
@@ -134,7 +137,9 @@ pub async fn a_unique_bucket_claims_one_value_per_bucket<H: Harness>(h: &H) {
     repo.create(&event("a", "ada", "2026-03-01T08:00:00Z"))
         .await
         .unwrap();
-    let again = repo.create(&event("b", "ada", "2026-03-01T20:00:00Z")).await;
+    let again = repo
+        .create(&event("b", "ada", "2026-03-01T20:00:00Z"))
+        .await;
     assert!(
         matches!(again, Err(Error::UniqueViolation { .. })),
         "{again:?}"
