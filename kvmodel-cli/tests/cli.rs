@@ -76,7 +76,7 @@ fn check_reports_and_exits_1_on_errors() {
     assert_eq!(code(&o), 1);
     let err = text(&o.stderr);
     assert!(
-        err.contains("kvmodel-build/tests/errors/index_errors/schema.yaml:12:27: error[E103]"),
+        err.contains("kvmodel-build/tests/errors/index_errors/schema.yaml:13:27: error[E103]"),
         "{err}"
     );
     assert!(
