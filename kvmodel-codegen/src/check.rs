@@ -12,6 +12,7 @@ use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use crate::template;
 use crate::vocab;
 
+mod links;
 mod migrations;
 mod storage;
 mod types;
@@ -64,6 +65,7 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
             .map(|i| &i.origin)
             .or(e.counters.first().map(|c| &c.origin))
             .or(e.relations.first().map(|r| &r.origin))
+            .or(e.links.first().map(|l| &l.origin))
         {
             diags.error("E123", first, format!("`{}` has indexes, counters or relations but no `key`; add `key = \"…\"` so its records can be stored", *e.name));
         }
@@ -101,6 +103,9 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
     for r in &e.relations {
         check_relation(e, r, model, diags);
         names.add(diags, &r.name, "list_by_", "relation_", "relation");
+    }
+    for l in &e.links {
+        links::check(e, l, model, &mut names, diags);
     }
     migrations::check(e, diags);
     if let Some(c) = &e.colocate {
@@ -501,6 +506,7 @@ fn check_relation(
 }
 
 fn check_cross_entity(model: &Model, diags: &mut Diagnostics) {
+    links::check_far(model, diags);
     let mut names = BTreeMap::new();
     for e in &model.entities {
         if names.insert(e.name.value.clone(), ()).is_some() {

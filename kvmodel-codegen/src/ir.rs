@@ -9,6 +9,9 @@ use crate::vocab;
 
 pub use crate::syntax::Syntax;
 
+mod link;
+pub use link::Link;
+
 pub use crate::vocab::{
     format_duration_ms, format_jitter, parse_duration_ms, parse_jitter_permille,
 };
@@ -124,6 +127,8 @@ pub struct Entity {
     pub counters: Vec<Counter>,
     /// Relations to parent entities.
     pub relations: Vec<Relation>,
+    /// Many-to-many links declared on this side (`links:`).
+    pub links: Vec<Link>,
     /// Record time to live.
     pub ttl: Option<Ttl>,
     /// Largest encoded record accepted, in bytes (`max_size`): a larger one
@@ -168,6 +173,7 @@ impl Entity {
             indexes: Vec::new(),
             counters: Vec::new(),
             relations: Vec::new(),
+            links: Vec::new(),
             ttl: None,
             max_size: None,
             compress: None,

@@ -2,7 +2,8 @@
 //! counters, relations and migration steps.
 
 use kvmodel_codegen::ir::{
-    Compress, Counter, Entity, Field, Index, KeyTemplate, Lint, Migration, Relation, Ttl, TypeDef,
+    Compress, Counter, Entity, Field, Index, KeyTemplate, Link, Lint, Migration, Relation, Ttl,
+    TypeDef,
     default_since,
 };
 use kvmodel_codegen::origin::{Diagnostic, Sp};
@@ -50,6 +51,7 @@ impl Lower<'_> {
                 "indexes" => e.indexes = self.named(v, "index", |l, n, b| l.index(n, b)),
                 "counters" => e.counters = self.named(v, "counter", |l, n, b| l.counter(n, b)),
                 "relations" => e.relations = self.named(v, "relation", |l, n, b| l.relation(n, b)),
+                "links" => e.links = self.named(v, "link", |l, n, b| l.link(n, b)),
                 "migrations" => e.migrations = self.migrations(v, &e.fields, types),
                 "allow" => e.allow = self.read().words(v, "`allow`"),
                 _ => {}
@@ -186,6 +188,26 @@ impl Lower<'_> {
             }
         }
         vocab::compress(codec, above, n.origin.clone(), self.diags, given)
+    }
+
+    fn link(&mut self, name: Sp<String>, body: &Node) -> Option<Link> {
+        let what = format!("link `{}`", *name);
+        let (mut to, mut inverse, mut description) = (None, None, None);
+        for (k, v) in self.entries(body, &described(vocab::LINK_KEYS), &what) {
+            match k.value.as_str() {
+                "description" => description = self.read().description(v),
+                "to" => to = self.read().name(v, "`to`"),
+                "inverse" => inverse = self.read().name(v, "`inverse`"),
+                _ => {}
+            }
+        }
+        let (Some(to), Some(inverse)) = (to, inverse) else {
+            self.report(vocab::link_without_end(&name), &name.origin);
+            return None;
+        };
+        let mut l = Link::new(name, to, inverse);
+        l.description = description;
+        Some(l)
     }
 
     fn ttl(&mut self, n: &Node) -> Option<Ttl> {

@@ -28,6 +28,7 @@ const ENTITY_KEYS: &[&str] = &[
     "indexes",
     "counters",
     "relations",
+    "links",
     "migrations",
     "description",
     "allow",

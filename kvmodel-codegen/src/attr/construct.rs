@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::value::{self, Reader};
 use super::{Keys, meta_name};
-use crate::ir::{Compress, Counter, Index, Lint, Migration, Relation};
+use crate::ir::{Compress, Counter, Index, Link, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
@@ -161,6 +161,32 @@ pub(super) fn relation(
     rel.keep = keep;
     rel.since = since;
     Ok(Some(rel))
+}
+
+pub(super) fn link(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Option<Link>> {
+    let span = meta.path.span();
+    let (mut name, mut to, mut inverse) = (None, None, None);
+    let mut keys = Keys::new(&["name"], vocab::LINK_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "to" => to = r.path(&value::parse(m.value()?)?, "`to`"),
+            "inverse" => inverse = r.name(&value::parse(m.value()?)?, "`inverse`"),
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report(&what("link", name.as_ref()), r);
+    let Some(name) = named(r, name, "link", span) else {
+        return Ok(None);
+    };
+    let (Some(to), Some(inverse)) = (to, inverse) else {
+        r.report(vocab::link_without_end(&name), &name.origin);
+        return Ok(None);
+    };
+    let mut link = Link::new(name, to, inverse);
+    link.origin = Origin::Span(span);
+    Ok(Some(link))
 }
 
 pub(super) fn migration(

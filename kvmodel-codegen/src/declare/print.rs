@@ -441,6 +441,12 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #since))]),
         );
     }
+    for l in &e.links {
+        let (n, inverse) = (ident(&l.name), ident(&l.inverse));
+        let to = ident(&l.to);
+        let docs = docs(l.description.as_ref());
+        attrs.push(quote!(#docs #[kv(link(name = #n, to = #to, inverse = #inverse))]));
+    }
     let mut steps: Vec<_> = e.migrations.iter().collect();
     steps.sort_by_key(|m| m.from.value);
     for m in steps {

@@ -6,6 +6,7 @@
 
 mod facts;
 mod keys;
+mod links;
 mod repo;
 mod stub;
 mod versioned;
@@ -200,14 +201,18 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     let keys = keys::expand(&cx, template);
     let repo = repo::expand(&cx, template);
     let parents = parents(&cx);
+    let key_args = links::key_args(&cx, template);
+    let links = links::expand(&cx, template);
     quote! {
         const _: () = {
             #versioned
             #entity_impl
+            #key_args
             #parents
         };
         #keys
         #repo
+        #links
     }
 }
 

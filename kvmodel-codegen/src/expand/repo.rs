@@ -253,6 +253,13 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 self.engine.store()
             }
 
+            /// The engine behind this repository, for the methods the links
+            /// of other entities add to it.
+            #[doc(hidden)]
+            #vis fn __engine(&self) -> &#p::Engine<#name, __S> {
+                &self.engine
+            }
+
             #[doc = #create_doc]
             #vis async fn create(&self, value: &#name) -> #k::Result<()> {
                 self.engine.create(value).await

@@ -44,6 +44,8 @@ pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "since"];
 /// The keys of `compress`.
 pub const COMPRESS_KEYS: &[&str] = &["codec", "above"];
+/// The keys of a link (the derive adds `name`).
+pub const LINK_KEYS: &[&str] = &["to", "inverse"];
 /// The keys of a migration step.
 pub const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
 
@@ -165,6 +167,14 @@ pub fn relation_without_parent(name: &str) -> Mistake {
     missing(
         &format!("relation `{name}`"),
         "`belongs_to` and `by`: the parent entity and the field that holds its id",
+    )
+}
+
+/// E011: a link without its far entity or the name of its far side.
+pub fn link_without_end(name: &str) -> Mistake {
+    missing(
+        &format!("link `{name}`"),
+        "`to` and `inverse`: the linked entity and the link's name on its side",
     )
 }
 

@@ -45,6 +45,14 @@ pub enum Access {
     ListAll,
     /// One page of `sweep_expired`.
     SweepExpired,
+    /// `link_<link>` (either record may be on either side).
+    Link,
+    /// `unlink_<link>`.
+    Unlink,
+    /// A page of `list_<link>` or `list_<inverse>`.
+    ListLinked,
+    /// `count_<link>` or `count_<inverse>`.
+    CountLinked,
 }
 
 impl Access {
@@ -60,6 +68,7 @@ impl Access {
     pub fn calls(self) -> u32 {
         match self {
             Access::SweepExpired => 3,
+            Access::ListLinked => 2,
             _ => 1,
         }
     }
@@ -73,7 +82,7 @@ impl Access {
     /// first commit, and the first unique lookup or page.)
     pub fn round_trips(self) -> u32 {
         match self {
-            Access::Update | Access::Delete => 2,
+            Access::Update | Access::Delete | Access::Link | Access::Unlink => 2,
             other => other.calls(),
         }
     }
@@ -97,10 +106,10 @@ impl Access {
             (
                 "record absent",
                 "put record",
-                "get record",
-                "record unchanged",
+                "get_many of record and link registry",
+                "record and link registry unchanged",
                 "",
-                "",
+                "; delete the link registry and the link collections and counts it names",
             )
         };
         match self {
@@ -129,6 +138,20 @@ impl Access {
             Access::SweepExpired => "range over the ledger up to now; get_many of records and \
                                      receipts; commit (per page of due entries)"
                 .into(),
+            Access::Link => "get_many of both records, both link registries and the edge; \
+                             commit: both records and registries unchanged, edge as read; put \
+                             edge (and a registry that lacks the link), add each missing \
+                             entry and count it (one write transaction on memory and redb)"
+                .into(),
+            Access::Unlink => "get_many of both link registries and the edge; commit: all \
+                               three as read; delete edge, remove each entry and uncount it \
+                               (one write transaction on memory and redb)"
+                .into(),
+            Access::ListLinked => "range of the link collection and its records, together; \
+                                   get_many of the edges and far link registries (a stale \
+                                   entry met adds a conditional commit removing it)"
+                .into(),
+            Access::CountLinked => "get link count".into(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod def;
 pub mod entity;
 pub mod expiry;
 pub mod ledger;
+pub mod links;
 pub mod maintenance;
 pub mod migrate;
 pub mod orphans;

@@ -507,10 +507,17 @@ impl<E: Entity, S: Store> Engine<E, S> {
             /// No record, but the receipt of an expired one.
             Leftover,
         }
-        let keys = Self::stored_keys(key);
+        // The record's link registry is read with it (an expiring entity
+        // takes part in no link): its link collections go in the same commit.
+        let linked = !Self::expiring();
+        let mut keys = Self::stored_keys(key);
+        if linked {
+            keys.push(crate::engine::links::registry_key(E::space(), key));
+        }
         for attempt in 0..MAX_ATTEMPTS {
             let (outcome, found) = self
-                .commit_after_read(&keys, |values, _| {
+                .commit_after_read(&keys, |mut values, _| {
+                    let registry = if linked { values.pop().flatten() } else { None };
                     let mut stored = stored_from::<E>(key, values);
                     let Some(old_bytes) = stored.bytes.take() else {
                         return Ok(Planned::Skip(match stored.receipt {
@@ -529,6 +536,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         due: None,
                     };
                     transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
+                    if linked {
+                        crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
+                    }
                     Ok(Planned::Commit(b, Found::Record))
                 })
                 .await?;

@@ -4,12 +4,14 @@
 mod buckets;
 mod compress;
 mod keep;
+mod links;
 mod shards;
 mod size;
 
 use buckets::*;
 use compress::*;
 use keep::*;
+use links::*;
 use shards::*;
 use size::*;
 
@@ -37,4 +39,12 @@ kvmodel_runtime::on_every_backend!(
     bucket_keys_are_distinct_per_bucket,
     an_update_moves_the_entry_to_its_new_bucket,
     a_unique_bucket_claims_one_value_per_bucket,
+    link_writes_both_directions_and_both_counts,
+    listings_page_in_key_order,
+    linking_a_missing_record_is_refused_and_writes_nothing,
+    deleting_an_end_removes_its_collection_and_listings_skip_it,
+    a_stale_entry_is_unlinked_exactly_once,
+    composite_and_self_links_name_each_end_by_its_key,
+    concurrent_links_and_unlinks_agree_exactly,
+    link_operations_take_the_documented_store_calls,
 );

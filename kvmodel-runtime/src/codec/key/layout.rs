@@ -32,6 +32,17 @@ pub enum Derived {
     /// The state of the entity's indexes, relations and counters: which
     /// are readable and which are still being backfilled.
     State,
+    /// The link collection of one record (`links:`): a sorted collection
+    /// of the records linked to it, each under its edge key.
+    Link,
+    /// The number of entries in one record's link collection.
+    LinkCount,
+    /// The link registry of one record: the names of its link collections
+    /// and the incarnation they belong to.
+    Registry,
+    /// The edge of one linked pair: the incarnations of the two records it
+    /// was written for.
+    Edge,
 }
 
 impl Derived {
@@ -47,6 +58,10 @@ impl Derived {
             Derived::Expiry => "exp",
             Derived::Receipt => "rcpt",
             Derived::State => "state",
+            Derived::Link => "link",
+            Derived::LinkCount => "nlink",
+            Derived::Registry => "links",
+            Derived::Edge => "edge",
         }
     }
 }
@@ -108,7 +123,7 @@ impl KeyBuilder {
 
 impl Derived {
     /// Every kind, for reading keys back.
-    pub const ALL: [Derived; 8] = [
+    pub const ALL: [Derived; 12] = [
         Derived::Claim,
         Derived::Index,
         Derived::Relation,
@@ -117,6 +132,10 @@ impl Derived {
         Derived::Expiry,
         Derived::Receipt,
         Derived::State,
+        Derived::Link,
+        Derived::LinkCount,
+        Derived::Registry,
+        Derived::Edge,
     ];
 }
 
@@ -178,6 +197,32 @@ impl<'a> Space<'a> {
             .and_then(|r| r.strip_prefix(':'))
             .unwrap_or(record_key);
         format!("{prefix}:{rest}")
+    }
+
+    /// The key of a per-record derived key of kind `kind`: after
+    /// `{ns}:{key space}#{kind}`, the name (when not empty), then the
+    /// record key without its namespace, so a record's hash tag stays in it.
+    pub fn of_record(&self, kind: Derived, name: &str, record_key: &str) -> String {
+        let mut b = KeyBuilder::derived(self.namespace, self.key_space, kind);
+        if !name.is_empty() {
+            b = b.lit(name);
+        }
+        let rest = record_key
+            .strip_prefix(self.namespace)
+            .and_then(|r| r.strip_prefix(':'))
+            .unwrap_or(record_key);
+        format!("{}:{rest}", b.finish())
+    }
+
+    /// The record key a per-record derived key of kind `kind` and name
+    /// `name` belongs to (the inverse of [`of_record`](Self::of_record)).
+    pub fn record_of(&self, kind: Derived, name: &str, key: &str) -> Option<String> {
+        let mut b = KeyBuilder::derived(self.namespace, self.key_space, kind);
+        if !name.is_empty() {
+            b = b.lit(name);
+        }
+        let rest = key.strip_prefix(&b.lit("").finish())?;
+        Some(format!("{}:{rest}", self.namespace))
     }
 
     /// The record key a receipt key belongs to (the inverse of
