@@ -76,6 +76,16 @@ pub enum End {
     To,
 }
 
+impl End {
+    /// The other end.
+    pub fn other(self) -> End {
+        match self {
+            End::From => End::To,
+            End::To => End::From,
+        }
+    }
+}
+
 impl<'a> Link<'a> {
     /// The space and collection name of `end`.
     pub fn side(&self, end: End) -> (Space<'a>, &'a str) {
@@ -139,13 +149,25 @@ impl Registry {
 }
 
 /// What an edge holds: the incarnations of the two records it was written
-/// for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// for, and their keys (for `verify`, which meets edges by a key scan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EdgeValue {
     /// The incarnation of the declaring side's record.
     pub from: u64,
     /// The incarnation of the far side's record.
     pub to: u64,
+    /// The declaring side's record key.
+    pub from_key: String,
+    /// The far side's record key.
+    pub to_key: String,
+    /// The declaring side's link registry.
+    pub from_registry: String,
+    /// The far side's link registry.
+    pub to_registry: String,
+    /// The link's name on the declaring side.
+    pub name: String,
+    /// The link's name on the far side.
+    pub inverse: String,
 }
 
 impl EdgeValue {
@@ -171,6 +193,28 @@ impl EdgeValue {
             End::To => self.to,
         }
     }
+
+    /// The link collection and count keys of `end`, spelled beside its
+    /// registry.
+    pub fn entry_keys(&self, end: End) -> Option<(String, String)> {
+        let (registry, name) = match end {
+            End::From => (&self.from_registry, &self.name),
+            End::To => (&self.to_registry, &self.inverse),
+        };
+        let marker = format!("#{}:", Derived::Registry.as_str());
+        let at = registry.find(&marker)?;
+        let (head, rest) = (&registry[..at], &registry[at + marker.len()..]);
+        let key = |kind: Derived| format!("{head}#{}:{name}:{rest}", kind.as_str());
+        Some((key(Derived::Link), key(Derived::LinkCount)))
+    }
+
+    /// The record key and registry key of `end`.
+    pub fn keys(&self, end: End) -> (&str, &str) {
+        match end {
+            End::From => (&self.from_key, &self.from_registry),
+            End::To => (&self.to_key, &self.to_registry),
+        }
+    }
 }
 
 /// A stored value as read, for a condition on it: absent, or these bytes.
@@ -182,15 +226,15 @@ pub(crate) fn keep_as_read(b: &mut Batch, key: &str, read: Option<&Vec<u8>>) {
 }
 
 /// A registry as read: its bytes and what they hold.
-type Read<T> = Option<(Vec<u8>, T)>;
+pub(crate) type Read<T> = Option<(Vec<u8>, T)>;
 
-fn read_registry(key: &str, value: Option<Vec<u8>>) -> Result<Read<Registry>> {
+pub(crate) fn read_registry(key: &str, value: Option<Vec<u8>>) -> Result<Read<Registry>> {
     value
         .map(|b| Registry::read(key, &b).map(|r| (b, r)))
         .transpose()
 }
 
-fn read_edge(key: &str, value: Option<Vec<u8>>) -> Result<Read<EdgeValue>> {
+pub(crate) fn read_edge(key: &str, value: Option<Vec<u8>>) -> Result<Read<EdgeValue>> {
     value
         .map(|b| EdgeValue::read(key, &b).map(|r| (b, r)))
         .transpose()
@@ -226,22 +270,27 @@ fn with_name(read: Option<&Registry>, name: &str) -> Option<Registry> {
 /// Adds to `b` what removes the entry of `end` for the pair: the member
 /// and one from the count.
 fn remove_entry(b: &mut Batch, link: &Link<'_>, end: End, own: &str, far: &str, edge: &str) {
-    b.remove(
-        link.collection_key(end, own),
-        edge.as_bytes().to_vec(),
-        far.as_bytes().to_vec(),
-    );
-    b.incr(link.count_key(end, own), -1);
+    let (collection, count) = (link.collection_key(end, own), link.count_key(end, own));
+    remove_entry_at(b, &collection, &count, far, edge);
 }
 
 /// Adds to `b` what adds the entry of `end` for the pair.
 fn add_entry(b: &mut Batch, link: &Link<'_>, end: End, own: &str, far: &str, edge: &str) {
-    b.add(
-        link.collection_key(end, own),
-        edge.as_bytes().to_vec(),
-        far.as_bytes().to_vec(),
-    );
-    b.incr(link.count_key(end, own), 1);
+    let (collection, count) = (link.collection_key(end, own), link.count_key(end, own));
+    add_entry_at(b, &collection, &count, far, edge);
+}
+
+/// Removes the entry `far` under `edge` from `collection`, and one from
+/// `count`.
+pub(crate) fn remove_entry_at(b: &mut Batch, collection: &str, count: &str, far: &str, edge: &str) {
+    b.remove(collection, edge.as_bytes().to_vec(), far.as_bytes().to_vec());
+    b.incr(count, -1);
+}
+
+/// Adds the entry `far` under `edge` to `collection`, and one to `count`.
+pub(crate) fn add_entry_at(b: &mut Batch, collection: &str, count: &str, far: &str, edge: &str) {
+    b.add(collection, edge.as_bytes().to_vec(), far.as_bytes().to_vec());
+    b.incr(count, 1);
 }
 
 /// The registries of a pair as written by a link: the one of `from`, and
@@ -327,6 +376,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     let value = EdgeValue {
                         from: from_now.incarnation,
                         to: to_now.incarnation,
+                        from_key: from_key.to_owned(),
+                        to_key: to_key.to_owned(),
+                        from_registry: rf.clone(),
+                        to_registry: rt.clone(),
+                        name: link.name.to_owned(),
+                        inverse: link.inverse.to_owned(),
                     };
                     b.put(edge.as_str(), value.bytes(), None);
                     if !from_stands {
@@ -415,10 +470,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .store()
             .range_values(&collection, page.range(&collection)?)
             .await?;
-        let far_end = match end {
-            End::From => End::To,
-            End::To => End::From,
-        };
+        let far_end = end.other();
         let far_space = link.side(far_end).0;
         let own_reg = registry_key(link.side(end).0, key);
         let mut keys = vec![own_reg.clone()];
@@ -487,6 +539,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
     pub async fn count_linked(&self, link: &Link<'_>, end: End, key: &str) -> Result<i64> {
         self.store().counter(&link.count_key(end, key)).await
     }
+}
+
+/// The link collection a link count key counts: `…#nlink:…` →
+/// `…#link:…`; `None` for another key.
+pub fn collection_of_count(count_key: &str) -> Option<String> {
+    let marker = format!("#{}:", Derived::LinkCount.as_str());
+    let at = count_key.find(&marker)?;
+    Some(format!(
+        "{}#{}:{}",
+        &count_key[..at],
+        Derived::Link.as_str(),
+        &count_key[at + marker.len()..]
+    ))
 }
 
 /// Adds to a delete's batch what removes the link collections, counts and

@@ -33,6 +33,7 @@ use crate::store::counter::read_counter;
 use crate::store::{RangeRequest, Store, encode_entry};
 
 pub(crate) mod inward;
+pub(crate) mod links;
 pub(crate) mod wide;
 
 /// Where a walk is.
@@ -463,6 +464,12 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         let flat: Vec<String> = shard_keys.iter().flatten().cloned().collect();
         let mut values = self.store.get_many(&flat).await?.into_iter();
         'counter: for ((key, want), shard_keys) in batch.iter().zip(&shard_keys) {
+            // A link count must equal its collection's size, as it is now
+            // (after the repairs of this walk).
+            let want = &match crate::engine::links::collection_of_count(key) {
+                Some(collection) => i128::from(self.store.collection_len(&collection).await?),
+                None => *want,
+            };
             // The shards that hold a value, and their sum.
             let mut held = Vec::new();
             let mut bad = None;

@@ -329,3 +329,79 @@ pub async fn link_operations_take_the_documented_store_calls<H: Harness>(h: &H) 
     took(Access::Unlink, &store);
     assert!(Access::ListLinked.round_trips() <= 2);
 }
+
+pub async fn verify_judges_link_entries_and_counts_and_reconcile_repairs_them<H: Harness>(h: &H) {
+    let store = h.store();
+    let (p, t) = setup(&store, &["p1", "p2"], &["rust", "redis", "go"]).await;
+    p.link_tags("p1", "rust").await.unwrap();
+    p.link_tags("p1", "redis").await.unwrap();
+    p.link_tags("p2", "rust").await.unwrap();
+    p.link_tags("p2", "go").await.unwrap();
+    assert!(p.verify(2).await.unwrap().is_clean());
+    assert!(t.verify(2).await.unwrap().is_clean());
+
+    // A deleted tag leaves entries on the posts' side: counted, reported.
+    t.delete("rust").await.unwrap();
+    let drift = p.verify(2).await.unwrap();
+    let stale: Vec<&str> = drift.orphan_members.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(stale, ["lnk:tag:rust", "lnk:tag:rust"], "{drift:?}");
+    assert!(drift.counters.is_empty(), "the counts equal the collections: {drift:?}");
+
+    // Damage by hand: an entry lost from a tag's side, a count set off.
+    let link = kvmodel::__private::Link {
+        from: <Post as kvmodel::__private::Entity>::space(),
+        name: "tags",
+        to: <Tag as kvmodel::__private::Entity>::space(),
+        inverse: "posts",
+    };
+    let (p2, go) = (PostKeys::record("p2"), TagKeys::record("go"));
+    let mut b = kvmodel::Batch::new();
+    b.remove(
+        link.collection_key(kvmodel::__private::End::To, &go),
+        link.edge_key(&p2, &go).into_bytes(),
+        p2.clone().into_bytes(),
+    )
+    .incr(link.count_key(kvmodel::__private::End::From, &PostKeys::record("p1")), 5);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let drift = p.verify(2).await.unwrap();
+    assert_eq!(
+        drift.missing_members,
+        [(link.collection_key(kvmodel::__private::End::To, &go), p2.clone())]
+    );
+    assert_eq!(drift.counters.len(), 1, "{drift:?}");
+    // The tag's count is judged by the walk of tags, against its collection.
+    let drift = t.verify(2).await.unwrap();
+    assert_eq!(drift.counters.len(), 1, "{drift:?}");
+    assert_eq!(drift.counters[0].key, link.count_key(kvmodel::__private::End::To, &go));
+
+    // Each walk repairs its entity's keys; the maintenance command walks
+    // every entity.
+    assert!(!p.reconcile(2).await.unwrap().is_clean());
+    assert!(!t.reconcile(2).await.unwrap().is_clean());
+    assert!(p.verify(2).await.unwrap().is_clean(), "{:?}", p.verify(2).await.unwrap());
+    assert!(t.verify(2).await.unwrap().is_clean());
+    assert_eq!(tags_of(&p, "p1").await, ["redis"]);
+    assert_eq!(tags_of(&p, "p2").await, ["go"]);
+    assert_eq!(posts_of(&t, "go").await, ["p2"]);
+    assert_eq!(p.count_tags("p1").await.unwrap(), 1);
+    assert_eq!(p.count_tags("p2").await.unwrap(), 1);
+    assert_eq!(t.count_posts("go").await.unwrap(), 1);
+}
+
+pub async fn reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone<H: Harness>(h: &H) {
+    let store = h.store();
+    let (p, t) = setup(&store, &["p1"], &["rust"]).await;
+    p.link_tags("p1", "rust").await.unwrap();
+    t.delete("rust").await.unwrap();
+    p.delete("p1").await.unwrap();
+    let left: Vec<String> = snapshot(&store).await.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(left, ["lnk:post#edge:tags:post:p1:lnk:tag:rust"]);
+    let drift = p.verify(10).await.unwrap();
+    assert_eq!(
+        drift.orphan_members,
+        [("lnk:post#edge:tags:post:p1:lnk:tag:rust".to_owned(), "lnk:tag:rust".to_owned())]
+    );
+    p.reconcile(10).await.unwrap();
+    assert!(snapshot(&store).await.is_empty());
+    assert!(p.verify(10).await.unwrap().is_clean());
+}

@@ -47,4 +47,6 @@ kvmodel_runtime::on_every_backend!(
     composite_and_self_links_name_each_end_by_its_key,
     concurrent_links_and_unlinks_agree_exactly,
     link_operations_take_the_documented_store_calls,
+    verify_judges_link_entries_and_counts_and_reconcile_repairs_them,
+    reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
 );

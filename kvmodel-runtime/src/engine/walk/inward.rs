@@ -41,6 +41,14 @@ pub(crate) enum Kind {
     Counter,
     Ledger,
     Receipt,
+    /// A link collection.
+    Link,
+    /// A link count.
+    LinkCount,
+    /// A link edge.
+    Edge,
+    /// A record's link registry.
+    Registry,
 }
 
 /// The kind of the derived key `key` of `def`, or `None` for the discovery
@@ -51,6 +59,10 @@ pub(crate) fn classify<D: EntityDef>(def: &D, key: &str) -> Option<Kind> {
     match kind {
         Derived::Expiry if name.is_empty() => Some(Kind::Ledger),
         Derived::Receipt => Some(Kind::Receipt),
+        Derived::Link => Some(Kind::Link),
+        Derived::LinkCount => Some(Kind::LinkCount),
+        Derived::Edge => Some(Kind::Edge),
+        Derived::Registry => Some(Kind::Registry),
         Derived::Claim | Derived::Index | Derived::Relation | Derived::Counter => {
             def.since(kind, name)?;
             Some(match kind {
@@ -100,6 +112,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let (keys, next) = self.scan_derived(state.cursor.clone(), count).await?;
         let mut claims = Vec::new();
         let mut receipts = Vec::new();
+        let (mut edges, mut registries) = (Vec::new(), Vec::new());
         for (key, kind) in keys {
             state.examined += 1;
             match kind {
@@ -113,8 +126,21 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
                 Kind::Ledger => self.walk_ledger(state).await?,
                 Kind::Receipt => receipts.push(key),
+                Kind::Link => {
+                    let name = self.def.space().classify(&key).map(|(_, n)| n.to_owned());
+                    self.walk_link_collection(state, &key, &name.unwrap_or_default())
+                        .await?
+                }
+                // Checked with the counters against its collection's size.
+                Kind::LinkCount => {
+                    state.expected.entry(key).or_insert(0);
+                }
+                Kind::Edge => edges.push(key),
+                Kind::Registry => registries.push(key),
             }
         }
+        self.check_edges(state, &edges).await?;
+        self.check_registries(state, &registries).await?;
         self.check_claims(state, &claims).await?;
         self.check_receipts(state, &receipts).await?;
         match next {
