@@ -22,7 +22,8 @@ pub mod sessions;
 #[path = "generated/activity.rs"]
 pub mod activity;
 
-/// `schemas/social.yaml`: authors, posts and likes counted on sharded counters.
+/// `schemas/social.yaml`: authors, posts linked to tags, and likes counted on
+/// sharded counters.
 #[allow(missing_docs)]
 #[rustfmt::skip]
 #[path = "generated/social.rs"]

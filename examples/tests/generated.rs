@@ -348,6 +348,37 @@ async fn social_works<H: Harness>(h: &H) {
     );
     assert!(posts.get("p0").await.unwrap().is_some());
     assert_eq!(posts.count_all().await.unwrap(), 1002);
+
+    // Posts and tags, linked many-to-many from YAML: both directions and
+    // both counts; a deleted tag leaves its posts' listings.
+    let tags = social::TagRepo::new(store.clone());
+    for name in ["rust", "kv"] {
+        tags.create(&social::Tag {
+            name: name.into(),
+            title: name.to_uppercase(),
+        })
+        .await
+        .unwrap();
+    }
+    assert!(posts.link_tags("p1", "rust").await.unwrap());
+    assert!(posts.link_tags("p1", "kv").await.unwrap());
+    assert!(posts.link_tags("p2", "rust").await.unwrap());
+    assert!(!posts.link_tags("p2", "rust").await.unwrap());
+    let of_p1 = posts.list_tags("p1", PageRequest::new(10)).await.unwrap();
+    let names: Vec<&str> = of_p1.items.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["kv", "rust"]);
+    let of_rust = tags.list_posts("rust", PageRequest::new(10)).await.unwrap();
+    let ids: Vec<&str> = of_rust.items.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["p1", "p2"]);
+    assert_eq!(tags.count_posts("rust").await.unwrap(), 2);
+    assert!(tags.delete("kv").await.unwrap());
+    let of_p1 = posts.list_tags("p1", PageRequest::new(10)).await.unwrap();
+    assert_eq!(of_p1.items.len(), 1);
+    assert_eq!(posts.count_tags("p1").await.unwrap(), 1);
+    assert!(posts.unlink_tags("p2", "rust").await.unwrap());
+    assert_eq!(tags.count_posts("rust").await.unwrap(), 1);
+    assert!(posts.verify(100).await.unwrap().is_clean());
+    assert!(tags.verify(100).await.unwrap().is_clean());
 }
 
 macro_rules! on_every_store {

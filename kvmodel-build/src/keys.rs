@@ -1,6 +1,8 @@
 //! `kvmodel keys`: the key layout of a model and what each access pattern
 //! costs, as text or Markdown.
 
+mod links;
+
 use heck::ToSnakeCase;
 use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
 use kvmodel_runtime::engine::cost::{self, Access as Cost, Shape};
@@ -222,6 +224,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         example: x,
         note: "sorted collection of every record key (list_all; no SCAN)".into(),
     });
+    out.extend(links::rows(e, model, &ns, &space));
     if e.ttl.is_some() {
         let (p, x) = derived(Derived::Expiry, None, &[]);
         out.push(Row {
@@ -266,7 +269,7 @@ struct Access {
 }
 
 /// The access patterns of an entity, priced by the runtime's own table.
-fn accesses(e: &Entity) -> Vec<Access> {
+fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
     let shape = Shape {
         claims: e.indexes.iter().filter(|i| i.unique).count(),
         members: e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1,
@@ -307,6 +310,7 @@ fn accesses(e: &Entity) -> Vec<Access> {
         };
         out.push(row(format!("{m}_{}", *c.name), read));
     }
+    out.extend(links::accesses(e, model, &row));
     out.push(row("list_all".into(), Cost::ListAll));
     if shape.expires {
         out.push(row("sweep_expired".into(), Cost::SweepExpired));
@@ -347,7 +351,7 @@ impl ClusterLayout {
         let tag = e.colocate.as_ref().map(|c| format!("{{<{}>}}", c.as_str()));
         let name = |r: &Row| match r.pattern.rsplit_once('#') {
             Some((_, rest))
-                if r.kind != "discovery" && r.kind != "ledger" && r.kind != "receipt" =>
+                if !matches!(r.kind, "discovery" | "ledger" | "receipt" | "registry") =>
             {
                 let name = rest.split(':').nth(1).unwrap_or(rest);
                 format!("{} {name}", r.kind)
@@ -443,7 +447,7 @@ pub fn report(model: &Model, format: Format) -> String {
     let mut out = String::new();
     for e in model.entities.iter().filter(|e| e.key.is_some()) {
         let rows = rows(e, model);
-        let acc = accesses(e);
+        let acc = accesses(e, model);
         match format {
             Format::Markdown => {
                 out.push_str(&format!(

@@ -28,12 +28,23 @@ pub struct Author {
         keep = 1000
     )
 )]
+/// Tags of a post, and the posts of a tag.
+#[kv(link(name = tags, to = Tag, inverse = posts))]
 pub struct Post {
     pub id: String,
     pub author_id: String,
     pub title: String,
     pub body: String,
     pub created_at: ::kvmodel::Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
+#[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
+#[serde(crate = "::kvmodel::serde")]
+#[kv(namespace = "social", key = "tag:{name}")]
+pub struct Tag {
+    pub name: String,
+    pub title: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]

@@ -73,6 +73,7 @@ fn every_entity_is_compared() {
         "Author",
         "Post",
         "Like",
+        "Tag",
     ];
     let mut files: Vec<_> = std::fs::read_dir(root().join("../schemas"))
         .unwrap()
@@ -436,6 +437,10 @@ fn post() -> impl Strategy<Value = social::Post> {
     )
 }
 
+fn tag() -> impl Strategy<Value = social::Tag> {
+    (text(), text()).prop_map(|(name, title)| social::Tag { name, title })
+}
+
 fn like() -> impl Strategy<Value = social::Like> {
     (text(), text(), timestamp()).prop_map(|(post_id, user_id, at)| social::Like {
         post_id,
@@ -475,6 +480,7 @@ compare! {
     social_author: schema("social"), "Author", author(), social::Author;
     social_post: schema("social"), "Post", post(), social::Post;
     social_like: schema("social"), "Like", like(), social::Like;
+    social_tag: schema("social"), "Tag", tag(), social::Tag;
 }
 
 /// Old records as old code wrote them: a version 1 user (before `status`

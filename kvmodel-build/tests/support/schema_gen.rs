@@ -730,6 +730,15 @@ impl Gen<'_> {
             let s = since(self);
             self.line(6, &format!("{}: {{ {}{s} }}", q(&r_name), parts.join(", ")));
         }
+        if self.rng.chance(20) {
+            self.line(4, "links:");
+            let to = self.rng.pick(names).clone();
+            let (l_name, inverse) = (self.snake(&[]), self.snake(&[]));
+            self.line(
+                6,
+                &format!("{}: {{ to: {}, inverse: {} }}", q(&l_name), q(&to), q(&inverse)),
+            );
+        }
         if version > 1 {
             self.line(4, "migrations:");
             for from in 1..version {

@@ -179,7 +179,12 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
             own.append(&mut pending);
             continue;
         }
-        let before = (e.indexes.len(), e.counters.len(), e.relations.len());
+        let before = (
+            e.indexes.len(),
+            e.counters.len(),
+            e.relations.len(),
+            e.links.len(),
+        );
         let mut keys = Keys::new(&[], ENTITY_KEYS);
         let mut r = Reader { diags };
         let parsed =
@@ -211,9 +216,9 @@ pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option
     Some(e)
 }
 
-/// Gives `text` to the indexes, counters and relations declared since
-/// `before` (their counts then); false if there are none.
-fn describe(e: &mut Entity, before: (usize, usize, usize), text: Option<String>) -> bool {
+/// Gives `text` to the indexes, counters, relations and links declared
+/// since `before` (their counts then); false if there are none.
+fn describe(e: &mut Entity, before: (usize, usize, usize, usize), text: Option<String>) -> bool {
     let indexes = e.indexes[before.0..].iter_mut().map(|x| &mut x.description);
     let counters = e.counters[before.1..]
         .iter_mut()
@@ -221,8 +226,9 @@ fn describe(e: &mut Entity, before: (usize, usize, usize), text: Option<String>)
     let relations = e.relations[before.2..]
         .iter_mut()
         .map(|x| &mut x.description);
+    let links = e.links[before.3..].iter_mut().map(|x| &mut x.description);
     let mut any = false;
-    for d in indexes.chain(counters).chain(relations) {
+    for d in indexes.chain(counters).chain(relations).chain(links) {
         *d = text.clone();
         any = true;
     }

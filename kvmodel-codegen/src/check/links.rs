@@ -19,6 +19,13 @@ pub(super) fn check(
     diags: &mut Diagnostics,
 ) {
     names.add(diags, &l.name, "list_", "link_", "link");
+    if *l.name == "all" {
+        diags.error(
+            "E124",
+            &l.name.origin,
+            "this link would generate the method `list_all`, which every repository already has; choose another link name",
+        );
+    }
     for prefix in OWN_PREFIXES {
         let method = format!("{prefix}{}", *l.name);
         if let Some(other) = names.methods.insert(method.clone(), "link".to_owned()) {

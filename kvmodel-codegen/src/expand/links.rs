@@ -57,6 +57,19 @@ pub(crate) fn key_args(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 }
 
+/// The parameter naming the far end: the far entity's name in snake case
+/// (`tag`), `__`-prefixed when a key argument has that name, `end` when it
+/// is a word Rust reserves even as a raw identifier.
+fn far_param(to: &str, ids: &[syn::Ident]) -> syn::Ident {
+    let snake = to.to_snake_case();
+    let taken = |name: &str| ids.iter().any(|a| crate::vocab::unraw(a) == name);
+    match snake.as_str() {
+        "self" | "super" | "crate" | "extern" | "_" => param("end", ids),
+        name if taken(name) => format_ident!("__{}", name),
+        name => ident(name),
+    }
+}
+
 /// The far entity's path as written, spanned there, and its repository's.
 fn far_paths(l: &Link) -> Option<(TokenStream, TokenStream)> {
     let path: syn::Path = syn::parse_str(&l.to).ok()?;
@@ -91,10 +104,11 @@ fn link(
     let (p, k, vis, name, keys, repo) = (cx.p(), &cx.krate, &cx.vis, &cx.name, &cx.keys, &cx.repo);
     let (ids, types) = key_params(cx, template, false);
     let own_key = quote!(&#keys::record(#(#ids),*));
-    let far = param(&l.to_name().to_snake_case(), &ids);
+    let far = far_param(l.to_name(), &ids);
     let far_ty = quote!(<#to as #p::KeyArgs>::Args<'__a>);
     let far_key = quote!(&<#to as #p::KeyArgs>::key_of(#far));
     let page = param("page", &ids);
+    let inv_page = param("page", std::slice::from_ref(&far));
     let (lname, inverse) = (l.name.as_str(), l.inverse.as_str());
     let spec = quote!(#p::Link {
         from: <#name as #p::Entity>::space(),
@@ -159,8 +173,8 @@ fn link(
         #[automatically_derived]
         impl<__S: #k::Store> #to_repo<__S> {
             #[doc = #inv_list_doc]
-            #vis async fn #m_inv_list<'__a>(&self, #far: #far_ty, page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
-                self.__engine().list_linked::<#name>(&#spec, #p::End::To, #far_key, page).await
+            #vis async fn #m_inv_list<'__a>(&self, #far: #far_ty, #inv_page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
+                self.__engine().list_linked::<#name>(&#spec, #p::End::To, #far_key, #inv_page).await
             }
 
             #[doc = #inv_count_doc]

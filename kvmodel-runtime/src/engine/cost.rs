@@ -106,10 +106,10 @@ impl Access {
             (
                 "record absent",
                 "put record",
-                "get_many of record and link registry",
-                "record and link registry unchanged",
+                "get record",
+                "record unchanged",
                 "",
-                "; delete the link registry and the link collections and counts it names",
+                "",
             )
         };
         match self {
@@ -119,6 +119,13 @@ impl Access {
             Access::Update => format!(
                 "{read}; commit: {unchanged}; move {write}{moved} (one write transaction on \
                  memory and redb)"
+            ),
+            // A record that does not expire may be linked: its delete reads
+            // its link registry with it and removes what the registry names.
+            Access::Delete if !shape.expires => format!(
+                "get_many of record and link registry; commit: record and link registry \
+                 unchanged; remove {write}, and the link registry with the link collections and \
+                 counts it names (one write transaction on memory and redb)"
             ),
             Access::Delete => format!(
                 "{read}; commit: {unchanged}; remove {write}{gone} (one write transaction on \

@@ -49,4 +49,5 @@ kvmodel_runtime::on_every_backend!(
     link_operations_take_the_documented_store_calls,
     verify_judges_link_entries_and_counts_and_reconcile_repairs_them,
     reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
+    the_model_walk_agrees_on_every_link_key,
 );
