@@ -1,12 +1,12 @@
 //! What generated code uses. Not a public API: it may change in any release.
 
 pub use crate::codec::compress::Codec;
+pub use crate::codec::key::Space;
 pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::migrate;
 pub use crate::codec::record::Encoding;
 pub use crate::codec::storage::Storage;
 pub use crate::codec::time::{Date, Timestamp};
-pub use crate::codec::key::Space;
 pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::links::{End, KeyArgs, Link};
 pub use crate::engine::maintenance::{Drift, Progress};

@@ -104,7 +104,11 @@ pub(super) fn rows(e: &Entity, model: &Model, ns: &str, space: &str) -> Vec<Row>
 }
 
 /// The link methods of `e` and what they cost.
-pub(super) fn accesses(e: &Entity, model: &Model, row: &dyn Fn(String, Cost) -> Access) -> Vec<Access> {
+pub(super) fn accesses(
+    e: &Entity,
+    model: &Model,
+    row: &dyn Fn(String, Cost) -> Access,
+) -> Vec<Access> {
     let mut out = Vec::new();
     for (name, _, _, own) in sides(e, model) {
         if own {

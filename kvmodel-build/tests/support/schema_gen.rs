@@ -736,7 +736,12 @@ impl Gen<'_> {
             let (l_name, inverse) = (self.snake(&[]), self.snake(&[]));
             self.line(
                 6,
-                &format!("{}: {{ to: {}, inverse: {} }}", q(&l_name), q(&to), q(&inverse)),
+                &format!(
+                    "{}: {{ to: {}, inverse: {} }}",
+                    q(&l_name),
+                    q(&to),
+                    q(&inverse)
+                ),
             );
         }
         if version > 1 {

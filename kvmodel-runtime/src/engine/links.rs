@@ -283,13 +283,21 @@ fn add_entry(b: &mut Batch, link: &Link<'_>, end: End, own: &str, far: &str, edg
 /// Removes the entry `far` under `edge` from `collection`, and one from
 /// `count`.
 pub(crate) fn remove_entry_at(b: &mut Batch, collection: &str, count: &str, far: &str, edge: &str) {
-    b.remove(collection, edge.as_bytes().to_vec(), far.as_bytes().to_vec());
+    b.remove(
+        collection,
+        edge.as_bytes().to_vec(),
+        far.as_bytes().to_vec(),
+    );
     b.incr(count, -1);
 }
 
 /// Adds the entry `far` under `edge` to `collection`, and one to `count`.
 pub(crate) fn add_entry_at(b: &mut Batch, collection: &str, count: &str, far: &str, edge: &str) {
-    b.add(collection, edge.as_bytes().to_vec(), far.as_bytes().to_vec());
+    b.add(
+        collection,
+        edge.as_bytes().to_vec(),
+        far.as_bytes().to_vec(),
+    );
     b.incr(count, 1);
 }
 
@@ -307,8 +315,16 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// must exist ([`Error::NotFound`] names the missing one; nothing is
     /// written). Retries while other writers change either record or the
     /// pair, then fails with [`Error::Conflict`].
-    pub async fn link<F: Entity>(&self, link: &Link<'_>, from_key: &str, to_key: &str) -> Result<bool> {
-        let (rf, rt) = (registry_key(link.from, from_key), registry_key(link.to, to_key));
+    pub async fn link<F: Entity>(
+        &self,
+        link: &Link<'_>,
+        from_key: &str,
+        to_key: &str,
+    ) -> Result<bool> {
+        let (rf, rt) = (
+            registry_key(link.from, from_key),
+            registry_key(link.to, to_key),
+        );
         let edge = link.edge_key(from_key, to_key);
         let keys = vec![
             from_key.to_owned(),
@@ -354,12 +370,22 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     keep_as_read(&mut b, &edge, edge_read.as_ref().map(|r| &r.0));
                     let self_link = rf == rt;
                     let new_from = with_name(regs.from.as_ref().map(|r| &r.1), link.name);
-                    let from_now = new_from.clone().or_else(|| regs.from.as_ref().map(|r| r.1.clone()));
-                    let to_base = if self_link { from_now.as_ref() } else { regs.to.as_ref().map(|r| &r.1) };
+                    let from_now = new_from
+                        .clone()
+                        .or_else(|| regs.from.as_ref().map(|r| r.1.clone()));
+                    let to_base = if self_link {
+                        from_now.as_ref()
+                    } else {
+                        regs.to.as_ref().map(|r| &r.1)
+                    };
                     let new_to = with_name(to_base, link.inverse);
                     let to_now = new_to.clone().or_else(|| to_base.cloned());
                     let (Some(from_now), Some(to_now)) = (from_now, to_now) else {
-                        return Err(Error::decode(&rf, "the link registry could not be written", None));
+                        return Err(Error::decode(
+                            &rf,
+                            "the link registry could not be written",
+                            None,
+                        ));
                     };
                     if self_link {
                         if let Some(r) = new_to.or(new_from) {
@@ -409,7 +435,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// directions and both counts in one commit; `true` when an entry was
     /// removed. Either record may be gone.
     pub async fn unlink(&self, link: &Link<'_>, from_key: &str, to_key: &str) -> Result<bool> {
-        let (rf, rt) = (registry_key(link.from, from_key), registry_key(link.to, to_key));
+        let (rf, rt) = (
+            registry_key(link.from, from_key),
+            registry_key(link.to, to_key),
+        );
         let edge = link.edge_key(from_key, to_key);
         let keys = vec![rf.clone(), rt.clone(), edge.clone()];
         for attempt in 0..MAX_ATTEMPTS {

@@ -99,7 +99,10 @@ pub async fn link_writes_both_directions_and_both_counts<H: Harness>(h: &H) {
     let store = h.store();
     let (p, t) = setup(&store, &["p1", "p2"], &["rust", "redis"]).await;
     assert!(p.link_tags("p1", "rust").await.unwrap());
-    assert!(!p.link_tags("p1", "rust").await.unwrap(), "linking twice changes nothing");
+    assert!(
+        !p.link_tags("p1", "rust").await.unwrap(),
+        "linking twice changes nothing"
+    );
     assert!(p.link_tags("p1", "redis").await.unwrap());
     assert!(p.link_tags("p2", "rust").await.unwrap());
     assert_eq!(tags_of(&p, "p1").await, ["redis", "rust"]);
@@ -111,7 +114,10 @@ pub async fn link_writes_both_directions_and_both_counts<H: Harness>(h: &H) {
     assert_eq!(t.count_posts("redis").await.unwrap(), 1);
 
     assert!(p.unlink_tags("p1", "rust").await.unwrap());
-    assert!(!p.unlink_tags("p1", "rust").await.unwrap(), "unlinking twice changes nothing");
+    assert!(
+        !p.unlink_tags("p1", "rust").await.unwrap(),
+        "unlinking twice changes nothing"
+    );
     assert!(!p.unlink_tags("p2", "redis").await.unwrap(), "never linked");
     assert_eq!(tags_of(&p, "p1").await, ["redis"]);
     assert_eq!(posts_of(&t, "rust").await, ["p2"]);
@@ -152,11 +158,18 @@ pub async fn linking_a_missing_record_is_refused_and_writes_nothing<H: Harness>(
     }
     match p.link_tags("nope", "rust").await {
         Err(e @ Error::NotFound { .. }) => {
-            assert!(e.to_string().contains("Post `lnk:post:nope` was not found"), "{e}");
+            assert!(
+                e.to_string().contains("Post `lnk:post:nope` was not found"),
+                "{e}"
+            );
         }
         other => panic!("expected NotFound for the post, got {other:?}"),
     }
-    assert_eq!(snapshot(&store).await, before, "a refused link wrote something");
+    assert_eq!(
+        snapshot(&store).await,
+        before,
+        "a refused link wrote something"
+    );
     assert_eq!(p.count_tags("p1").await.unwrap(), 0);
     assert_eq!(t.count_posts("rust").await.unwrap(), 0);
 }
@@ -193,7 +206,13 @@ pub async fn deleting_an_end_removes_its_collection_and_listings_skip_it<H: Harn
     assert_eq!(p.count_tags("p2").await.unwrap(), 0);
     assert!(p.link_tags("p2", "rust").await.unwrap());
     assert_eq!(posts_of(&t, "rust").await, ["p2"]);
-    assert_eq!((p.count_tags("p2").await.unwrap(), t.count_posts("rust").await.unwrap()), (1, 1));
+    assert_eq!(
+        (
+            p.count_tags("p2").await.unwrap(),
+            t.count_posts("rust").await.unwrap()
+        ),
+        (1, 1)
+    );
 
     // The declaring side's delete, likewise.
     assert!(p.delete("p1").await.unwrap());
@@ -202,8 +221,17 @@ pub async fn deleting_an_end_removes_its_collection_and_listings_skip_it<H: Harn
     assert_eq!(t.count_posts("redis").await.unwrap(), 0);
     p.create(&post("p1")).await.unwrap();
     assert_eq!(tags_of(&p, "p1").await, Vec::<String>::new());
-    assert!(p.link_tags("p1", "redis").await.unwrap(), "a new incarnation links anew");
-    assert_eq!((p.count_tags("p1").await.unwrap(), t.count_posts("redis").await.unwrap()), (1, 1));
+    assert!(
+        p.link_tags("p1", "redis").await.unwrap(),
+        "a new incarnation links anew"
+    );
+    assert_eq!(
+        (
+            p.count_tags("p1").await.unwrap(),
+            t.count_posts("redis").await.unwrap()
+        ),
+        (1, 1)
+    );
 }
 
 pub async fn a_stale_entry_is_unlinked_exactly_once<H: Harness>(h: &H) {
@@ -242,19 +270,38 @@ pub async fn composite_and_self_links_name_each_end_by_its_key<H: Harness>(h: &H
         .into_iter()
         .map(|m| (m.org, m.user))
         .collect();
-    assert_eq!(listed, [("acme".into(), "bob".into()), ("zed".into(), "ann".into())]);
-    let of_bob = members.list_teams(("acme", "bob"), PageRequest::new(10)).await.unwrap();
+    assert_eq!(
+        listed,
+        [("acme".into(), "bob".into()), ("zed".into(), "ann".into())]
+    );
+    let of_bob = members
+        .list_teams(("acme", "bob"), PageRequest::new(10))
+        .await
+        .unwrap();
     assert_eq!(of_bob.items, [Team { id: 7 }]);
     assert_eq!(members.count_teams(("zed", "ann")).await.unwrap(), 1);
 
     // A member mentoring itself and another: both sides of one record.
-    assert!(members.link_mentors("acme", "ann", ("acme", "ann")).await.unwrap());
-    assert!(members.link_mentors("acme", "bob", ("acme", "ann")).await.unwrap());
+    assert!(
+        members
+            .link_mentors("acme", "ann", ("acme", "ann"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        members
+            .link_mentors("acme", "bob", ("acme", "ann"))
+            .await
+            .unwrap()
+    );
     assert_eq!(members.count_mentors("acme", "ann").await.unwrap(), 1);
     assert_eq!(members.count_mentees(("acme", "ann")).await.unwrap(), 2);
     assert!(members.delete("acme", "ann").await.unwrap());
     assert_eq!(members.count_mentees(("acme", "ann")).await.unwrap(), 0);
-    let mentors = members.list_mentors("acme", "bob", PageRequest::new(10)).await.unwrap();
+    let mentors = members
+        .list_mentors("acme", "bob", PageRequest::new(10))
+        .await
+        .unwrap();
     assert!(mentors.items.is_empty());
     assert_eq!(members.count_mentors("acme", "bob").await.unwrap(), 0);
 }
@@ -291,18 +338,30 @@ pub async fn concurrent_links_and_unlinks_agree_exactly<H: Harness>(h: &H) {
     }
     for a in posts {
         let listed = tags_of(&p, a).await;
-        assert_eq!(p.count_tags(a).await.unwrap(), listed.len() as i64, "count of {a}");
+        assert_eq!(
+            p.count_tags(a).await.unwrap(),
+            listed.len() as i64,
+            "count of {a}"
+        );
         for b in tags {
             let linked = listed.iter().any(|x| x == b);
             let back = posts_of(&t, b).await.iter().any(|x| x == a);
             assert_eq!(linked, back, "{a}-{b}: the two directions disagree");
             let changes = net.get(&(a, b)).copied().unwrap_or(0);
-            assert_eq!(changes, i32::from(linked), "{a}-{b}: the returned changes add up to {changes}");
+            assert_eq!(
+                changes,
+                i32::from(linked),
+                "{a}-{b}: the returned changes add up to {changes}"
+            );
         }
     }
     for b in tags {
         let listed = posts_of(&t, b).await;
-        assert_eq!(t.count_posts(b).await.unwrap(), listed.len() as i64, "count of {b}");
+        assert_eq!(
+            t.count_posts(b).await.unwrap(),
+            listed.len() as i64,
+            "count of {b}"
+        );
     }
 }
 
@@ -343,9 +402,16 @@ pub async fn verify_judges_link_entries_and_counts_and_reconcile_repairs_them<H:
     // A deleted tag leaves entries on the posts' side: counted, reported.
     t.delete("rust").await.unwrap();
     let drift = p.verify(2).await.unwrap();
-    let stale: Vec<&str> = drift.orphan_members.iter().map(|(_, m)| m.as_str()).collect();
+    let stale: Vec<&str> = drift
+        .orphan_members
+        .iter()
+        .map(|(_, m)| m.as_str())
+        .collect();
     assert_eq!(stale, ["lnk:tag:rust", "lnk:tag:rust"], "{drift:?}");
-    assert!(drift.counters.is_empty(), "the counts equal the collections: {drift:?}");
+    assert!(
+        drift.counters.is_empty(),
+        "the counts equal the collections: {drift:?}"
+    );
 
     // Damage by hand: an entry lost from a tag's side, a count set off.
     let link = kvmodel::__private::Link {
@@ -361,24 +427,37 @@ pub async fn verify_judges_link_entries_and_counts_and_reconcile_repairs_them<H:
         link.edge_key(&p2, &go).into_bytes(),
         p2.clone().into_bytes(),
     )
-    .incr(link.count_key(kvmodel::__private::End::From, &PostKeys::record("p1")), 5);
+    .incr(
+        link.count_key(kvmodel::__private::End::From, &PostKeys::record("p1")),
+        5,
+    );
     assert!(store.commit(b).await.unwrap().is_applied());
     let drift = p.verify(2).await.unwrap();
     assert_eq!(
         drift.missing_members,
-        [(link.collection_key(kvmodel::__private::End::To, &go), p2.clone())]
+        [(
+            link.collection_key(kvmodel::__private::End::To, &go),
+            p2.clone()
+        )]
     );
     assert_eq!(drift.counters.len(), 1, "{drift:?}");
     // The tag's count is judged by the walk of tags, against its collection.
     let drift = t.verify(2).await.unwrap();
     assert_eq!(drift.counters.len(), 1, "{drift:?}");
-    assert_eq!(drift.counters[0].key, link.count_key(kvmodel::__private::End::To, &go));
+    assert_eq!(
+        drift.counters[0].key,
+        link.count_key(kvmodel::__private::End::To, &go)
+    );
 
     // Each walk repairs its entity's keys; the maintenance command walks
     // every entity.
     assert!(!p.reconcile(2).await.unwrap().is_clean());
     assert!(!t.reconcile(2).await.unwrap().is_clean());
-    assert!(p.verify(2).await.unwrap().is_clean(), "{:?}", p.verify(2).await.unwrap());
+    assert!(
+        p.verify(2).await.unwrap().is_clean(),
+        "{:?}",
+        p.verify(2).await.unwrap()
+    );
     assert!(t.verify(2).await.unwrap().is_clean());
     assert_eq!(tags_of(&p, "p1").await, ["redis"]);
     assert_eq!(tags_of(&p, "p2").await, ["go"]);
@@ -399,7 +478,10 @@ pub async fn reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone<H:
     let drift = p.verify(10).await.unwrap();
     assert_eq!(
         drift.orphan_members,
-        [("lnk:post#edge:tags:post:p1:lnk:tag:rust".to_owned(), "lnk:tag:rust".to_owned())]
+        [(
+            "lnk:post#edge:tags:post:p1:lnk:tag:rust".to_owned(),
+            "lnk:tag:rust".to_owned()
+        )]
     );
     p.reconcile(10).await.unwrap();
     assert!(snapshot(&store).await.is_empty());
@@ -446,11 +528,17 @@ pub async fn the_model_walk_agrees_on_every_link_key<H: Harness>(h: &H) {
     assert!(store.commit(b).await.unwrap().is_applied());
     let (typed_post, typed_tag) = (Typed::<Post>::new(), Typed::<Tag>::new());
     let by_model = (
-        Walker::new(&post_model, &store).run(false, 3).await.unwrap(),
+        Walker::new(&post_model, &store)
+            .run(false, 3)
+            .await
+            .unwrap(),
         Walker::new(&tag_model, &store).run(false, 3).await.unwrap(),
     );
     let by_type = (
-        Walker::new(&typed_post, &store).run(false, 3).await.unwrap(),
+        Walker::new(&typed_post, &store)
+            .run(false, 3)
+            .await
+            .unwrap(),
         Walker::new(&typed_tag, &store).run(false, 3).await.unwrap(),
     );
     assert_eq!(by_model, by_type);
@@ -461,8 +549,20 @@ pub async fn the_model_walk_agrees_on_every_link_key<H: Harness>(h: &H) {
     assert_eq!(by_model.1.counters.len(), 1, "{:?}", by_model.1);
     Walker::new(&post_model, &store).run(true, 3).await.unwrap();
     Walker::new(&tag_model, &store).run(true, 3).await.unwrap();
-    assert!(Walker::new(&typed_post, &store).run(false, 3).await.unwrap().is_clean());
-    assert!(Walker::new(&typed_tag, &store).run(false, 3).await.unwrap().is_clean());
+    assert!(
+        Walker::new(&typed_post, &store)
+            .run(false, 3)
+            .await
+            .unwrap()
+            .is_clean()
+    );
+    assert!(
+        Walker::new(&typed_tag, &store)
+            .run(false, 3)
+            .await
+            .unwrap()
+            .is_clean()
+    );
     assert_eq!(posts_of(&t, "rust").await, ["p2"]);
     assert_eq!(t.count_posts("rust").await.unwrap(), 1);
     assert_eq!(p.count_tags("p2").await.unwrap(), 1);

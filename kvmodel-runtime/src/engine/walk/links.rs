@@ -21,8 +21,8 @@ use super::{WalkState, Walker, commit, inward::page};
 use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
 use crate::engine::links::{
-    End, Read, Registry, add_entry_at, keep_as_read, read_edge, read_registry,
-    registry_key, remove_entry_at, stands,
+    End, Read, Registry, add_entry_at, keep_as_read, read_edge, read_registry, registry_key,
+    remove_entry_at, stands,
 };
 use crate::engine::skipped::Skipped;
 use crate::error::Result;
@@ -34,7 +34,10 @@ use crate::store::{RangeRequest, Store};
 /// edge is spelled from it.
 fn end_of<D: EntityDef>(def: &D, name: &str, owner: &str, edge_key: &str) -> End {
     let prefix = def.space().of_record(Derived::Edge, name, owner);
-    if edge_key.strip_prefix(&prefix).is_some_and(|r| r.starts_with(':')) {
+    if edge_key
+        .strip_prefix(&prefix)
+        .is_some_and(|r| r.starts_with(':'))
+    {
         End::From
     } else {
         End::To
@@ -132,7 +135,8 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             }
             let mut far_read = self.store.get_many(&far_keys).await?.into_iter();
             for ((m, edge_key), e) in range.members.iter().zip(&edge_keys).zip(checked) {
-                let (far_rec, far_reg_bytes) = (far_read.next().flatten(), far_read.next().flatten());
+                let (far_rec, far_reg_bytes) =
+                    (far_read.next().flatten(), far_read.next().flatten());
                 let Some(e) = e else { continue };
                 let far = String::from_utf8_lossy(&m.member).into_owned();
                 let end = end_of(self.def, name, &owner, edge_key);
@@ -186,7 +190,10 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 Ok(Some(v)) => v,
                 Ok(None) => continue,
                 Err(err) => {
-                    state.drift.undecodable.push(Skipped::new(edge_key.clone(), err));
+                    state
+                        .drift
+                        .undecodable
+                        .push(Skipped::new(edge_key.clone(), err));
                     continue;
                 }
             };
