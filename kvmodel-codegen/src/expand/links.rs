@@ -11,7 +11,7 @@
 
 use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 
 use super::{Ctx, ident, param, respan};
 use crate::ir::{FieldType, KeyTemplate, Link};
@@ -144,8 +144,12 @@ fn link(
     let expiring = format!(
         "link `{lname}` of `{ename}` goes to `{tname}`, whose records expire (`ttl`); links join records that do not expire"
     );
-    quote! {
+    // Spanned at `to`, so a far entity with a TTL is an error there.
+    let assert = quote_spanned! {l.to.origin.span()=>
         const _: () = ::core::assert!(<#to as #p::Entity>::META.ttl.is_none(), #expiring);
+    };
+    quote! {
+        #assert
 
         #[automatically_derived]
         impl<__S: #k::Store> #repo<__S> {
