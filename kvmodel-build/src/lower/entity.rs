@@ -3,8 +3,7 @@
 
 use kvmodel_codegen::ir::{
     Compress, Counter, Entity, Field, Index, KeyTemplate, Link, Lint, Migration, Relation, Ttl,
-    TypeDef,
-    default_since,
+    TypeDef, default_since,
 };
 use kvmodel_codegen::origin::{Diagnostic, Sp};
 use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};

@@ -443,7 +443,13 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     }
     for l in &e.links {
         let (n, inverse) = (ident(&l.name), ident(&l.inverse));
-        let to = ident(&l.to);
+        // As for relations: `None` as a value means no value.
+        let to = if l.to.as_str() == "None" {
+            quote!("None")
+        } else {
+            let to = ident(&l.to);
+            quote!(#to)
+        };
         let docs = docs(l.description.as_ref());
         attrs.push(quote!(#docs #[kv(link(name = #n, to = #to, inverse = #inverse))]));
     }
