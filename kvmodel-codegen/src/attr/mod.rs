@@ -33,6 +33,7 @@ const ENTITY_KEYS: &[&str] = &[
     "index",
     "counter",
     "relation",
+    "dependent",
     "migration",
     "allow",
 ];
@@ -271,6 +272,7 @@ fn entity_key(
         "index" => e.indexes.extend(construct::index(meta, r)?),
         "counter" => e.counters.extend(construct::counter(meta, r)?),
         "relation" => e.relations.extend(construct::relation(meta, r)?),
+        "dependent" => e.dependents.extend(construct::dependent(meta, r)?),
         "migration" => e.migrations.extend(construct::migration(meta, r)?),
         "allow" => e.allow.extend(construct::allow(meta, r)?),
         _ => keys.unknown(meta)?,

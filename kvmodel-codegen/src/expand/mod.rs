@@ -6,6 +6,7 @@
 
 mod facts;
 mod keys;
+mod on_delete;
 mod repo;
 mod stub;
 mod versioned;
@@ -200,13 +201,17 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     let keys = keys::expand(&cx, template);
     let repo = repo::expand(&cx, template);
     let parents = parents(&cx);
+    let checks = on_delete::checks(&cx);
+    let children_keys = on_delete::key_fns(&cx);
     quote! {
         const _: () = {
             #versioned
             #entity_impl
             #parents
+            #checks
         };
         #keys
+        #children_keys
         #repo
     }
 }

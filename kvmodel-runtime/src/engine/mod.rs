@@ -14,6 +14,7 @@ pub mod expiry;
 pub mod ledger;
 pub mod maintenance;
 pub mod migrate;
+pub mod on_delete;
 pub mod orphans;
 pub mod page;
 pub mod repo;

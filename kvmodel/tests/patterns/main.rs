@@ -4,12 +4,14 @@
 mod buckets;
 mod compress;
 mod keep;
+mod on_delete;
 mod shards;
 mod size;
 
 use buckets::*;
 use compress::*;
 use keep::*;
+use on_delete::*;
 use shards::*;
 use size::*;
 
@@ -37,4 +39,9 @@ kvmodel_runtime::on_every_backend!(
     bucket_keys_are_distinct_per_bucket,
     an_update_moves_the_entry_to_its_new_bucket,
     a_unique_bucket_claims_one_value_per_bucket,
+    a_child_of_a_missing_parent_is_refused,
+    restrict_refuses_a_parent_with_children,
+    cascade_deletes_children_and_grandchildren_with_their_upkeep,
+    a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,
+    a_child_created_during_a_restricted_delete_never_outlives_its_parent,
 );
