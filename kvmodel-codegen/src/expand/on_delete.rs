@@ -45,13 +45,15 @@ fn action(cx: &Ctx<'_>, a: OnDelete) -> TokenStream {
     }
 }
 
-/// The key builders of the children counts, on `XKeys`.
+/// The key builders of the children counts, on `XKeys`: one per relation,
+/// kept or not, so a parent that names a relation which keeps its children
+/// gets the one error that says so.
 pub(crate) fn key_fns(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
     let (ns, space) = (cx.namespace(), cx.key_space());
     let vis = &cx.vis;
     let kind = cx.derived(super::Derived::Counter);
-    let fns = cx.e.relations.iter().filter(|r| r.on_delete.enforced()).map(|r| {
+    let fns = cx.e.relations.iter().map(|r| {
         let (params, parts) = field_args(cx, &[&r.by], false);
         let fname = children_fn(&r.name);
         let cname = format!("{}.children", *r.name);
@@ -142,6 +144,7 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
     let mut entries = Vec::new();
     let mut facts = Vec::new();
     let mut arms = Vec::new();
+    let mut cascades = Vec::new();
     for (i, d) in e.dependents.iter().enumerate() {
         let child = last(&d.entity);
         let rel = d.relation.as_str();
@@ -163,12 +166,18 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
                 children: #ckeys::#cfn(#arg),
             }
         });
+        cascades.push(quote! {
+            || ::core::matches!(
+                #p::on_delete_of(<#ty as #p::Entity>::ENFORCED, #rel, #parent),
+                #p::OnDelete::Cascade
+            )
+        });
         arms.push(quote! {
             #i => ::std::boxed::Box::pin(#p::cascade_page::<#ty, __S>(__store, __collection, __limit, __delete)),
         });
     }
     out.extend(quote! {
-        const HAS_DEPENDENTS: bool = true;
+        const CASCADES: bool = false #(#cascades)*;
 
         const DEPENDENTS: &'static [(&'static str, &'static str)] = &[#(#entries),*];
 

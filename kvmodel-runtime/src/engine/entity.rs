@@ -118,10 +118,10 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         1
     }
 
-    /// Whether other entities have relations to this one that its delete
-    /// enforces (`on_delete: restrict | cascade`): then a delete reads the
-    /// record first, to find its children.
-    const HAS_DEPENDENTS: bool = false;
+    /// Whether a relation of another entity to this one is
+    /// `on_delete: cascade`: then a delete reads the record first, to find
+    /// its children.
+    const CASCADES: bool = false;
 
     /// The children's relations this entity's delete enforces, by child
     /// type name and relation (`dependent(…)`), for the compile-time check

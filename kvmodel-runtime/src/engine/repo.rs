@@ -532,7 +532,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         // since its count last failed the delete.
         let mut swept = false;
         for attempt in 0..MAX_ATTEMPTS {
-            if E::HAS_DEPENDENTS {
+            if E::CASCADES {
                 self.cascade(key).await?;
             }
             let (outcome, (found, guards)) = self
