@@ -336,7 +336,11 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
     let shape = Shape {
         claims: e.indexes.iter().filter(|i| i.unique).count(),
         members: e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1,
-        counters: e.counters.len() + e.relations.iter().filter(|r| r.on_delete.enforced()).count(),
+        counters: e.counters.len()
+            + e.relations
+                .iter()
+                .filter(|r| r.on_delete.enforced())
+                .count(),
         expires: e.ttl.is_some(),
     };
     let row = |method: String, access: Cost| Access {

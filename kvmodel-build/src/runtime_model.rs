@@ -116,10 +116,7 @@ fn entity(
                 kvmodel_codegen::ir::OnDelete::Restrict => OnDelete::Restrict,
                 kvmodel_codegen::ir::OnDelete::Cascade => OnDelete::Cascade,
             },
-            children: r
-                .on_delete
-                .enforced()
-                .then(|| children_counter(&r.name)),
+            children: r.on_delete.enforced().then(|| children_counter(&r.name)),
             since: r.since.value,
         })
         .collect();

@@ -261,11 +261,7 @@ fn on_delete_change(name: &str, old: &Relation, new: &Relation, out: &mut Vec<Ch
             ),
         );
     } else {
-        push(
-            out,
-            Impact::Safe,
-            format!("{head}; nothing stored changes"),
-        );
+        push(out, Impact::Safe, format!("{head}; nothing stored changes"));
     }
 }
 

@@ -88,8 +88,11 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
     let p = cx.p();
     let e = cx.e;
     let mut out = TokenStream::new();
-    let enforced: Vec<&crate::ir::Relation> =
-        e.relations.iter().filter(|r| r.on_delete.enforced()).collect();
+    let enforced: Vec<&crate::ir::Relation> = e
+        .relations
+        .iter()
+        .filter(|r| r.on_delete.enforced())
+        .collect();
     if !enforced.is_empty() {
         let mut entries = Vec::new();
         let mut pushes = Vec::new();
@@ -151,8 +154,10 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
         let parent = e.name.as_str();
         entries.push(quote!((#child, #rel)));
         let span = d.origin.span();
-        let (Ok(ty), Some(ckeys)) = (syn::parse_str::<syn::Path>(&d.entity), keys_path(&d.entity, span))
-        else {
+        let (Ok(ty), Some(ckeys)) = (
+            syn::parse_str::<syn::Path>(&d.entity),
+            keys_path(&d.entity, span),
+        ) else {
             continue;
         };
         let ty = quote_spanned!(span=> #ty);

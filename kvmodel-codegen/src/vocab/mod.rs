@@ -41,14 +41,7 @@ pub const INDEX_KEYS: &[&str] = &[
 /// The keys of a counter (the derive adds `name`).
 pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
-pub const RELATION_KEYS: &[&str] = &[
-    "belongs_to",
-    "by",
-    "order_by",
-    "keep",
-    "on_delete",
-    "since",
-];
+pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "on_delete", "since"];
 /// The keys of a `dependent(…)` in the derive.
 pub const DEPENDENT_KEYS: &[&str] = &["entity", "relation"];
 /// The keys of `compress`.

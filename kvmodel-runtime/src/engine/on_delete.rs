@@ -152,7 +152,10 @@ pub(crate) fn require_parents(
 ) -> Vec<(usize, ParentFact)> {
     let mut out = Vec::new();
     for p in new {
-        if old.iter().any(|o| o.key == p.key && o.relation == p.relation) {
+        if old
+            .iter()
+            .any(|o| o.key == p.key && o.relation == p.relation)
+        {
             continue;
         }
         out.push((b.conditions().len(), p.clone()));

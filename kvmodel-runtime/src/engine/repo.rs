@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
-use crate::engine::on_delete::{self, CASCADE_PAGE, DependentFact, OnDelete};
 use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt_in, stored_from};
+use crate::engine::on_delete::{self, CASCADE_PAGE, DependentFact, OnDelete};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;

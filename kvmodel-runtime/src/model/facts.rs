@@ -391,7 +391,10 @@ impl EntityModel {
                 sort,
             );
             if let Some(c) = &r.children {
-                let key = self.derived(Derived::Counter, c).field(&r.by, &values[0])?.finish();
+                let key = self
+                    .derived(Derived::Counter, c)
+                    .field(&r.by, &values[0])?
+                    .finish();
                 facts.count(r.since, key, 1);
             }
         }

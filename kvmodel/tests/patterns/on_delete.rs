@@ -75,7 +75,13 @@ pub async fn a_child_of_a_missing_parent_is_refused<H: Harness>(h: &H) {
     let posts = PostRepo::new(store.clone());
     let err = posts.create(&post("p1", "ghost", 1)).await.unwrap_err();
     assert!(
-        matches!(&err, Error::MissingParent { relation: "author", .. }),
+        matches!(
+            &err,
+            Error::MissingParent {
+                relation: "author",
+                ..
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("does not exist"), "{err}");
@@ -114,7 +120,10 @@ pub async fn restrict_refuses_a_parent_with_children<H: Harness>(h: &H) {
     let err = teams.delete("t").await.unwrap_err();
     match &err {
         Error::Restricted {
-            entity, relation, child, ..
+            entity,
+            relation,
+            child,
+            ..
         } => assert_eq!((*entity, *relation, *child), ("Team", "team", "Member")),
         other => panic!("expected Restricted, got {other}"),
     }
@@ -140,7 +149,10 @@ pub async fn cascade_deletes_children_and_grandchildren_with_their_upkeep<H: Har
     // More children than one cascade page.
     for i in 0..150 {
         let author = if i % 10 == 0 { "b" } else { "a" };
-        posts.create(&post(&format!("p{i}"), author, i)).await.unwrap();
+        posts
+            .create(&post(&format!("p{i}"), author, i))
+            .await
+            .unwrap();
     }
     for i in 0..5 {
         comments
@@ -161,10 +173,16 @@ pub async fn cascade_deletes_children_and_grandchildren_with_their_upkeep<H: Har
     assert_eq!(posts.count_per_author("b").await.unwrap(), 15);
     assert!(posts.find_by_slug("slug-p1").await.unwrap().is_none());
     assert!(posts.find_by_slug("slug-p10").await.unwrap().is_some());
-    let listed = posts.list_by_author("a", PageRequest::new(10)).await.unwrap();
+    let listed = posts
+        .list_by_author("a", PageRequest::new(10))
+        .await
+        .unwrap();
     assert!(listed.items.is_empty());
     assert_eq!(
-        store.collection_len(&PostKeys::relation_author("a")).await.unwrap(),
+        store
+            .collection_len(&PostKeys::relation_author("a"))
+            .await
+            .unwrap(),
         0
     );
     // The grandchildren went with their post.
@@ -289,7 +307,10 @@ pub async fn a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again
         }
     }
     assert_eq!(listed, left);
-    for d in [posts.verify(50).await.unwrap(), authors.verify(50).await.unwrap()] {
+    for d in [
+        posts.verify(50).await.unwrap(),
+        authors.verify(50).await.unwrap(),
+    ] {
         assert!(d.is_clean(), "{d:?}");
     }
     // Running the delete again finishes the job.
