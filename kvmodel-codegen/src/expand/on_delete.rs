@@ -54,7 +54,7 @@ pub(crate) fn key_fns(cx: &Ctx<'_>) -> TokenStream {
     let vis = &cx.vis;
     let kind = cx.derived(super::Derived::Counter);
     let fns = cx.e.relations.iter().map(|r| {
-        let (params, parts) = field_args(cx, &[&r.by], false);
+        let (params, parts) = field_args(cx, &[&r.by]);
         let fname = children_fn(&r.name);
         let cname = format!("{}.children", *r.name);
         let doc = format!(
