@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 
 use super::keys::{counter_fn, relation_fn, segments_fn};
 use super::{Ctx, arg_from_ref, ident};
-use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate};
 use crate::origin::Sp;
 
 /// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
@@ -343,15 +343,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 
     let key_args = template
-        .segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Field(f) => {
-                let member = ident(f);
-                let ty = cx.field_type(f);
-                Some(Read::Place(quote!(self.#member)).arg(&ty))
-            }
-            Segment::Literal(_) => None,
+        .placeholders()
+        .map(|f| {
+            let member = ident(f);
+            let ty = cx.field_type(f);
+            Read::Place(quote!(self.#member)).arg(&ty)
         })
         .collect::<Vec<_>>();
 

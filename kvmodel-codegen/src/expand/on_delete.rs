@@ -15,7 +15,7 @@ use quote::{format_ident, quote, quote_spanned};
 use super::facts::{Read, Reads};
 use super::keys::{field_args, relation_fn};
 use super::{Ctx, ident};
-use crate::ir::{KeyTemplate, OnDelete, Segment};
+use crate::ir::{KeyTemplate, OnDelete};
 
 /// The key builder of the count of each parent's children in relation
 /// `name`.
@@ -131,14 +131,7 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
     if e.dependents.is_empty() {
         return out;
     }
-    let ids: Vec<&str> = template
-        .segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Field(f) => Some(f.as_str()),
-            Segment::Literal(_) => None,
-        })
-        .collect();
+    let ids: Vec<&str> = template.placeholders().collect();
     let [id] = ids.as_slice() else {
         return out; // E138
     };

@@ -95,15 +95,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(created);
                 }
-                Outcome::Failed { index } => {
-                    if let Some(e) = on_delete::missing_parent(E::META.name, &parents, index) {
-                        return Err(e);
-                    }
-                    match checked.claim(index) {
-                        Some(claim) => return Err(self.unique_violation(claim)),
-                        None => backoff(attempt).await,
-                    }
-                }
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                    Some(e) => return Err(e),
+                    None => backoff(attempt).await,
+                },
             }
         }
         Err(Error::Conflict {

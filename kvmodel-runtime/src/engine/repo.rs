@@ -327,6 +327,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
         &self.store
     }
 
+    /// What the failed condition `index` of a write means: a parent that
+    /// does not exist, or a unique value another record holds; `None` when
+    /// it is neither (another write changed what this one read: retry).
+    pub(crate) fn refusal(
+        &self,
+        index: usize,
+        parents: &[(usize, on_delete::ParentFact)],
+        checked: &Checked,
+    ) -> Option<Error> {
+        on_delete::missing_parent(E::META.name, parents, index)
+            .or_else(|| checked.claim(index).map(|c| self.unique_violation(c)))
+    }
+
     pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
         Error::UniqueViolation {
             entity: E::META.name,
@@ -376,11 +389,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     backoff(attempt).await;
                 }
                 Outcome::Failed { index } => {
-                    if let Some(e) = on_delete::missing_parent(E::META.name, &parents, index) {
-                        return Err(e);
-                    }
-                    return match checked.claim(index) {
-                        Some(claim) => Err(self.unique_violation(claim)),
+                    return match self.refusal(index, &parents, &checked) {
+                        Some(e) => Err(e),
                         None => Err(Error::Conflict {
                             entity: E::META.name,
                             key,
@@ -474,15 +484,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(new_value);
                 }
-                Outcome::Failed { index } => {
-                    if let Some(e) = on_delete::missing_parent(E::META.name, &parents, index) {
-                        return Err(e);
-                    }
-                    match checked.claim(index) {
-                        Some(claim) => return Err(self.unique_violation(claim)),
-                        None => backoff(attempt).await,
-                    }
-                }
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                    Some(e) => return Err(e),
+                    None => backoff(attempt).await,
+                },
             }
         }
         Err(Error::Conflict {
