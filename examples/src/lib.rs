@@ -28,3 +28,10 @@ pub mod activity;
 #[rustfmt::skip]
 #[path = "generated/social.rs"]
 pub mod social;
+
+/// `schemas/forum.yaml`: boards, threads and replies with referential
+/// actions (`on_delete`).
+#[allow(missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/forum.rs"]
+pub mod forum;

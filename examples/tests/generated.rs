@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use kvmodel::{Batch, Date, PageRequest, Store, Timestamp};
-use kvmodel_examples::{activity, sessions, shop, social};
+use kvmodel_examples::{activity, forum, sessions, shop, social};
 use kvmodel_runtime::conformance::Harness;
 
 #[test]
@@ -381,6 +381,81 @@ async fn social_works<H: Harness>(h: &H) {
     assert!(tags.verify(100).await.unwrap().is_clean());
 }
 
+async fn forum_works<H: Harness>(h: &H) {
+    let store = h.store();
+    let boards = forum::BoardRepo::new(store.clone());
+    let threads = forum::ThreadRepo::new(store.clone());
+    let replies = forum::ReplyRepo::new(store.clone());
+    let at = ts("2026-04-01T00:00:00Z");
+    let thread = |id: &str, board: &str| forum::Thread {
+        id: id.into(),
+        board_id: board.into(),
+        title: format!("Thread {id}"),
+        created_at: at,
+    };
+    // A thread may only name a board that exists.
+    assert!(matches!(
+        threads.create(&thread("t1", "rust")).await,
+        Err(kvmodel::Error::MissingParent {
+            relation: "board",
+            ..
+        })
+    ));
+    boards
+        .create(&forum::Board {
+            id: "rust".into(),
+            title: "Rust".into(),
+        })
+        .await
+        .unwrap();
+    threads.create(&thread("t1", "rust")).await.unwrap();
+    threads.create(&thread("t2", "rust")).await.unwrap();
+    for i in 0..70 {
+        replies
+            .create(&forum::Reply {
+                id: format!("r{i}"),
+                thread_id: if i < 65 { "t1" } else { "t2" }.into(),
+                body: String::new(),
+                at,
+            })
+            .await
+            .unwrap();
+    }
+    // A board with threads stays.
+    assert!(matches!(
+        boards.delete("rust").await,
+        Err(kvmodel::Error::Restricted {
+            relation: "board",
+            child: "Thread",
+            ..
+        })
+    ));
+    // Deleting a thread deletes its replies, more than one page of them,
+    // with their counter.
+    assert!(threads.delete("t1").await.unwrap());
+    assert_eq!(replies.count_all().await.unwrap(), 5);
+    assert_eq!(replies.count_per_thread("t1").await.unwrap(), 0);
+    assert_eq!(replies.count_per_thread("t2").await.unwrap(), 5);
+    assert!(
+        replies
+            .list_by_thread("t1", PageRequest::new(10))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(threads.delete("t2").await.unwrap());
+    assert!(boards.delete("rust").await.unwrap());
+    assert_eq!(replies.count_all().await.unwrap(), 0);
+    for clean in [
+        boards.verify(50).await.unwrap().is_clean(),
+        threads.verify(50).await.unwrap().is_clean(),
+        replies.verify(50).await.unwrap().is_clean(),
+    ] {
+        assert!(clean);
+    }
+}
+
 macro_rules! on_every_store {
     ($($case:ident),*) => {
         mod memory {$(
@@ -398,7 +473,13 @@ macro_rules! on_every_store {
     };
 }
 
-on_every_store!(shop_works, sessions_work, activity_works, social_works);
+on_every_store!(
+    shop_works,
+    sessions_work,
+    activity_works,
+    social_works,
+    forum_works
+);
 
 mod redis {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -414,5 +495,10 @@ mod redis {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn social_works() {
         super::social_works(&kvmodel_runtime::conformance::RedisHarness::start().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn forum_works() {
+        super::forum_works(&kvmodel_runtime::conformance::RedisHarness::start().await).await;
     }
 }

@@ -7,7 +7,7 @@ use heck::ToSnakeCase;
 use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
 use kvmodel_runtime::engine::cost::{self, Access as Cost, Shape};
 
-use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, Segment, TypeKind};
+use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, OnDelete, Segment, TypeKind};
 
 /// Output format of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -191,6 +191,20 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             ),
         });
     }
+    for r in e.relations.iter().filter(|r| r.on_delete.enforced()) {
+        let parts = vec![part(e, &FieldExpr::Field(r.by.value.clone()), model)];
+        let name = format!("{}.children", *r.name);
+        let (p, x) = derived(Derived::Counter, Some(&name), &parts);
+        out.push(Row {
+            kind: "counter",
+            pattern: p,
+            example: x,
+            note: format!(
+                "count of the {} of one {} (relation {}, on_delete: {}), decimal integer: the {}'s delete conditions on it being 0; a write that names a parent conditions on that record existing",
+                e.name.value, *r.belongs_to, *r.name, *r.on_delete, *r.belongs_to
+            ),
+        });
+    }
     for c in &e.counters {
         let parts: Vec<(String, String)> = c.group_by.iter().map(|g| part(e, g, model)).collect();
         let (p, x) = derived(Derived::Counter, Some(&c.name), &parts);
@@ -249,6 +263,58 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
     out
 }
 
+/// What a delete adds for the children's relations it enforces
+/// (`on_delete`), as an access row of its own.
+fn dependents(e: &Entity, model: &Model) -> Option<Access> {
+    let mut restrict = Vec::new();
+    let mut cascade = Vec::new();
+    for d in &e.dependents {
+        let action = model
+            .entities
+            .iter()
+            .find(|c| *c.name == *d.entity)
+            .and_then(|c| c.relations.iter().find(|r| *r.name == *d.relation))
+            .map(|r| *r.on_delete)?;
+        let what = format!("{}.{}", *d.entity, *d.relation);
+        match action {
+            OnDelete::Cascade => cascade.push(what),
+            _ => restrict.push(what),
+        }
+    }
+    if restrict.is_empty() && cascade.is_empty() {
+        return None;
+    }
+    let all: Vec<String> = restrict.iter().chain(&cascade).cloned().collect();
+    let mut ops = format!(
+        "as delete, with one condition more per dependent ({}): its count of children is 0",
+        all.join(", ")
+    );
+    if !restrict.is_empty() {
+        ops.push_str(&format!(
+            "; restrict ({}): a count above 0 fails the delete with Restricted, nothing written",
+            restrict.join(", ")
+        ));
+    }
+    let calls = if cascade.is_empty() {
+        "2 (1 on memory, redb)".to_owned()
+    } else {
+        ops.push_str(&format!(
+            "; cascade ({}): first get the record, then per page of up to {} children one range \
+             with their records and a delete of each child (its own upkeep and dependents, one \
+             commit each), until none is left; the record goes last, so a delete cut short is \
+             finished by running it again",
+            cascade.join(", "),
+            kvmodel_runtime::engine::on_delete::CASCADE_PAGE
+        ));
+        "3 + per page 1 + 2 per child (memory, redb: 2 + per page 1 + 1 per child)".to_owned()
+    };
+    Some(Access {
+        method: "delete (on_delete)".into(),
+        ops,
+        calls,
+    })
+}
+
 /// What a capped collection's row adds (`keep: N`).
 fn capped(keep: Option<&kvmodel_codegen::origin::Sp<u32>>) -> String {
     keep.map(|k| {
@@ -273,7 +339,11 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
     let shape = Shape {
         claims: e.indexes.iter().filter(|i| i.unique).count(),
         members: e.indexes.iter().filter(|i| !i.unique).count() + e.relations.len() + 1,
-        counters: e.counters.len(),
+        counters: e.counters.len()
+            + e.relations
+                .iter()
+                .filter(|r| r.on_delete.enforced())
+                .count(),
         expires: e.ttl.is_some(),
     };
     let row = |method: String, access: Cost| Access {
@@ -291,6 +361,9 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
         row("update / modify".into(), Cost::Update),
         row("delete".into(), Cost::Delete),
     ];
+    if let Some(a) = dependents(e, model) {
+        out.push(a);
+    }
     for ix in &e.indexes {
         out.push(if ix.unique {
             row(format!("find_{}", *ix.name), Cost::FindUnique)

@@ -29,9 +29,12 @@ fn token_range(source: &str, line: u32, column: u32) -> Option<std::ops::Range<u
             .or_else(|| rest.strip_suffix(':').map(str::len));
         key_end.map_or(stop, |k| k.min(stop))
     };
-    let len = rest[..len].trim_end().len().max(1).min(rest.len().max(1));
+    // At least the first character, whole: a token of whitespace only
+    // (say U+0085) trims to nothing, and a byte of it is no `str`.
+    let first = rest.chars().next().map_or(0, char::len_utf8);
+    let len = rest[..len].trim_end().len().max(first);
     let start = start_of_line + offset;
-    Some(start..(start + len).min(source.len()))
+    Some(start..start + len)
 }
 
 /// One diagnostic, rendered against the source of its file.
@@ -80,4 +83,42 @@ pub fn render(d: &Diagnostic, source: &str, color: bool) -> String {
         out.push_str(&format!("\n  = help: {h}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token that is whitespace only, of a character wider than a byte,
+    /// is underlined whole (it once split U+0085 and panicked in the
+    /// renderer).
+    #[test]
+    fn ranges_end_on_character_boundaries() {
+        for source in [
+            "a: \u{85}\n",
+            "a: \u{85}b\n",
+            "\u{85}",
+            "a: \u{2003}x, y\n",
+            "a: é\n",
+        ] {
+            for column in 1..6 {
+                if let Some(r) = token_range(source, 1, column) {
+                    assert!(
+                        source.get(r.clone()).is_some(),
+                        "{source:?} column {column}: {r:?}"
+                    );
+                }
+                let d = Diagnostic::error(
+                    "E000",
+                    &Origin::Location {
+                        file: "x.yaml".into(),
+                        line: 1,
+                        column,
+                    },
+                    "message",
+                );
+                let _ = render(&d, source, false);
+            }
+        }
+    }
 }

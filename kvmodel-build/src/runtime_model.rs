@@ -2,12 +2,12 @@
 //! maintenance tools use to read a store through a schema file.
 
 use kvmodel_codegen::ir::{self, FieldType, TypeKind};
-use kvmodel_runtime::__private::{Codec, Encoding, Storage, Ttl};
+use kvmodel_runtime::__private::{Codec, Encoding, OnDelete, Storage, Ttl};
 use kvmodel_runtime::Timestamp;
 use kvmodel_runtime::codec::compress::Compress;
 use kvmodel_runtime::model::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
-    Segment, StepModel, StructModel, TypeModel,
+    Segment, StepModel, StructModel, TypeModel, children_counter,
 };
 
 /// Why a model cannot be lowered: it names a type no schema declares (the
@@ -111,6 +111,12 @@ fn entity(
             by: r.by.value.clone(),
             order_by: r.order_by.as_ref().map(|o| expr(&o.value)),
             keep: r.keep.as_ref().map_or(0, |k| k.value),
+            on_delete: match *r.on_delete {
+                kvmodel_codegen::ir::OnDelete::Keep => OnDelete::Keep,
+                kvmodel_codegen::ir::OnDelete::Restrict => OnDelete::Restrict,
+                kvmodel_codegen::ir::OnDelete::Cascade => OnDelete::Cascade,
+            },
+            children: r.on_delete.enforced().then(|| children_counter(&r.name)),
             since: r.since.value,
         })
         .collect();

@@ -41,3 +41,11 @@ fn compression_changes_are_safe() {
         assert!(c.reason.contains("names its codec"), "{}", c.reason);
     }
 }
+
+#[test]
+fn tells_what_a_change_of_on_delete_does_to_stored_data() {
+    let (old, new) = (load("on_delete_old.yaml"), load("on_delete_new.yaml"));
+    let changes = kvmodel_build::diff::diff(&old, &new);
+    insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
+    assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
+}

@@ -14,6 +14,7 @@ use crate::vocab;
 
 mod links;
 mod migrations;
+mod on_delete;
 mod storage;
 mod types;
 
@@ -48,6 +49,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
         check_entity(e, Some(model), diags);
     }
     check_cross_entity(model, diags);
+    on_delete::check_model(model, diags);
     types::check(model, diags);
 }
 
@@ -56,6 +58,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
     check_basics(e, diags);
     storage::check(e, diags);
+    on_delete::check(e, diags);
     if e.key.is_none() {
         // Record-only types (old versions in a `migrate_from` chain) have no
         // keys, so nothing may be derived from them.

@@ -129,6 +129,12 @@ pub struct Entity {
     pub relations: Vec<Relation>,
     /// Many-to-many links declared on this side (`links:`).
     pub links: Vec<Link>,
+    /// The relations of other entities to this one that act when a record
+    /// of it is deleted (`on_delete: restrict | cascade`): the parent's
+    /// repository enforces them, so it names them. The YAML front end
+    /// fills them in from the children; the derive reads
+    /// `dependent(entity = …, relation = …)`.
+    pub dependents: Vec<Dependent>,
     /// Record time to live.
     pub ttl: Option<Ttl>,
     /// Largest encoded record accepted, in bytes (`max_size`): a larger one
@@ -174,6 +180,7 @@ impl Entity {
             counters: Vec::new(),
             relations: Vec::new(),
             links: Vec::new(),
+            dependents: Vec::new(),
             ttl: None,
             max_size: None,
             compress: None,
@@ -498,11 +505,49 @@ pub struct Relation {
     /// in `order_by` order; a write that adds one trims the rest in its
     /// commit.
     pub keep: Option<Sp<u32>>,
+    /// What deleting the parent does to its children (`on_delete`).
+    pub on_delete: Sp<OnDelete>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
     /// What it is for, in the schema author's words (YAML `description:`,
     /// doc comments in Rust).
     pub description: Option<String>,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// What deleting a parent record does to the children of a relation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OnDelete {
+    /// Nothing: the children stay, naming a parent that is gone (the
+    /// default).
+    #[default]
+    Keep,
+    /// The delete fails while children exist, and a child may only name a
+    /// parent that exists.
+    Restrict,
+    /// The delete deletes the children first (in pages, resumable), and a
+    /// child may only name a parent that exists.
+    Cascade,
+}
+
+impl OnDelete {
+    /// Whether the parent's delete acts on the children (and a child
+    /// must name a parent that exists).
+    pub fn enforced(self) -> bool {
+        self != OnDelete::Keep
+    }
+}
+
+/// A relation of another entity to this one that the delete enforces
+/// (`dependent(entity = Post, relation = author)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dependent {
+    /// The child entity (a Rust path in the derive).
+    pub entity: Sp<String>,
+    /// The child's relation to this entity; what it does (`on_delete`)
+    /// is the child's to say.
+    pub relation: Sp<String>,
     /// Where it was declared.
     pub origin: Origin,
 }
@@ -518,6 +563,7 @@ impl Relation {
             by,
             order_by: None,
             keep: None,
+            on_delete: Sp::new(OnDelete::Keep, Origin::Unknown),
             since: default_since(),
             description: None,
         }

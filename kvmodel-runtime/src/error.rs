@@ -44,6 +44,43 @@ pub enum Error {
         /// The (normalized) value that was already claimed.
         value: String,
     },
+    /// A child record names a parent that does not exist, in a relation
+    /// whose `on_delete` is `restrict` or `cascade`; nothing was written.
+    #[error(
+        "{entity} names in relation `{relation}` the {parent_entity} `{}`, which does not exist; \
+         create the {parent_entity} first (the relation is `on_delete: {on_delete}`, so a child \
+         may only name a parent that exists). Nothing was written",
+        short(.parent)
+    )]
+    MissingParent {
+        /// The child entity.
+        entity: &'static str,
+        /// The relation.
+        relation: &'static str,
+        /// The parent entity.
+        parent_entity: &'static str,
+        /// The parent's record key.
+        parent: String,
+        /// The relation's action (`restrict` or `cascade`).
+        on_delete: &'static str,
+    },
+    /// A parent still has children in a relation declared
+    /// `on_delete: restrict`; nothing was deleted.
+    #[error(
+        "{entity} `{}` still has {child} records in their relation `{relation}`, which is \
+         `on_delete: restrict`; delete or move those {child} records first. Nothing was deleted",
+        short(.key)
+    )]
+    Restricted {
+        /// The parent entity.
+        entity: &'static str,
+        /// The parent's record key.
+        key: String,
+        /// The child entity.
+        child: &'static str,
+        /// The child's relation to the parent.
+        relation: &'static str,
+    },
     /// Optimistic retries were exhausted because other writers kept changing the record.
     #[error(
         "{entity} `{}` kept changing under concurrent writers and the write gave up after \
@@ -312,6 +349,19 @@ mod tests {
                 entity: "User",
                 key: huge.clone(),
                 attempts: 3,
+            },
+            Error::MissingParent {
+                entity: "Post",
+                relation: "author",
+                parent_entity: "Author",
+                parent: huge.clone(),
+                on_delete: "cascade",
+            },
+            Error::Restricted {
+                entity: "Author",
+                key: huge.clone(),
+                child: "Post",
+                relation: "author",
             },
             Error::FutureVersion {
                 key: huge.clone(),

@@ -10,6 +10,10 @@ pub use crate::codec::time::{Date, Timestamp};
 pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::links::{End, KeyArgs, Link};
 pub use crate::engine::maintenance::{Drift, Progress};
+pub use crate::engine::on_delete::{
+    CascadeFuture, DependentFact, OnDelete, ParentFact, cascade_page, names_dependent,
+    on_delete_of, same,
+};
 pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;
 pub use crate::engine::state::ReadGate;

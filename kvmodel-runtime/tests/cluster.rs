@@ -221,7 +221,32 @@ async fn one_slot_is_one_request() {
     assert!(s.commit(b).await.unwrap().is_applied());
     assert_eq!(s.round_trips() - before, 1);
 
+    // A store of its own, under a known prefix, so that the test knows the
+    // stored keys' slots (a harness's prefix depends on how many stores the
+    // tests opened before, and it moves every key's slot).
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    let seeds = cluster.seeds();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     let k = keys("trips");
+    // The first prefix under which the five stored keys keep five slots.
+    let prefix = (0..)
+        .map(|i| format!("trips{i}/"))
+        .find(|prefix| {
+            let slots: std::collections::HashSet<u16> =
+                [&k.record, &k.claim, &k.set, &k.counter, &k.old]
+                    .iter()
+                    .map(|key| hash_slot(&format!("{prefix}{key}")))
+                    .collect();
+            slots.len() == 5
+        })
+        .unwrap();
+    let s = RedisClusterStore::builder(&seeds)
+        .key_prefix(&prefix)
+        .connect()
+        .await
+        .unwrap();
     let before = s.round_trips();
     assert!(s.commit(create(&k)).await.unwrap().is_applied());
     // Prepare in five slots, commit, apply in three (claim, counter, old

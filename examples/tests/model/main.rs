@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kvmodel::{Date, Timestamp, Uuid};
-use kvmodel_examples::{activity, sessions, shop, social};
+use kvmodel_examples::{activity, forum, sessions, shop, social};
 use kvmodel_runtime::__private::Encoding;
 use kvmodel_runtime::codec::record;
 use kvmodel_runtime::engine::entity::{self, Entity, Facts};
@@ -74,6 +74,9 @@ fn every_entity_is_compared() {
         "Post",
         "Like",
         "Tag",
+        "Board",
+        "Thread",
+        "Reply",
     ];
     let mut files: Vec<_> = std::fs::read_dir(root().join("../schemas"))
         .unwrap()
@@ -449,6 +452,30 @@ fn like() -> impl Strategy<Value = social::Like> {
     })
 }
 
+fn board() -> impl Strategy<Value = forum::Board> {
+    (text(), text()).prop_map(|(id, title)| forum::Board { id, title })
+}
+
+fn thread() -> impl Strategy<Value = forum::Thread> {
+    (text(), text(), text(), timestamp()).prop_map(|(id, board_id, title, created_at)| {
+        forum::Thread {
+            id,
+            board_id,
+            title,
+            created_at,
+        }
+    })
+}
+
+fn reply() -> impl Strategy<Value = forum::Reply> {
+    (text(), text(), text(), timestamp()).prop_map(|(id, thread_id, body, at)| forum::Reply {
+        id,
+        thread_id,
+        body,
+        at,
+    })
+}
+
 macro_rules! compare {
     ($($test:ident: $schema:expr, $entity:literal, $strategy:expr, $ty:ty;)*) => {$(
         proptest! {
@@ -481,6 +508,9 @@ compare! {
     social_post: schema("social"), "Post", post(), social::Post;
     social_like: schema("social"), "Like", like(), social::Like;
     social_tag: schema("social"), "Tag", tag(), social::Tag;
+    forum_board: schema("forum"), "Board", board(), forum::Board;
+    forum_thread: schema("forum"), "Thread", thread(), forum::Thread;
+    forum_reply: schema("forum"), "Reply", reply(), forum::Reply;
 }
 
 /// Old records as old code wrote them: a version 1 user (before `status`

@@ -10,7 +10,7 @@ use std::fmt;
 
 use kvmodel_codegen::Sp;
 use kvmodel_codegen::ir::{
-    Compress, Counter, Entity, Field, FieldExpr, Index, Model, Normalize, Relation, Ttl,
+    Compress, Counter, Entity, Field, FieldExpr, Index, Model, Normalize, OnDelete, Relation, Ttl,
 };
 use kvmodel_codegen::vocab;
 
@@ -216,6 +216,53 @@ fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>
         |_: &Relation| false,
         false
     );
+    for x in &new.relations {
+        if let Some(o) = old.relations.iter().find(|o| *o.name == *x.name) {
+            on_delete_change(name, o, x, out);
+        }
+    }
+}
+
+/// What a change of `on_delete` does: the records and collections stay;
+/// the count of each parent's children comes or goes.
+fn on_delete_change(name: &str, old: &Relation, new: &Relation, out: &mut Vec<Change>) {
+    let (a, b) = (*old.on_delete, *new.on_delete);
+    if a == b {
+        return;
+    }
+    let parent = new.belongs_to.as_str();
+    let a_parent = vocab::a(&format!("`{parent}`"));
+    let does = |x: OnDelete| match x {
+        OnDelete::Keep => format!("leaves its {name} records"),
+        OnDelete::Restrict => format!("fails while it has {name} records"),
+        OnDelete::Cascade => format!("deletes its {name} records first"),
+    };
+    let head = format!(
+        "{name}: relation `{}` on_delete {a} → {b}: deleting {a_parent} now {}",
+        *new.name,
+        does(b)
+    );
+    if !a.enforced() {
+        push(
+            out,
+            Impact::NeedsMigration,
+            format!(
+                "{head}, and a write that names {a_parent} needs it to exist; no record or collection changes, but each `{parent}`'s count of children (`{}.children`) is new: run `reconcile` to count the {name} records already stored (until then a parent's delete does not see them, and deleting one takes back what was never counted)",
+                *new.name
+            ),
+        );
+    } else if !b.enforced() {
+        push(
+            out,
+            Impact::Safe,
+            format!(
+                "{head}, and a {name} may name {a_parent} that does not exist; the count of each `{parent}`'s children (`{}.children`) is no longer kept and is left behind",
+                *new.name
+            ),
+        );
+    } else {
+        push(out, Impact::Safe, format!("{head}; nothing stored changes"));
+    }
 }
 
 fn ttl_text(t: &Ttl) -> String {

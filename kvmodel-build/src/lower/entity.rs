@@ -141,6 +141,7 @@ impl Lower<'_> {
         let what = format!("relation `{}`", *name);
         let (mut belongs_to, mut by, mut order_by, mut since) = (None, None, None, default_since());
         let mut keep = None;
+        let mut on_delete = None;
         let mut description = None;
         for (k, v) in self.entries(body, &described(RELATION_KEYS), &what) {
             match k.value.as_str() {
@@ -149,6 +150,7 @@ impl Lower<'_> {
                 "by" => by = self.read().name(v, "`by`"),
                 "order_by" => order_by = self.read().field_expr(v, "`order_by`"),
                 "keep" => keep = self.read().bounded(v, "`keep`", 1, vocab::MAX_KEEP),
+                "on_delete" => on_delete = self.read().word(v, "`on_delete`"),
                 "since" => since = self.since(v),
                 _ => {}
             }
@@ -160,6 +162,9 @@ impl Lower<'_> {
         let mut r = Relation::new(name, belongs_to, by);
         r.order_by = order_by;
         r.keep = keep;
+        if let Some(a) = on_delete {
+            r.on_delete = a;
+        }
         r.since = since;
         r.description = description;
         Some(r)

@@ -158,6 +158,7 @@ impl Lower<'_> {
                 "the schema needs `entities:`, a mapping of entity names to their declarations",
             ),
         }
+        dependents(&mut model);
         model
     }
 
@@ -447,5 +448,36 @@ pub(super) fn default_supported(ty: &FieldType, v: &serde_json::Value, types: &[
             .iter()
             .any(|t| *t.name == *n && matches!(t.kind, TypeKind::Enum(_))),
         _ => false,
+    }
+}
+
+/// Names, on each parent, the relations of its children that its delete
+/// enforces (`on_delete: restrict | cascade`): the schema sees every entity,
+/// so the parent's declaration is filled in here and never goes out of step.
+fn dependents(model: &mut Model) {
+    let found: Vec<(String, kvmodel_codegen::ir::Dependent)> = model
+        .entities
+        .iter()
+        .flat_map(|child| {
+            child
+                .relations
+                .iter()
+                .filter(|r| r.on_delete.enforced())
+                .map(|r| {
+                    (
+                        r.belongs_to.value.clone(),
+                        kvmodel_codegen::ir::Dependent {
+                            entity: Sp::new(child.name.value.clone(), r.on_delete.origin.clone()),
+                            relation: Sp::new(r.name.value.clone(), r.on_delete.origin.clone()),
+                            origin: r.on_delete.origin.clone(),
+                        },
+                    )
+                })
+        })
+        .collect();
+    for (parent, d) in found {
+        if let Some(p) = model.entities.iter_mut().find(|e| *e.name == parent) {
+            p.dependents.push(d);
+        }
     }
 }

@@ -726,6 +726,10 @@ impl Gen<'_> {
             if self.rng.chance(20) {
                 parts.push("keep: 1000".to_owned());
             }
+            if self.rng.chance(40) {
+                let action = *self.rng.pick(&["keep", "restrict", "cascade"]);
+                parts.push(format!("on_delete: {action}"));
+            }
             let r_name = self.snake(&[]);
             let s = since(self);
             self.line(6, &format!("{}: {{ {}{s} }}", q(&r_name), parts.join(", ")));

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::value::{self, Reader};
 use super::{Keys, meta_name};
-use crate::ir::{Compress, Counter, Index, Link, Lint, Migration, Relation};
+use crate::ir::{Compress, Counter, Dependent, Index, Link, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
@@ -129,6 +129,7 @@ pub(super) fn relation(
     let span = meta.path.span();
     let (mut name, mut belongs_to, mut by, mut order_by) = (None, None, None, None);
     let mut keep = None;
+    let mut on_delete = None;
     let mut since = crate::ir::default_since();
     let mut keys = Keys::new(&["name"], vocab::RELATION_KEYS);
     meta.parse_nested_meta(|m| {
@@ -138,6 +139,7 @@ pub(super) fn relation(
             "by" => by = r.name(&value::parse(m.value()?)?, "`by`"),
             "order_by" => order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
             "keep" => keep = r.bounded(&value::parse(m.value()?)?, "`keep`", 1, vocab::MAX_KEEP),
+            "on_delete" => on_delete = r.word(&value::parse(m.value()?)?, "`on_delete`"),
             "since" => {
                 since = r
                     .version(&value::parse(m.value()?)?, "`since`")
@@ -159,6 +161,9 @@ pub(super) fn relation(
     rel.origin = Origin::Span(span);
     rel.order_by = order_by;
     rel.keep = keep;
+    if let Some(a) = on_delete {
+        rel.on_delete = a;
+    }
     rel.since = since;
     Ok(Some(rel))
 }
@@ -187,6 +192,38 @@ pub(super) fn link(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resul
     let mut link = Link::new(name, to, inverse);
     link.origin = Origin::Span(span);
     Ok(Some(link))
+}
+
+/// `dependent(entity = Post, relation = author)`: a child's relation to
+/// this entity that its delete enforces.
+pub(super) fn dependent(
+    meta: &ParseNestedMeta<'_>,
+    r: &mut Reader<'_>,
+) -> syn::Result<Option<Dependent>> {
+    let span = meta.path.span();
+    let (mut entity, mut relation) = (None, None);
+    let mut keys = Keys::new(&[], vocab::DEPENDENT_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "entity" => entity = r.path(&value::parse(m.value()?)?, "`entity`"),
+            "relation" => relation = r.name(&value::parse(m.value()?)?, "`relation`"),
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report("this dependent", r);
+    let (Some(entity), Some(relation)) = (entity, relation) else {
+        r.report(
+            vocab::missing("this dependent", "an `entity` and a `relation`"),
+            &Origin::Span(span),
+        );
+        return Ok(None);
+    };
+    Ok(Some(Dependent {
+        entity,
+        relation,
+        origin: Origin::Span(span),
+    }))
 }
 
 pub(super) fn migration(

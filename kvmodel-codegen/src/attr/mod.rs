@@ -34,6 +34,7 @@ const ENTITY_KEYS: &[&str] = &[
     "counter",
     "relation",
     "link",
+    "dependent",
     "migration",
     "allow",
 ];
@@ -279,6 +280,7 @@ fn entity_key(
         "counter" => e.counters.extend(construct::counter(meta, r)?),
         "relation" => e.relations.extend(construct::relation(meta, r)?),
         "link" => e.links.extend(construct::link(meta, r)?),
+        "dependent" => e.dependents.extend(construct::dependent(meta, r)?),
         "migration" => e.migrations.extend(construct::migration(meta, r)?),
         "allow" => e.allow.extend(construct::allow(meta, r)?),
         _ => keys.unknown(meta)?,

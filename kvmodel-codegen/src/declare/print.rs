@@ -435,10 +435,14 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(, order_by = #o)
         });
         let keep = keep_tokens(r.keep.as_ref().map(|k| k.value));
+        let on_delete = r.on_delete.enforced().then(|| {
+            let a = r.on_delete.as_str();
+            quote!(, on_delete = #a)
+        });
         let since = since_tokens(r.since.value);
         let docs = docs(r.description.as_ref());
         attrs.push(
-            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #since))]),
+            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #on_delete #since))]),
         );
     }
     for l in &e.links {
@@ -452,6 +456,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         };
         let docs = docs(l.description.as_ref());
         attrs.push(quote!(#docs #[kv(link(name = #n, to = #to, inverse = #inverse))]));
+    }
+    for d in &e.dependents {
+        let to = ident(&d.entity);
+        let rel = ident(&d.relation);
+        attrs.push(quote!(#[kv(dependent(entity = #to, relation = #rel))]));
     }
     let mut steps: Vec<_> = e.migrations.iter().collect();
     steps.sort_by_key(|m| m.from.value);

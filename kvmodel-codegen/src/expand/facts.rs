@@ -5,19 +5,19 @@ use quote::{format_ident, quote, quote_spanned};
 
 use super::keys::{counter_fn, relation_fn, segments_fn};
 use super::{Ctx, arg_from_ref, ident};
-use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate};
 use crate::origin::Sp;
 
 /// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
 /// a fact exists only when every field it needs has a value.
-struct Reads {
+pub(crate) struct Reads {
     guards: Vec<TokenStream>,
-    refs: Vec<Read>,
+    pub(crate) refs: Vec<Read>,
 }
 
 /// A field value: a place (`self.f`) or a reference bound from an `Option`.
 #[derive(Clone)]
-enum Read {
+pub(crate) enum Read {
     Place(TokenStream),
     Ref(TokenStream),
 }
@@ -40,7 +40,7 @@ impl Read {
     }
 
     /// The argument form for a key builder.
-    fn arg(&self, ty: &FieldType) -> TokenStream {
+    pub(crate) fn arg(&self, ty: &FieldType) -> TokenStream {
         match (self, ty) {
             (Read::Ref(r), _) => arg_from_ref(ty, r.clone()),
             (Read::Place(p), FieldType::String | FieldType::Bytes) => quote!(&#p),
@@ -51,7 +51,7 @@ impl Read {
 }
 
 impl Reads {
-    fn new(cx: &Ctx<'_>, fields: &[&str]) -> Reads {
+    pub(crate) fn new(cx: &Ctx<'_>, fields: &[&str]) -> Reads {
         let mut guards = Vec::new();
         let mut refs = Vec::new();
         for (i, f) in fields.iter().enumerate() {
@@ -72,7 +72,7 @@ impl Reads {
         Reads { guards, refs }
     }
 
-    fn wrap(&self, body: TokenStream) -> TokenStream {
+    pub(crate) fn wrap(&self, body: TokenStream) -> TokenStream {
         self.guards
             .iter()
             .rev()
@@ -156,6 +156,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             r.name.as_str(),
             r.since.value,
         ));
+    }
+    let children: Vec<(String, u32)> = e
+        .relations
+        .iter()
+        .filter(|r| r.on_delete.enforced())
+        .map(|r| (format!("{}.children", *r.name), r.since.value))
+        .collect();
+    for (name, since) in &children {
+        declared.push((cx.derived(super::Derived::Counter), name.as_str(), *since));
     }
     for c in &e.counters {
         declared.push((
@@ -284,6 +293,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
             None => quote!(__facts.member(#since, #keys::#fname(#arg), #sort);),
         }));
+        if r.on_delete.enforced() {
+            let cfn = super::on_delete::children_fn(&r.name);
+            facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#cfn(#arg), 1);)));
+        }
         let seg = segments_fn(&format!("relation_{}", *r.name));
         member_checks.push(member_check(
             cx,
@@ -330,15 +343,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     }
 
     let key_args = template
-        .segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Field(f) => {
-                let member = ident(f);
-                let ty = cx.field_type(f);
-                Some(Read::Place(quote!(self.#member)).arg(&ty))
-            }
-            Segment::Literal(_) => None,
+        .placeholders()
+        .map(|f| {
+            let member = ident(f);
+            let ty = cx.field_type(f);
+            Read::Place(quote!(self.#member)).arg(&ty)
         })
         .collect::<Vec<_>>();
 
@@ -359,6 +368,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     };
     let storage = storage(cx);
     let needs = needs_codec(cx);
+    let on_delete = super::on_delete::entity_items(cx, template);
     quote! {
         #needs
         #[automatically_derived]
@@ -377,6 +387,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
 
             #declared
+
+            #on_delete
 
             #[allow(unused_variables)]
             fn facts(&self, __facts: &mut #p::Facts) {

@@ -86,18 +86,6 @@ pub(crate) fn segments_fn(name: &str) -> syn::Ident {
     format_ident!("__segments_{}", name)
 }
 
-/// The placeholder fields of a key template, in order.
-fn params_of(template: &KeyTemplate) -> Vec<&str> {
-    template
-        .segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Field(f) => Some(f.as_str()),
-            Segment::Literal(_) => None,
-        })
-        .collect()
-}
-
 fn arg_names(fields: &[&str]) -> Vec<syn::Ident> {
     fields.iter().map(|f| ident(f)).collect()
 }
@@ -128,7 +116,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         crate::vocab::a(&format!("`{}`", *e.name)),
         template.text
     );
-    let names = arg_names(&params_of(template));
+    let names = arg_names(&template.placeholders().collect::<Vec<_>>());
     fns.push(quote! {
         fn __segments_record<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
             __b #(#chain)*

@@ -7,6 +7,7 @@
 mod facts;
 mod keys;
 mod links;
+mod on_delete;
 mod repo;
 mod stub;
 mod versioned;
@@ -203,14 +204,18 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     let parents = parents(&cx);
     let key_args = links::key_args(&cx, template);
     let links = links::expand(&cx, template);
+    let checks = on_delete::checks(&cx);
+    let children_keys = on_delete::key_fns(&cx);
     quote! {
         const _: () = {
             #versioned
             #entity_impl
             #key_args
             #parents
+            #checks
         };
         #keys
+        #children_keys
         #repo
         #links
     }

@@ -5,7 +5,7 @@ use quote::{format_ident, quote};
 
 use super::keys::{counter_fn, relation_fn};
 use super::{Ctx, group_arg_names, ident, param};
-use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate};
 use crate::origin::Sp;
 
 pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
@@ -15,14 +15,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let e = cx.e;
     let ename = e.name.as_str();
 
-    let key_fields: Vec<&str> = template
-        .segments
-        .iter()
-        .filter_map(|s| match s {
-            Segment::Field(f) => Some(f.as_str()),
-            Segment::Literal(_) => None,
-        })
-        .collect();
+    let key_fields: Vec<&str> = template.placeholders().collect();
     let key_idents: Vec<syn::Ident> = key_fields.iter().map(|f| ident(f)).collect();
     let key_types: Vec<TokenStream> = key_fields
         .iter()

@@ -18,7 +18,7 @@ pub use names::{
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Codec, Encoding, FieldExpr, Lint, Normalize};
+use crate::ir::{Codec, Encoding, FieldExpr, Lint, Normalize, OnDelete};
 use crate::origin::{Diagnostic, Origin, suggestion};
 
 /// The record version of an entity that declares none (`version`).
@@ -41,7 +41,9 @@ pub const INDEX_KEYS: &[&str] = &[
 /// The keys of a counter (the derive adds `name`).
 pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
-pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "since"];
+pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "on_delete", "since"];
+/// The keys of a `dependent(…)` in the derive.
+pub const DEPENDENT_KEYS: &[&str] = &["entity", "relation"];
 /// The keys of `compress`.
 pub const COMPRESS_KEYS: &[&str] = &["codec", "above"];
 /// The keys of a link (the derive adds `name`).
@@ -311,6 +313,33 @@ impl FromStr for Lint {
 impl fmt::Display for Lint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())
+    }
+}
+
+impl OnDelete {
+    /// Every action, in documentation order.
+    pub const ALL: [OnDelete; 3] = [OnDelete::Keep, OnDelete::Restrict, OnDelete::Cascade];
+
+    /// The schema spelling (`keep`, `restrict`, `cascade`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDelete::Keep => "keep",
+            OnDelete::Restrict => "restrict",
+            OnDelete::Cascade => "cascade",
+        }
+    }
+}
+
+impl FromStr for OnDelete {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of("`on_delete` action", s, &OnDelete::ALL, OnDelete::as_str)
+    }
+}
+
+impl fmt::Display for OnDelete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -5,7 +5,7 @@
 //!   `0x92`), so fields can be added and renamed like in JSON.
 //!
 //! * Compressed (`compress`): a header naming the codec, then the
-//!   compressed envelope (see [`compress`](crate::codec::compress)). Every
+//!   compressed envelope (see [`compress`]). Every
 //!   function here reads those too.
 //!
 //! The first byte tells the encoding apart; the version is read before the

@@ -73,6 +73,26 @@ pub async fn absent_or_equals_condition<H: Harness>(h: &H) {
     assert_eq!(get(&s, &k).await.as_deref(), Some(&b"me"[..]));
 }
 
+/// `Present` holds on any value, fails on an absent key.
+pub async fn present_condition<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = h.key("cond:present");
+    let out = h.key("cond:present:out");
+    let mut b = Batch::new();
+    b.present(&k).put(&out, b"x".to_vec(), None);
+    assert_eq!(
+        commit(&s, &b).await,
+        Outcome::Failed { index: 0 },
+        "absent key"
+    );
+    assert_eq!(get(&s, &out).await, None, "nothing written");
+    let mut seed = Batch::new();
+    seed.put(&k, b"any".to_vec(), None);
+    assert!(commit(&s, &seed).await.is_applied());
+    assert!(commit(&s, &b).await.is_applied(), "present");
+    assert_eq!(get(&s, &out).await.as_deref(), Some(&b"x"[..]));
+}
+
 async fn snapshot<S: Store>(
     s: &S,
     keys: &[String],

@@ -178,7 +178,7 @@ impl Harness for RedbHarness {
 macro_rules! conformance_tests {
     ($harness:expr) => {
         $crate::__conformance_each! { $harness;
-            absent_condition, equals_condition, absent_or_equals_condition,
+            absent_condition, equals_condition, absent_or_equals_condition, present_condition,
             failed_condition_applies_nothing, failed_condition_reports_first_failing,
             invalid_increment_applies_nothing, ops_see_earlier_ops_of_the_batch,
             put_replaces_value_and_ttl, values_expire, extreme_ttls_are_accepted, expire_sets_ttl_on_counters_and_collections,

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
 use crate::engine::expiry::{due_at, stored_from};
+use crate::engine::on_delete::{self, ParentFact};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, backoff, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -21,6 +22,8 @@ enum Guard {
     Receipt(usize),
     /// The record at this position may take this claim.
     Claim(usize, ClaimFact),
+    /// The parent the record at this position names exists.
+    Parent(usize, ParentFact),
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -55,6 +58,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 .commit_after_read(&keys, |values, now| {
                     let mut stored = stored_from::<E>(&key, values);
                     let mut b = Batch::new();
+                    let mut had = Vec::new();
                     let old = match stored.bytes.take() {
                         // An expired record's receipt: sweep it, then write.
                         None if stored.receipt.is_some() => return Ok(Planned::Skip(None)),
@@ -65,6 +69,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         Some(old_bytes) => {
                             let (version, old_value) = entity::decode_at::<E>(&key, &old_bytes)?;
                             b.equals(key.as_str(), old_bytes);
+                            had = old_value.parents();
+                            had.retain(|p| p.since <= version);
                             Some(Facts::stored(&old_value, version))
                         }
                     };
@@ -76,10 +82,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     };
                     let checked =
                         transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
-                    Ok(Planned::Commit(b, Some((old.is_none(), checked))))
+                    let parents = on_delete::require_parents(&mut b, &had, value.parents());
+                    Ok(Planned::Commit(b, Some((old.is_none(), checked, parents))))
                 })
                 .await?;
-            let Some((created, checked)) = planned else {
+            let Some((created, checked, parents)) = planned else {
                 Box::pin(self.expire_leftover(&key)).await?;
                 continue;
             };
@@ -88,8 +95,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(created);
                 }
-                Outcome::Failed { index } => match checked.claim(index) {
-                    Some(claim) => return Err(self.unique_violation(claim)),
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                    Some(e) => return Err(e),
                     None => backoff(attempt).await,
                 },
             }
@@ -201,6 +208,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 guards.push(Guard::Receipt(index));
             }
             guards.extend(checked.claims.into_iter().map(|c| Guard::Claim(index, c)));
+            for (_, p) in on_delete::require_parents(&mut b, &[], value.parents()) {
+                guards.push(Guard::Parent(index, p));
+            }
         }
         let failed = match self.commit(b).await? {
             Outcome::Applied => {
@@ -219,6 +229,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             ),
             Some(Guard::Receipt(i)) => return Ok(Some(*i)),
             Some(Guard::Claim(i, claim)) => (*i, self.unique_violation(claim)),
+            Some(Guard::Parent(i, p)) => (*i, on_delete::parent_error(E::META.name, p)),
             None => {
                 return Err(Error::InvalidBatch {
                     key: all,

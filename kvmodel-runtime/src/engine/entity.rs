@@ -8,7 +8,9 @@ use crate::codec::compress;
 use crate::codec::key::{Derived, Space};
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
+use crate::engine::on_delete::{CascadeFuture, DependentFact, OnDelete, ParentFact};
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// A record type with a version, readable from any older version.
 #[diagnostic::on_unimplemented(
@@ -114,6 +116,46 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     fn counter_shards(name: &str) -> u32 {
         let _ = name;
         1
+    }
+
+    /// Whether a relation of another entity to this one is
+    /// `on_delete: cascade`: then a delete reads the record first, to find
+    /// its children.
+    const CASCADES: bool = false;
+
+    /// The children's relations this entity's delete enforces, by child
+    /// type name and relation (`dependent(…)`), for the compile-time check
+    /// that parent and child agree.
+    const DEPENDENTS: &'static [(&'static str, &'static str)] = &[];
+
+    /// This entity's relations that enforce `on_delete`: name, parent type
+    /// name and action, for the same check.
+    const ENFORCED: &'static [(&'static str, &'static str, OnDelete)] = &[];
+
+    /// The parents this record names in relations that enforce
+    /// `on_delete`: a write that gives it one conditions on it existing.
+    fn parents(&self) -> Vec<ParentFact> {
+        Vec::new()
+    }
+
+    /// The relations of other entities to this record that its delete
+    /// enforces, in `dependent(…)` order.
+    fn dependents(&self) -> Vec<DependentFact> {
+        Vec::new()
+    }
+
+    /// A step of a delete's work on dependent number `dependent` (of
+    /// [`dependents`](Entity::dependents)): [`cascade_page`](crate::engine::on_delete::cascade_page)
+    /// of that child entity over `collection`.
+    fn dependent_step<'a, S: Store>(
+        store: &'a S,
+        dependent: usize,
+        collection: &'a str,
+        limit: usize,
+        delete: bool,
+    ) -> CascadeFuture<'a> {
+        let _ = (store, dependent, collection, limit, delete);
+        Box::pin(async { Ok(0) })
     }
 
     /// The entity's derived key space: its discovery set, ledger, receipts

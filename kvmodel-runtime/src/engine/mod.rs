@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod links;
 pub mod maintenance;
 pub mod migrate;
+pub mod on_delete;
 pub mod orphans;
 pub mod page;
 pub mod repo;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt_in, stored_from};
+use crate::engine::on_delete::{self, CASCADE_PAGE, DependentFact, OnDelete};
 use crate::engine::page::{ListRequest, Page, PageRequest};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
@@ -326,6 +327,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
         &self.store
     }
 
+    /// What the failed condition `index` of a write means: a parent that
+    /// does not exist, or a unique value another record holds; `None` when
+    /// it is neither (another write changed what this one read: retry).
+    pub(crate) fn refusal(
+        &self,
+        index: usize,
+        parents: &[(usize, on_delete::ParentFact)],
+        checked: &Checked,
+    ) -> Option<Error> {
+        on_delete::missing_parent(E::META.name, parents, index)
+            .or_else(|| checked.claim(index).map(|c| self.unique_violation(c)))
+    }
+
     pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
         Error::UniqueViolation {
             entity: E::META.name,
@@ -356,6 +370,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             let receipt = ReceiptMove::Record { old: None, due };
             let checked = transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt)?;
+            let parents = on_delete::require_parents(&mut b, &[], value.parents());
             match self.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
@@ -374,8 +389,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     backoff(attempt).await;
                 }
                 Outcome::Failed { index } => {
-                    return match checked.claim(index) {
-                        Some(claim) => Err(self.unique_violation(claim)),
+                    return match self.refusal(index, &parents, &checked) {
+                        Some(e) => Err(e),
                         None => Err(Error::Conflict {
                             entity: E::META.name,
                             key,
@@ -427,7 +442,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let keys = Self::stored_keys(key);
         for attempt in 0..MAX_ATTEMPTS {
             let change = &mut change;
-            let (outcome, (new_value, checked)) = self
+            let (outcome, (new_value, checked, parents)) = self
                 .commit_after_read(&keys, |values, now| {
                     let mut stored = stored_from::<E>(key, values);
                     let Some(old_bytes) = stored.bytes.take() else {
@@ -439,6 +454,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)?;
                     let mut old = Facts::of(&old_value);
                     old.retain_since(stored_version);
+                    let mut old_value_parents = old_value.parents();
+                    old_value_parents.retain(|p| p.since <= stored_version);
                     let new_value = change(old_value)?;
                     if new_value.record_key() != key {
                         return Err(Error::InvalidKey {
@@ -457,7 +474,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     };
                     let checked =
                         transition::<E>(&mut b, key, Some(&old), Some(&new), ttl, receipt)?;
-                    Ok(Planned::Commit(b, (new_value, checked)))
+                    let parents =
+                        on_delete::require_parents(&mut b, &old_value_parents, new_value.parents());
+                    Ok(Planned::Commit(b, (new_value, checked, parents)))
                 })
                 .await?;
             match outcome {
@@ -465,8 +484,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(new_value);
                 }
-                Outcome::Failed { index } => match checked.claim(index) {
-                    Some(claim) => return Err(self.unique_violation(claim)),
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                    Some(e) => return Err(e),
                     None => backoff(attempt).await,
                 },
             }
@@ -498,6 +517,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Deletes a record and every derived entry; `false` if it did not exist.
     /// A record that cannot be decoded is an error pointing to `purge`.
+    ///
+    /// When other entities' relations to this one enforce `on_delete`, the
+    /// delete conditions on each count of children being zero: a
+    /// `restrict` one fails with [`Error::Restricted`], writing nothing; a
+    /// `cascade` one first deletes the children, a page at a time, each in
+    /// its own commit ([`on_delete`](crate::engine::on_delete)).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
         /// What a delete found.
@@ -514,16 +539,23 @@ impl<E: Entity, S: Store> Engine<E, S> {
         if linked {
             keys.push(crate::engine::links::registry_key(E::space(), key));
         }
+        // Whether expired children of a restricted relation were swept
+        // since its count last failed the delete.
+        let mut swept = false;
         for attempt in 0..MAX_ATTEMPTS {
-            let (outcome, found) = self
+            if E::CASCADES {
+                self.cascade(key).await?;
+            }
+            let (outcome, (found, guards)) = self
                 .commit_after_read(&keys, |mut values, _| {
                     let registry = if linked { values.pop().flatten() } else { None };
                     let mut stored = stored_from::<E>(key, values);
                     let Some(old_bytes) = stored.bytes.take() else {
-                        return Ok(Planned::Skip(match stored.receipt {
+                        let found = match stored.receipt {
                             Some(_) => Found::Leftover,
                             None => Found::Nothing,
-                        }));
+                        };
+                        return Ok(Planned::Skip((found, Vec::new())));
                     };
                     let (stored_version, old_value) =
                         entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
@@ -539,7 +571,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     if linked {
                         crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
                     }
-                    Ok(Planned::Commit(b, Found::Record))
+                    let mut guards = Vec::new();
+                    for (i, d) in old_value.dependents().into_iter().enumerate() {
+                        guards.push((b.conditions().len(), i, d.clone()));
+                        // No child left: the count goes with its parent
+                        // (a child that comes later finds no parent).
+                        b.absent_or_equals(d.children.clone(), b"0".to_vec());
+                        b.delete(d.children);
+                    }
+                    Ok(Planned::Commit(b, (Found::Record, guards)))
                 })
                 .await?;
             match (outcome, found) {
@@ -553,7 +593,22 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     Box::pin(self.expire_leftover(key)).await?;
                     return Ok(false);
                 }
-                (Outcome::Failed { .. }, Found::Record) => backoff(attempt).await,
+                (Outcome::Failed { index }, Found::Record) => {
+                    match guards.into_iter().find(|(at, _, _)| *at == index) {
+                        Some((_, i, d)) if d.on_delete == OnDelete::Restrict => {
+                            if swept {
+                                return Err(self.restricted(key, &d));
+                            }
+                            // Children it counts may have expired: sweep
+                            // them, then look again once.
+                            swept = true;
+                            E::dependent_step(&self.store, i, &d.collection, CASCADE_PAGE, false)
+                                .await?;
+                        }
+                        // A child came meanwhile: cascade again.
+                        _ => backoff(attempt).await,
+                    }
+                }
             }
         }
         Err(Error::Conflict {
@@ -561,6 +616,31 @@ impl<E: Entity, S: Store> Engine<E, S> {
             key: key.to_owned(),
             attempts: MAX_ATTEMPTS,
         })
+    }
+
+    /// Deletes the children of every `cascade` dependent of the record at
+    /// `key`, a page at a time; nothing when there is no such record.
+    async fn cascade(&self, key: &str) -> Result<()> {
+        let Some(bytes) = self.store.get(key).await? else {
+            return Ok(());
+        };
+        let (_, value) = entity::decode_at::<E>(key, &bytes).map_err(|e| purge_hint(key, e))?;
+        for (i, d) in value.dependents().iter().enumerate() {
+            if d.on_delete != OnDelete::Cascade {
+                continue;
+            }
+            while E::dependent_step(&self.store, i, &d.collection, CASCADE_PAGE, true).await? > 0 {}
+        }
+        Ok(())
+    }
+
+    fn restricted(&self, key: &str, d: &DependentFact) -> Error {
+        Error::Restricted {
+            entity: E::META.name,
+            key: key.to_owned(),
+            child: d.entity,
+            relation: d.relation,
+        }
     }
 
     /// Looks a record up through the unique claim `claim_key` of index

@@ -390,6 +390,13 @@ impl EntityModel {
                 self.relation_key(&r.name, &values[0])?,
                 sort,
             );
+            if let Some(c) = &r.children {
+                let key = self
+                    .derived(Derived::Counter, c)
+                    .field(&r.by, &values[0])?
+                    .finish();
+                facts.count(r.since, key, 1);
+            }
         }
         for c in &self.counters {
             let mut fields: Vec<&str> = c.group_by.iter().map(FieldExpr::field).collect();

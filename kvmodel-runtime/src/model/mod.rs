@@ -31,6 +31,7 @@ use crate::codec::key::Derived;
 use crate::codec::record::Encoding;
 use crate::codec::storage::Storage;
 use crate::engine::entity::Ttl;
+use crate::engine::on_delete::OnDelete;
 
 /// Every entity of one schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,8 +204,21 @@ pub struct RelationModel {
     pub order_by: Option<FieldExpr>,
     /// The children each parent's collection keeps (`keep: N`); 0 for all.
     pub keep: u32,
+    /// What deleting the parent does to the children (`on_delete`).
+    pub on_delete: OnDelete,
+    /// The count of each parent's children that a parent's delete
+    /// conditions on, named [`children_counter`]`(name)`; `Some` when
+    /// `on_delete` is `restrict` or `cascade`.
+    pub children: Option<String>,
     /// The record version that introduced it.
     pub since: u32,
+}
+
+/// The name of the counter of each parent's children in relation
+/// `relation` (`author.children`): no declared counter can take it, as a
+/// name holds no `.`.
+pub fn children_counter(relation: &str) -> String {
+    format!("{relation}.children")
 }
 
 /// A counter: a count or a sum, optionally per group.
@@ -373,6 +387,15 @@ impl EntityModel {
                 name: &r.name,
                 since: r.since,
             });
+        }
+        for r in &self.relations {
+            if let Some(c) = &r.children {
+                out.push(Declared {
+                    kind: Derived::Counter,
+                    name: c,
+                    since: r.since,
+                });
+            }
         }
         for c in &self.counters {
             out.push(Declared {

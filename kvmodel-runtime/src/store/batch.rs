@@ -13,13 +13,19 @@ pub enum Condition {
     Equals(String, Vec<u8>),
     /// The key holds no value, or exactly these bytes.
     AbsentOrEquals(String, Vec<u8>),
+    /// The key holds an (unexpired) value, whatever its bytes: a child
+    /// record conditions on its parent existing.
+    Present(String),
 }
 
 impl Condition {
     /// The key this condition inspects.
     pub fn key(&self) -> &str {
         match self {
-            Condition::Absent(k) | Condition::Equals(k, _) | Condition::AbsentOrEquals(k, _) => k,
+            Condition::Absent(k)
+            | Condition::Equals(k, _)
+            | Condition::AbsentOrEquals(k, _)
+            | Condition::Present(k) => k,
         }
     }
 
@@ -32,6 +38,7 @@ impl Condition {
             (Condition::Equals(_, _), None) => false,
             (Condition::AbsentOrEquals(_, _), None) => true,
             (Condition::AbsentOrEquals(_, want), Some(cur)) => want.as_slice() == cur,
+            (Condition::Present(_), current) => current.is_some(),
         }
     }
 }
@@ -187,6 +194,11 @@ impl Batch {
     /// Requires `key` to be absent or hold `value`.
     pub fn absent_or_equals(&mut self, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
         self.condition(Condition::AbsentOrEquals(key.into(), value))
+    }
+
+    /// Requires `key` to hold a value, whatever its bytes.
+    pub fn present(&mut self, key: impl Into<String>) -> &mut Self {
+        self.condition(Condition::Present(key.into()))
     }
 
     /// Puts a value.

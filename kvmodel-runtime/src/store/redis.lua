@@ -25,6 +25,8 @@ for c = 1, n do
     if cur ~= want then return {0, c - 1} end
   elseif kind == 'o' then
     if cur and cur ~= want then return {0, c - 1} end
+  elseif kind == 'p' then
+    if not cur then return {0, c - 1} end
   else
     return {-1, key, 'unknown condition ' .. kind}
   end

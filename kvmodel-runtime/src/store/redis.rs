@@ -147,6 +147,7 @@ impl RedisStore {
                 Condition::Absent(_) => (b"a", b""),
                 Condition::Equals(_, v) => (b"e", v),
                 Condition::AbsentOrEquals(_, v) => (b"o", v),
+                Condition::Present(_) => (b"p", b""),
             };
             argv.push(kind.to_vec());
             argv.push(key_index(c.key(), &mut keys, &mut index));

@@ -5,6 +5,7 @@ mod buckets;
 mod compress;
 mod keep;
 mod links;
+mod on_delete;
 mod shards;
 mod size;
 
@@ -12,6 +13,7 @@ use buckets::*;
 use compress::*;
 use keep::*;
 use links::*;
+use on_delete::*;
 use shards::*;
 use size::*;
 
@@ -50,4 +52,10 @@ kvmodel_runtime::on_every_backend!(
     verify_judges_link_entries_and_counts_and_reconcile_repairs_them,
     reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
     the_model_walk_agrees_on_every_link_key,
+    a_child_of_a_missing_parent_is_refused,
+    restrict_refuses_a_parent_with_children,
+    cascade_deletes_children_and_grandchildren_with_their_upkeep,
+    a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,
+    a_child_created_during_a_restricted_delete_never_outlives_its_parent,
+    a_cascade_removes_the_links_of_the_children_it_deletes,
 );

@@ -132,6 +132,7 @@ impl RedisClusterStore {
                 Condition::Absent(k) => Condition::Absent(self.phys(&k)),
                 Condition::Equals(k, v) => Condition::Equals(self.phys(&k), v),
                 Condition::AbsentOrEquals(k, v) => Condition::AbsentOrEquals(self.phys(&k), v),
+                Condition::Present(k) => Condition::Present(self.phys(&k)),
             });
         }
         for op in ops {

@@ -82,6 +82,7 @@ impl Group {
                 Condition::Absent(_) => (b"a", b""),
                 Condition::Equals(_, v) => (b"e", v),
                 Condition::AbsentOrEquals(_, v) => (b"o", v),
+                Condition::Present(_) => (b"p", b""),
             };
             argv.push(kind.to_vec());
             argv.push(self.index(c.key()).to_string().into_bytes());
@@ -167,7 +168,7 @@ fn early_key(key: &str, ops: &[&Op], conditions: &[&Condition]) -> bool {
             conditions.iter().all(|c| match c {
                 Condition::Absent(_) => true,
                 Condition::AbsentOrEquals(_, want) => want == value,
-                Condition::Equals(..) => false,
+                Condition::Equals(..) | Condition::Present(_) => false,
             }) && !conditions.is_empty()
                 && conditions.iter().all(|c| c.key() == key)
         }

@@ -75,6 +75,8 @@ local function check_conditions()
       if cur ~= c.want then return {0, c.index} end
     elseif c.kind == 'o' then
       if cur and cur ~= c.want then return {0, c.index} end
+    elseif c.kind == 'p' then
+      if not cur then return {0, c.index} end
     else
       return {-1, k, 'unknown condition ' .. c.kind}
     end
@@ -111,7 +113,7 @@ local function busy()
     if redis.call('TYPE', k).ok == 'string' or redis.call('EXISTS', k) == 0 then
       local cur = redis.call('GET', k)
       if (c.kind == 'a' and cur) or (c.kind == 'e' and cur ~= c.want)
-          or (c.kind == 'o' and cur and cur ~= c.want) then
+          or (c.kind == 'o' and cur and cur ~= c.want) or (c.kind == 'p' and not cur) then
         return {0, c.index, 'held'}
       end
     end

@@ -38,7 +38,7 @@ if kv_first then
     if redis.call('TYPE', kv_key).ok == 'string' or redis.call('EXISTS', kv_key) == 0 then
       local kv_cur = redis.call('GET', kv_key)
       if (kv_kind == 'a' and kv_cur) or (kv_kind == 'e' and kv_cur ~= kv_want)
-          or (kv_kind == 'o' and kv_cur and kv_cur ~= kv_want) then
+          or (kv_kind == 'o' and kv_cur and kv_cur ~= kv_want) or (kv_kind == 'p' and not kv_cur) then
         return {0, kv_c - 1, 'held'}
       end
     end

@@ -1,0 +1,249 @@
+//! Referential actions in generated code: a child's count of each parent's
+//! children and the parents it names; a parent's dependents, the step of
+//! its delete that cascades into each, and the compile-time checks that
+//! parent and child agree.
+//!
+//! The derive sees one struct at a time, so each side names the other: the
+//! child's relation says `on_delete`, the parent lists the relation in
+//! `dependent(entity = …, relation = …)`. Each side asserts in a constant
+//! that the other agrees, so a mismatch is a compile error on the
+//! attribute that is out of step.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+use super::facts::{Read, Reads};
+use super::keys::{field_args, relation_fn};
+use super::{Ctx, ident};
+use crate::ir::{KeyTemplate, OnDelete};
+
+/// The key builder of the count of each parent's children in relation
+/// `name`.
+pub(crate) fn children_fn(name: &str) -> syn::Ident {
+    format_ident!("__children_{}", name)
+}
+
+/// The last segment of a type path (`Post` of `crate::blog::Post`).
+fn last(path: &str) -> String {
+    path.rsplit("::").next().unwrap_or(path).trim().to_owned()
+}
+
+/// The path of the `…Keys` type of the entity at `path`.
+fn keys_path(path: &str, span: proc_macro2::Span) -> Option<TokenStream> {
+    let mut p: syn::Path = syn::parse_str(path).ok()?;
+    let seg = p.segments.last_mut()?;
+    seg.ident = format_ident!("{}Keys", seg.ident, span = span);
+    Some(quote_spanned!(span=> #p))
+}
+
+fn action(cx: &Ctx<'_>, a: OnDelete) -> TokenStream {
+    let p = cx.p();
+    match a {
+        OnDelete::Keep => quote!(#p::OnDelete::Keep),
+        OnDelete::Restrict => quote!(#p::OnDelete::Restrict),
+        OnDelete::Cascade => quote!(#p::OnDelete::Cascade),
+    }
+}
+
+/// The key builders of the children counts, on `XKeys`: one per relation,
+/// kept or not, so a parent that names a relation which keeps its children
+/// gets the one error that says so.
+pub(crate) fn key_fns(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let (ns, space) = (cx.namespace(), cx.key_space());
+    let vis = &cx.vis;
+    let kind = cx.derived(super::Derived::Counter);
+    let fns = cx.e.relations.iter().map(|r| {
+        let (params, parts) = field_args(cx, &[&r.by]);
+        let fname = children_fn(&r.name);
+        let cname = format!("{}.children", *r.name);
+        let doc = format!(
+            " The count of the `{}` records of one `{}` in relation `{}` (`on_delete: {}`).",
+            *cx.e.name, *r.belongs_to, *r.name, *r.on_delete
+        );
+        quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            #vis fn #fname(#(#params),*) -> ::std::string::String {
+                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()
+            }
+        }
+    });
+    let fns: Vec<TokenStream> = fns.collect();
+    if fns.is_empty() {
+        return TokenStream::new();
+    }
+    let keys = &cx.keys;
+    quote! {
+        #[automatically_derived]
+        impl #keys {
+            #(#fns)*
+        }
+    }
+}
+
+/// The items of the `Entity` impl: `ENFORCED` and `parents` for a child,
+/// `DEPENDENTS`, `dependents` and `dependent_step` for a parent.
+pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
+    let p = cx.p();
+    let e = cx.e;
+    let mut out = TokenStream::new();
+    let enforced: Vec<&crate::ir::Relation> = e
+        .relations
+        .iter()
+        .filter(|r| r.on_delete.enforced())
+        .collect();
+    if !enforced.is_empty() {
+        let mut entries = Vec::new();
+        let mut pushes = Vec::new();
+        for r in &enforced {
+            let rel = r.name.as_str();
+            let parent = last(&r.belongs_to);
+            let a = action(cx, *r.on_delete);
+            entries.push(quote!((#rel, #parent, #a)));
+            let Some(pkeys) = keys_path(&r.belongs_to, r.belongs_to.origin.span()) else {
+                continue;
+            };
+            let reads = Reads::new(cx, &[r.by.as_str()]);
+            let arg = reads.refs[0].arg(&cx.field_type(&r.by));
+            let since = proc_macro2::Literal::u32_unsuffixed(r.since.value);
+            pushes.push(reads.wrap(quote! {
+                __out.push(#p::ParentFact {
+                    relation: #rel,
+                    entity: #parent,
+                    key: #pkeys::record(#arg),
+                    on_delete: #a,
+                    since: #since,
+                });
+            }));
+        }
+        out.extend(quote! {
+            const ENFORCED: &'static [(&'static str, &'static str, #p::OnDelete)] = &[#(#entries),*];
+
+            #[allow(unused_mut)]
+            fn parents(&self) -> ::std::vec::Vec<#p::ParentFact> {
+                let mut __out = ::std::vec::Vec::new();
+                #(#pushes)*
+                __out
+            }
+        });
+    }
+    if e.dependents.is_empty() {
+        return out;
+    }
+    let ids: Vec<&str> = template.placeholders().collect();
+    let [id] = ids.as_slice() else {
+        return out; // E138
+    };
+    let member = ident(id);
+    let arg = Read::Place(quote!(self.#member)).arg(&cx.field_type(id));
+    let mut entries = Vec::new();
+    let mut facts = Vec::new();
+    let mut arms = Vec::new();
+    let mut cascades = Vec::new();
+    for (i, d) in e.dependents.iter().enumerate() {
+        let child = last(&d.entity);
+        let rel = d.relation.as_str();
+        let parent = e.name.as_str();
+        entries.push(quote!((#child, #rel)));
+        let span = d.origin.span();
+        let (Ok(ty), Some(ckeys)) = (
+            syn::parse_str::<syn::Path>(&d.entity),
+            keys_path(&d.entity, span),
+        ) else {
+            continue;
+        };
+        let ty = quote_spanned!(span=> #ty);
+        let (rfn, cfn) = (relation_fn(rel), children_fn(rel));
+        facts.push(quote! {
+            #p::DependentFact {
+                entity: #child,
+                relation: #rel,
+                on_delete: #p::on_delete_of(<#ty as #p::Entity>::ENFORCED, #rel, #parent),
+                collection: #ckeys::#rfn(#arg),
+                children: #ckeys::#cfn(#arg),
+            }
+        });
+        cascades.push(quote! {
+            || ::core::matches!(
+                #p::on_delete_of(<#ty as #p::Entity>::ENFORCED, #rel, #parent),
+                #p::OnDelete::Cascade
+            )
+        });
+        arms.push(quote! {
+            #i => ::std::boxed::Box::pin(#p::cascade_page::<#ty, __S>(__store, __collection, __limit, __delete)),
+        });
+    }
+    out.extend(quote! {
+        const CASCADES: bool = false #(#cascades)*;
+
+        const DEPENDENTS: &'static [(&'static str, &'static str)] = &[#(#entries),*];
+
+        fn dependents(&self) -> ::std::vec::Vec<#p::DependentFact> {
+            ::std::vec![#(#facts),*]
+        }
+
+        fn dependent_step<'__a, __S: #p::Store>(
+            __store: &'__a __S,
+            __dependent: usize,
+            __collection: &'__a str,
+            __limit: usize,
+            __delete: bool,
+        ) -> #p::CascadeFuture<'__a> {
+            match __dependent {
+                #(#arms)*
+                _ => ::std::boxed::Box::pin(async { ::core::result::Result::Ok(0) }),
+            }
+        }
+    });
+    out
+}
+
+/// The compile-time checks that parent and child agree: a child's
+/// enforcing relation is listed by its parent, and a parent's dependent is
+/// a relation of the child to it that enforces `on_delete`.
+pub(crate) fn checks(cx: &Ctx<'_>) -> TokenStream {
+    let p = cx.p();
+    let e = cx.e;
+    let child = e.name.as_str();
+    let mut out = Vec::new();
+    for r in e.relations.iter().filter(|r| r.on_delete.enforced()) {
+        let Ok(parent) = syn::parse_str::<syn::Path>(&r.belongs_to) else {
+            continue;
+        };
+        let span = r.on_delete.origin.span();
+        let rel = r.name.as_str();
+        let msg = format!(
+            "`{child}` relation `{rel}` has `on_delete = {}`, so `{}` must name it: add `#[kv(dependent(entity = {child}, relation = {rel}))]` to `{}`",
+            *r.on_delete,
+            last(&r.belongs_to),
+            last(&r.belongs_to)
+        );
+        out.push(quote_spanned! {span=>
+            const _: () = ::core::assert!(
+                #p::names_dependent(<#parent as #p::Entity>::DEPENDENTS, #child, #rel),
+                #msg
+            );
+        });
+    }
+    for d in &e.dependents {
+        let Ok(ty) = syn::parse_str::<syn::Path>(&d.entity) else {
+            continue;
+        };
+        let span = d.origin.span();
+        let rel = d.relation.as_str();
+        let c = last(&d.entity);
+        let msg = format!(
+            "`{}` names the dependent `{c}` relation `{rel}`, but `{c}` has no relation `{rel}` to `{}` with `on_delete = restrict` or `cascade`: declare `on_delete` on that relation, or remove this `dependent(…)`",
+            *e.name, *e.name
+        );
+        let parent = e.name.as_str();
+        out.push(quote_spanned! {span=>
+            const _: () = ::core::assert!(
+                #p::on_delete_of(<#ty as #p::Entity>::ENFORCED, #rel, #parent).enforced(),
+                #msg
+            );
+        });
+    }
+    quote!(#(#out)*)
+}
