@@ -1,0 +1,313 @@
+//! `RedbStore`: the embedded default, one file, ACID.
+//!
+//! Layout: table `kv` maps a key to an 8-byte big-endian expiry (ms since the
+//! epoch, 0 = none) followed by the value; table `members` holds sorted
+//! collections as composite keys `(collection, entry)`; table `set_ttl` holds the
+//! expiry of collections that have one. Expired data is absent to reads and
+//! conditions and is removed when a later commit touches it.
+//!
+//! The store is split by concern: this module opens the file and serves the
+//! [`Store`] contract, `read` holds the read transactions (lookups, pages,
+//! counts, scans) and `write` the write transaction that checks and applies a
+//! batch.
+
+mod read;
+mod write;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use redb::{Database, ReadableTableMetadata, TableDefinition};
+
+use crate::error::{Error, Result};
+use crate::store::batch::{Batch, Outcome, Planned};
+use crate::store::clock::{Clock, SystemClock};
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic};
+
+use self::read::read_live;
+use self::write::Writer;
+
+const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
+const MEMBERS: TableDefinition<'_, (&str, &[u8]), ()> = TableDefinition::new("members");
+const SET_TTL: TableDefinition<'_, &str, u64> = TableDefinition::new("set_ttl");
+
+fn err(context: &'static str) -> impl Fn(redb::Error) -> Error {
+    move |e| Error::backend("redb", context, e)
+}
+
+fn e<E: Into<redb::Error>>(context: &'static str) -> impl Fn(E) -> Error {
+    move |x| err(context)(x.into())
+}
+
+/// The embedded file store. Cheap to clone; clones share one open database.
+///
+/// ```no_run
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// let store = kvmodel_runtime::RedbStore::open("app.redb")?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedbStore {
+    db: Arc<Database>,
+    clock: Arc<dyn Clock>,
+    /// Whether any collection ever had an expiry; until then the `set_ttl`
+    /// table is not opened at all, which saves a table open per call.
+    collection_ttls: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore").finish_non_exhaustive()
+    }
+}
+
+fn split_value(raw: &[u8]) -> Option<(u64, &[u8])> {
+    let (head, rest) = raw.split_first_chunk::<8>()?;
+    Some((u64::from_be_bytes(*head), rest))
+}
+
+fn join_value(expiry: u64, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + value.len());
+    out.extend_from_slice(&expiry.to_be_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+fn live(expiry: u64, now: u64) -> bool {
+    expiry == 0 || expiry > now
+}
+
+/// The live value in a raw `kv` cell. The clock is read only for values
+/// that have an expiry.
+fn live_value(key: &str, raw: &[u8], now: impl Fn() -> u64) -> Result<Option<Vec<u8>>> {
+    let (exp, v) = split_value(raw)
+        .ok_or_else(|| Error::decode(key, "the redb cell is shorter than its header", None))?;
+    Ok((exp == 0 || exp > now()).then(|| v.to_vec()))
+}
+
+/// The upper bound of every entry of collection `c`: `(c\0, [])`.
+fn after_collection(c: &str) -> String {
+    let mut s = String::with_capacity(c.len() + 1);
+    s.push_str(c);
+    s.push('\0');
+    s
+}
+impl RedbStore {
+    /// Opens (or creates) the database file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        RedbStore::open_with_clock(path, SystemClock)
+    }
+
+    /// Opens the database with a custom clock (for TTL tests).
+    ///
+    /// A file that exists but is empty, or is not a redb database, or is
+    /// damaged so that redb cannot read it, is an error that names the
+    /// file; nothing is written to it.
+    pub fn open_with_clock(path: impl AsRef<Path>, clock: impl Clock) -> Result<Self> {
+        let path = path.as_ref();
+        let failed =
+            |detail: String| Error::backend("redb", format!("open `{}`", path.display()), detail);
+        // redb would start a new database in an empty file: an empty file
+        // where a store is expected is more likely a truncated store.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(failed(
+                "the file is empty, so it is not a kvmodel store (a store file is never empty): \
+                 if it was truncated, restore it from a backup; to start a new store, remove it"
+                    .into(),
+            ));
+        }
+        // A damaged file can make redb panic while it reads its pages; that
+        // panic is reported as the damage it is.
+        let opened = std::panic::catch_unwind(|| -> Result<(Database, bool)> {
+            let db =
+                Database::create(path).map_err(|x| failed(redb::Error::from(x).to_string()))?;
+            let txn = db.begin_write().map_err(e("begin a write transaction"))?;
+            let collection_ttls = {
+                txn.open_table(KV).map_err(e("create table kv"))?;
+                txn.open_table(MEMBERS).map_err(e("create table members"))?;
+                let ttl = txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
+                !ttl.is_empty().map_err(e("read table set_ttl"))?
+            };
+            txn.commit().map_err(e("commit table creation"))?;
+            Ok((db, collection_ttls))
+        });
+        let (db, collection_ttls) = match opened {
+            Ok(opened) => opened?,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("no detail");
+                return Err(failed(format!(
+                    "the file is damaged: redb could not read it ({why}); restore it from a backup"
+                )));
+            }
+        };
+        Ok(RedbStore {
+            db: Arc::new(db),
+            clock: Arc::new(clock),
+            collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
+        })
+    }
+
+    /// The underlying database, for benchmarks that compare raw redb code
+    /// with the store on the very same file. Writing to kvmodel's tables
+    /// through it bypasses every guarantee.
+    #[doc(hidden)]
+    pub fn __database(&self) -> &Database {
+        &self.db
+    }
+
+    fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_write()
+            .map_err(e("begin a write transaction"))?;
+        let outcome = Writer::open(&txn, self, now)?.commit_batch(&batch)?;
+        if outcome.is_applied() {
+            txn.commit().map_err(e("commit a batch"))?;
+        }
+        // Otherwise dropping the transaction aborts it: nothing is written.
+        Ok(outcome)
+    }
+
+    /// Reads `keys`, plans and commits in one write transaction: nothing
+    /// can change what was read before the commit.
+    fn commit_after_read_blocking<T>(
+        &self,
+        keys: &[String],
+        plan: impl FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>>,
+    ) -> Result<(Outcome, T)> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_write()
+            .map_err(e("begin a write transaction"))?;
+        let (outcome, t) = {
+            let mut w = Writer::open(&txn, self, now)?;
+            let values = keys.iter().map(|k| w.get(k)).collect::<Result<Vec<_>>>()?;
+            match plan(values, now)? {
+                // Dropping the transaction aborts it.
+                Planned::Skip(t) => return Ok((Outcome::Applied, t)),
+                Planned::Commit(batch, t) => (w.commit_batch(&batch)?, t),
+            }
+        };
+        if outcome.is_applied() {
+            txn.commit().map_err(e("commit a batch"))?;
+        }
+        Ok((outcome, t))
+    }
+
+    /// Runs blocking work without stalling the async runtime: in place on a
+    /// multi-threaded runtime (tokio moves other tasks off this worker), on
+    /// the blocking pool on a current-thread runtime, directly outside tokio.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(RedbStore) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let this = self.clone();
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(move || f(this))
+            }
+            Ok(h) => h
+                .spawn_blocking(move || f(this))
+                .await
+                .map_err(|j| Error::backend("redb", "run a blocking write", j))?,
+            Err(_) => f(this),
+        }
+    }
+}
+
+impl Store for RedbStore {
+    fn backend(&self) -> &'static str {
+        "redb"
+    }
+
+    async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        self.blocking(move |s| s.commit_blocking(batch)).await
+    }
+
+    // Reads are served from redb's page cache in microseconds; handing them
+    // to the blocking pool would cost more than it saves.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        read_live(&self.kv_reader()?, key, || self.clock.now_ms())
+    }
+
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let kv = self.kv_reader()?;
+        keys.iter()
+            .map(|k| read_live(&kv, k, || self.clock.now_ms()))
+            .collect()
+    }
+
+    async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
+        self.range_now(key, &req)
+    }
+
+    async fn range_values(
+        &self,
+        key: &str,
+        req: RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        self.range_values_now(key, &req)
+    }
+
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
+        self.get_via_now(key)
+    }
+
+    /// One write transaction for read, plan and commit, except on a
+    /// current-thread runtime, where the write goes to the blocking pool
+    /// (which needs a `'static` plan) and the optimistic protocol applies.
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.commit_after_read_blocking(keys, plan))
+            }
+            Ok(_) => commit_after_read_optimistic(self, keys, plan).await,
+            Err(_) => self.commit_after_read_blocking(keys, plan),
+        }
+    }
+
+    async fn collection_len(&self, key: &str) -> Result<u64> {
+        self.collection_len_now(key)
+    }
+
+    async fn now_ms(&self) -> Result<u64> {
+        Ok(self.clock.now_ms())
+    }
+
+    async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
+        let after = match cursor {
+            Some(c) => Some(String::from_utf8(c).map_err(|_| Error::InvalidCursor {
+                reason: "it is not a key of this store".to_owned(),
+            })?),
+            None => None,
+        };
+        self.scan_now(prefix, after.as_deref(), count)
+    }
+
+    async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
+        let kv = self.kv_reader()?;
+        let Some(raw) = kv.get(key).map_err(e("read a value"))? else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        Ok(match split_value(raw.value()) {
+            Some((exp, _)) if exp != 0 && exp > now => {
+                Some(std::time::Duration::from_millis(exp - now))
+            }
+            _ => None,
+        })
+    }
+}

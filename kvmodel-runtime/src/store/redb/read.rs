@@ -1,0 +1,247 @@
+//! The read transactions of [`RedbStore`]: point lookups, pages of a
+//! collection with the values they name, counts and maintenance scans.
+
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
+
+use super::{KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, live, live_value, split_value};
+use crate::error::Result;
+use crate::store::{
+    Direction, RangeRequest, RangeResult, ScanPage, Via, entry_bounds, member_keys,
+    page_from_entries, scan_count, scan_page,
+};
+
+impl RedbStore {
+    /// The `kv` table in a fresh read transaction.
+    pub(super) fn kv_reader(&self) -> Result<redb::ReadOnlyTable<&'static str, &'static [u8]>> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        txn.open_table(KV).map_err(e("open table kv"))
+    }
+
+    /// Whether collection `key` has an expiry that has passed (only looked
+    /// up once some collection has an expiry).
+    pub(super) fn collection_expired(
+        &self,
+        txn: &ReadTransaction,
+        key: &str,
+        now: u64,
+    ) -> Result<bool> {
+        if !self.collection_ttls.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let ttl = txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?;
+        let expiry = ttl.get(key).map_err(e("read a collection expiry"))?;
+        Ok(expiry.is_some_and(|exp| !live(exp.value(), now)))
+    }
+
+    /// A page of collection `key` in the read transaction `txn`.
+    pub(super) fn range_in(
+        &self,
+        txn: &ReadTransaction,
+        key: &str,
+        req: &RangeRequest,
+        now: u64,
+    ) -> Result<RangeResult> {
+        if self.collection_expired(txn, key, now)? {
+            return Ok(RangeResult::default());
+        }
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let (lo, hi) = entry_bounds(req);
+        let end = after_collection(key);
+        let lo: Bound<(&str, &[u8])> = match &lo {
+            Bound::Unbounded => Bound::Included((key, &[][..])),
+            Bound::Included(b) => Bound::Included((key, b.as_slice())),
+            Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
+        };
+        let hi: Bound<(&str, &[u8])> = match &hi {
+            Bound::Unbounded => Bound::Excluded((end.as_str(), &[][..])),
+            Bound::Included(b) => Bound::Included((key, b.as_slice())),
+            Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
+        };
+        if crate::store::bounds_empty(&lo, &hi) {
+            return Ok(RangeResult::default());
+        }
+        let iter = members
+            .range::<(&str, &[u8])>((lo, hi))
+            .map_err(e("scan a collection"))?;
+        let take = req.limit.saturating_add(1);
+        let mut entries = Vec::with_capacity(take.min(1024));
+        let mut push = |item: RangeItem<'_>| -> Result<()> {
+            let (k, _) = item.map_err(e("scan a collection"))?;
+            entries.push(k.value().1.to_vec());
+            Ok(())
+        };
+        match req.direction {
+            Direction::Ascending => iter.take(take).try_for_each(&mut push)?,
+            Direction::Descending => iter.rev().take(take).try_for_each(&mut push)?,
+        }
+        page_from_entries(entries, req.limit)
+    }
+
+    pub(super) fn begin_read(&self) -> Result<ReadTransaction> {
+        self.db.begin_read().map_err(e("begin a read transaction"))
+    }
+
+    pub(super) fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
+        let now = self.clock.now_ms();
+        self.range_in(&self.begin_read()?, key, req, now)
+    }
+
+    /// A page of collection `key` and the values its members name, in one
+    /// read transaction.
+    pub(super) fn range_values_now(
+        &self,
+        key: &str,
+        req: &RangeRequest,
+    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        let now = self.clock.now_ms();
+        let txn = self.begin_read()?;
+        let range = self.range_in(&txn, key, req, now)?;
+        if range.members.is_empty() {
+            return Ok((range, Vec::new()));
+        }
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        let values = member_keys(&range)
+            .into_iter()
+            .map(|k| match k {
+                Some(k) => read_live(&kv, k, || now),
+                None => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        Ok((range, values))
+    }
+
+    /// The value at `key` and the value at the key it holds, in one read
+    /// transaction.
+    pub(super) fn get_via_now(&self, key: &str) -> Result<Option<Via>> {
+        let kv = self.kv_reader()?;
+        let now = || self.clock.now_ms();
+        let Some(pointer) = read_live(&kv, key, now)? else {
+            return Ok(None);
+        };
+        let target = match std::str::from_utf8(&pointer) {
+            Ok(k) => read_live(&kv, k, now)?,
+            Err(_) => None,
+        };
+        Ok(Some((pointer, target)))
+    }
+
+    /// The number of live members of collection `key`: a walk of its keys
+    /// in the B-tree, without reading any value.
+    pub(super) fn collection_len_now(&self, key: &str) -> Result<u64> {
+        let now = self.clock.now_ms();
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        if self.collection_expired(&txn, key, now)? {
+            return Ok(0);
+        }
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let end = after_collection(key);
+        let mut n = 0u64;
+        for item in members
+            .range::<(&str, &[u8])>((key, &[][..])..(end.as_str(), &[][..]))
+            .map_err(e("count a collection"))?
+        {
+            item.map_err(e("count a collection"))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Up to `count + 1` live keys under `prefix` past `after`, from both the
+    /// value table and the collections, merged in byte order.
+    pub(super) fn scan_now(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        count: usize,
+    ) -> Result<ScanPage> {
+        let now = self.clock.now_ms();
+        let count = scan_count(count);
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(e("begin a read transaction"))?;
+        let start = match after {
+            Some(a) if a >= prefix => a,
+            _ => prefix,
+        };
+        let past = |k: &str| after.is_none_or(|a| k > a);
+        let mut keys = Vec::new();
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        for item in kv.range::<&str>(start..).map_err(e("scan keys"))? {
+            let (k, v) = item.map_err(e("scan keys"))?;
+            let k = k.value();
+            if !k.starts_with(prefix) || keys.len() > count {
+                break;
+            }
+            let expiry = split_value(v.value()).map_or(0, |(exp, _)| exp);
+            if past(k) && live(expiry, now) {
+                keys.push(k.to_owned());
+            }
+        }
+        let ttls = if self.collection_ttls.load(Ordering::Acquire) {
+            Some(txn.open_table(SET_TTL).map_err(e("open table set_ttl"))?)
+        } else {
+            None
+        };
+        let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
+        let mut from = start.to_owned();
+        let mut collections = 0;
+        while collections <= count {
+            let next = members
+                .range::<(&str, &[u8])>((from.as_str(), &[][..])..)
+                .map_err(e("scan collections"))?
+                .next();
+            let Some(item) = next else { break };
+            let (k, _) = item.map_err(e("scan collections"))?;
+            let name = k.value().0.to_owned();
+            if !name.starts_with(prefix) {
+                break;
+            }
+            from = after_collection(&name);
+            let expired = match &ttls {
+                Some(t) => t
+                    .get(name.as_str())
+                    .map_err(e("read a collection expiry"))?
+                    .is_some_and(|exp| !live(exp.value(), now)),
+                None => false,
+            };
+            if past(&name) && !expired {
+                keys.push(name);
+                collections += 1;
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        keys.truncate(count + 1);
+        Ok(scan_page(keys, count))
+    }
+}
+
+type RangeItem<'a> = std::result::Result<
+    (
+        redb::AccessGuard<'a, (&'a str, &'a [u8])>,
+        redb::AccessGuard<'a, ()>,
+    ),
+    redb::StorageError,
+>;
+
+/// The live value at `key` in a `kv` table (read-only or in a write
+/// transaction); the clock is read only for values that expire.
+pub(super) fn read_live<T>(kv: &T, key: &str, now: impl Fn() -> u64) -> Result<Option<Vec<u8>>>
+where
+    T: ReadableTable<&'static str, &'static [u8]>,
+{
+    match kv.get(key).map_err(e("read a value"))? {
+        Some(raw) => live_value(key, raw.value(), now),
+        None => Ok(None),
+    }
+}
