@@ -49,3 +49,19 @@ fn tells_what_a_change_of_on_delete_does_to_stored_data() {
     insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
     assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
 }
+
+/// A link added starts empty (safe); its far entity or far-side name
+/// changed breaks what is stored; one removed leaves its entries behind.
+#[test]
+fn tells_what_a_change_of_links_does_to_stored_links() {
+    let (old, new) = (load("links_old.yaml"), load("links_new.yaml"));
+    let changes = kvmodel_build::diff::diff(&old, &new);
+    insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
+    let breaking = changes
+        .iter()
+        .filter(|c| c.impact == kvmodel_build::diff::Impact::Breaking)
+        .count();
+    assert_eq!(breaking, 2, "{changes:?}");
+    assert_eq!(changes.len(), 4, "a description changes nothing stored");
+    assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
+}

@@ -10,7 +10,8 @@ use std::fmt;
 
 use kvmodel_codegen::Sp;
 use kvmodel_codegen::ir::{
-    Compress, Counter, Entity, Field, FieldExpr, Index, Model, Normalize, OnDelete, Relation, Ttl,
+    Compress, Counter, Entity, Field, FieldExpr, Index, Link, Model, Normalize, OnDelete, Relation,
+    Ttl,
 };
 use kvmodel_codegen::vocab;
 
@@ -219,6 +220,57 @@ fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>
     for x in &new.relations {
         if let Some(o) = old.relations.iter().find(|o| *o.name == *x.name) {
             on_delete_change(name, o, x, out);
+        }
+    }
+    link_changes(name, &old.links, &new.links, out);
+}
+
+/// What a change of `links:` does. A link's entries are written only by
+/// `link_*`, so a new link starts empty and needs no migration; its name
+/// on either side and its far entity are in the keys of what is stored.
+fn link_changes(name: &str, old: &[Link], new: &[Link], out: &mut Vec<Change>) {
+    for x in new {
+        let Some(o) = old.iter().find(|o| *o.name == *x.name) else {
+            push(
+                out,
+                Impact::Safe,
+                format!(
+                    "{name}: new link `{}` to `{}`; it starts with no links, and no stored record needs an entry",
+                    *x.name, *x.to
+                ),
+            );
+            continue;
+        };
+        if *o.to != *x.to {
+            push(
+                out,
+                Impact::Breaking,
+                format!(
+                    "{name}: link `{}` now goes to `{}` instead of `{}`; its stored entries hold keys of `{}` records, which listings would read as `{}`: unlink them all first, or declare a new link",
+                    *x.name, *x.to, *o.to, *o.to, *x.to
+                ),
+            );
+        } else if *o.inverse != *x.inverse {
+            push(
+                out,
+                Impact::Breaking,
+                format!(
+                    "{name}: link `{}`'s far side renamed from `{}` to `{}`; the far records' link collections and counts are stored under the old name, so `list_{}` and `count_{}` would miss every link made so far (keep the old name)",
+                    *x.name, *o.inverse, *x.inverse, *x.inverse, *x.inverse
+                ),
+            );
+        }
+    }
+    for o in old {
+        if !new.iter().any(|x| *x.name == *o.name) {
+            push(
+                out,
+                Impact::Safe,
+                format!(
+                    "{name}: link `{}` removed; its stored link collections, counts and edges are left behind (a record's delete still removes its own, which its link registry names)",
+                    *o.name
+                ),
+            );
         }
     }
 }
