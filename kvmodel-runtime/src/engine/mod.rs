@@ -9,6 +9,7 @@
 mod api;
 pub mod cost;
 pub mod def;
+mod delete;
 pub mod entity;
 pub mod expiry;
 pub mod ledger;
