@@ -5,6 +5,7 @@
 //! positions as text ([`hex`]).
 
 pub mod compress;
+mod finite;
 pub mod hex;
 pub mod key;
 pub mod migrate;

@@ -15,7 +15,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::codec::compress;
+use crate::codec::{compress, finite};
 use crate::error::{Error, Result};
 
 /// Largest encoded record accepted (Redis's own limit is 512 MiB); an
@@ -57,6 +57,15 @@ pub fn encode<T: Serialize + ?Sized>(
             out.extend_from_slice(JSON_DATA);
             serde_json::to_writer(&mut out, value).map_err(|e| enc_err(e.to_string()))?;
             out.push(b'}');
+            // serde_json writes NaN and infinity as `null`, which no float
+            // reads back: refuse the write rather than store it.
+            if out.windows(4).any(|w| w == b"null")
+                && let Some(at) = finite::non_finite(value)
+            {
+                return Err(enc_err(format!(
+                    "`{at}` is NaN or infinite, which JSON cannot hold (it would be stored as null and never read back); keep it finite, or store the entity as MessagePack (`encoding: msgpack`)"
+                )));
+            }
             out
         }
         Encoding::MsgPack => {
