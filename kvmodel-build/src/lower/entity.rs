@@ -102,11 +102,13 @@ impl Lower<'_> {
     fn index(&mut self, name: Sp<String>, body: &Node) -> Option<Index> {
         let mut ix = Index::new(name);
         let what = format!("index `{}`", *ix.name);
+        let mut refused = false;
         for (k, v) in self.entries(body, &described(INDEX_KEYS), &what) {
             match k.value.as_str() {
                 "description" => ix.description = self.read().description(v),
                 "fields" => {
                     ix.fields = self.read().field_exprs(v, "`fields`");
+                    refused |= lost_items(v, ix.fields.len());
                 }
                 "unique" => ix.unique = self.read().boolean(v, "`unique`").unwrap_or(false),
                 "normalize" => ix.normalize = self.read().word(v, "`normalize`"),
@@ -117,16 +119,22 @@ impl Lower<'_> {
                 _ => {}
             }
         }
-        Some(ix)
+        // An index whose fields were refused (and reported) is left out, so
+        // that no follow-on error says it has none.
+        (!refused).then_some(ix)
     }
 
     fn counter(&mut self, name: Sp<String>, body: &Node) -> Option<Counter> {
         let mut c = Counter::new(name);
         let what = format!("counter `{}`", *c.name);
+        let mut refused = false;
         for (k, v) in self.entries(body, &described(COUNTER_KEYS), &what) {
             match k.value.as_str() {
                 "description" => c.description = self.read().description(v),
-                "group_by" => c.group_by = self.read().field_exprs(v, "`group_by`"),
+                "group_by" => {
+                    c.group_by = self.read().field_exprs(v, "`group_by`");
+                    refused |= lost_items(v, c.group_by.len());
+                }
                 "sum" => c.sum = self.read().name(v, "`sum`"),
                 "shards" => c.shards = self.read().bounded(v, "`shards`", 2, vocab::MAX_SHARDS),
                 "since" => c.since = self.since(v),
@@ -134,7 +142,8 @@ impl Lower<'_> {
                 _ => {}
             }
         }
-        Some(c)
+        // Left out when a group was refused: it is no ungrouped counter.
+        (!refused).then_some(c)
     }
 
     fn relation(&mut self, name: Sp<String>, body: &Node) -> Option<Relation> {
@@ -304,4 +313,14 @@ impl Lower<'_> {
         }
         out
     }
+}
+
+/// Whether reading the list (or single item) `v` kept fewer than it holds:
+/// an item was refused, with an error of its own.
+fn lost_items(v: &Node, kept: usize) -> bool {
+    let given = match &v.value {
+        Value::List(items) => items.len(),
+        _ => 1,
+    };
+    kept < given
 }

@@ -50,15 +50,19 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
     let mut ix = Index::new(Sp::new(String::new(), Origin::Span(span)));
     let mut name = None;
     let mut keys = Keys::new(&["name"], vocab::INDEX_KEYS);
+    // A refused field was reported: no follow-on error about the rest.
+    let mut refused = false;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
             "fields" => {
                 let items = value::list(&m)?;
+                let given = items.len();
                 ix.fields = items
                     .into_iter()
                     .filter_map(|v| r.field_expr(&v, "`fields`"))
                     .collect();
+                refused |= ix.fields.len() < given;
             }
             "unique" => ix.unique = true,
             "allow" => ix.allow = allow(&m, r)?,
@@ -79,7 +83,7 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
         return Ok(None);
     };
     ix.name = name;
-    Ok(Some(ix))
+    Ok((!refused).then_some(ix))
 }
 
 pub(super) fn counter(
@@ -90,15 +94,19 @@ pub(super) fn counter(
     let mut c = Counter::new(Sp::new(String::new(), Origin::Span(span)));
     let mut name = None;
     let mut keys = Keys::new(&["name"], vocab::COUNTER_KEYS);
+    // A refused group was reported: it is no ungrouped counter.
+    let mut refused = false;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
             "group_by" => {
                 let items = value::list(&m)?;
+                let given = items.len();
                 c.group_by = items
                     .into_iter()
                     .filter_map(|v| r.field_expr(&v, "`group_by`"))
                     .collect();
+                refused |= c.group_by.len() < given;
             }
             "sum" => c.sum = r.name(&value::parse(m.value()?)?, "`sum`"),
             "allow" => c.allow = allow(&m, r)?,
@@ -119,7 +127,7 @@ pub(super) fn counter(
         return Ok(None);
     };
     c.name = name;
-    Ok(Some(c))
+    Ok((!refused).then_some(c))
 }
 
 pub(super) fn relation(
