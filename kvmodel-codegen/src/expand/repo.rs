@@ -161,7 +161,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     );
     let a_name = crate::vocab::a(&format!("`{ename}`"));
     let modify_doc = format!(
-        " Reads {a_name}, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once)."
+        " Reads {a_name}, applies `f` and writes it back atomically, retrying if another writer changed it meanwhile (`f` may run more than once).\n\n On the in-memory and embedded (redb) stores `f` runs inside the store's write transaction, which holds off every other write to the store: keep it short (no I/O, no waiting)."
     );
     let exists_doc = format!(" Whether {a_name} is stored under this key (one read).");
     let count_all_doc = format!(
@@ -174,7 +174,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         " Stores new `{ename}` records in one commit, all or none: a stored or repeated key or a taken or repeated unique value fails the whole batch with `Error::Bulk`, naming the record."
     );
     let try_modify_doc = format!(
-        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into the closure's error type (which implements `From<Error>`); `f` may run more than once."
+        " Like `modify`, but `f` may refuse the change: its error is returned and nothing is written to this `{ename}`. Store errors come back converted into the closure's error type (which implements `From<Error>`); `f` may run more than once. Like `modify`, `f` runs inside the write transaction on the in-memory and embedded stores."
     );
     let delete_doc = format!(
         " Deletes {a_name} with its index entries and counter contributions; `false` if it did not exist."
