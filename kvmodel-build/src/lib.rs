@@ -66,17 +66,22 @@ impl Schema {
             .any(|d| d.severity == Severity::Warning)
     }
 
-    /// Each warning on one line (`file:line:col: warning[W…]: …`), as a
-    /// build script passes it to `cargo:warning=`.
+    /// Each warning on one line (`file:line:col: warning[W…]: …`), followed
+    /// by its help on a line of its own (`  help: …`), as a build script
+    /// passes them to `cargo:warning=`.
     pub fn warning_lines(&self) -> Vec<String> {
         self.diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Warning)
-            .filter_map(|d| {
-                render(d, &self.source, false)
+            .flat_map(|d| {
+                let head = render(d, &self.source, false)
                     .lines()
                     .next()
-                    .map(str::to_owned)
+                    .map(str::to_owned);
+                // The help (with the `allow` that silences it) on a line
+                // of its own: Cargo shows each `cargo:warning` as one line.
+                let help = d.help.as_ref().map(|h| format!("  help: {h}"));
+                head.into_iter().chain(help)
             })
             .collect()
     }

@@ -153,8 +153,9 @@ fn builder_passes_warnings_to_cargo() {
                 "cargo:warning={}:4:3: warning[W004]: `Session` looks like short-lived data but has no `ttl`, so its records are never removed",
                 schema.display()
             ),
+            "cargo:warning=  help: add `ttl: { after: 30m, jitter: 10% }` (or the lifetime it needs); if this is intended, add `allow: [W004]` to the entity".to_owned(),
         ],
-        "one warning, for the entity that does not allow it:\n{stdout}"
+        "one warning with its help, for the entity that does not allow it:\n{stdout}"
     );
 }
 
