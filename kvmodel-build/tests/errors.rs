@@ -54,16 +54,22 @@ fn huge_key_template_reports_its_keys() {
 }
 
 #[test]
-fn build_scripts_get_each_warning_on_one_line() {
+fn build_scripts_get_each_warning_on_one_line_and_its_help_on_the_next() {
     let source = "kvmodel: 1\nnamespace: app\nentities:\n  Session:\n    key: \"session:{id}\"\n    fields: { id: string }\n";
     let schema = kvmodel_build::load("app.yaml", source);
     assert!(!schema.has_errors());
     let lines = schema.warning_lines();
-    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
         lines[0].starts_with("app.yaml:4:3: warning[W004]: `Session` looks like short-lived data"),
         "{}",
         lines[0]
+    );
+    assert!(
+        lines[1].starts_with("  help: add `ttl:")
+            && lines[1].ends_with("add `allow: [W004]` to the entity"),
+        "{}",
+        lines[1]
     );
 }
 
