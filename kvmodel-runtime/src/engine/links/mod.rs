@@ -132,18 +132,21 @@ pub struct Registry {
 impl Registry {
     /// Reads a stored registry.
     pub fn read(key: &str, bytes: &[u8]) -> Result<Registry> {
-        serde_json::from_slice(bytes).map_err(|e| {
-            Error::decode(
-                key,
-                "it is not a link registry; `kvmodel reconcile` rebuilds it",
-                Some(Box::new(e)),
-            )
-        })
+        read_json(
+            key,
+            bytes,
+            "it is not a link registry; `kvmodel reconcile` rebuilds it",
+        )
     }
 
     fn bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).unwrap_or_default()
     }
+}
+
+/// A registry or an edge as stored (JSON); `what` says what else it is.
+fn read_json<T: serde::de::DeserializeOwned>(key: &str, bytes: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::decode(key, what, Some(Box::new(e))))
 }
 
 /// What an edge holds: the incarnations of the two records it was written
@@ -171,13 +174,11 @@ pub struct EdgeValue {
 impl EdgeValue {
     /// Reads a stored edge.
     pub fn read(key: &str, bytes: &[u8]) -> Result<EdgeValue> {
-        serde_json::from_slice(bytes).map_err(|e| {
-            Error::decode(
-                key,
-                "it is not a link edge; `kvmodel reconcile` removes it",
-                Some(Box::new(e)),
-            )
-        })
+        read_json(
+            key,
+            bytes,
+            "it is not a link edge; `kvmodel reconcile` removes it",
+        )
     }
 
     fn bytes(&self) -> Vec<u8> {
