@@ -86,4 +86,9 @@ mod defaults {
     async fn range_values_by_default_ranges_then_reads() {
         conformance::range_values_reads_each_members_value(&plain()).await;
     }
+
+    #[tokio::test]
+    async fn range_values_with_by_default_reads_range_values() {
+        conformance::range_values_with_lends_each_members_value(&plain()).await;
+    }
 }

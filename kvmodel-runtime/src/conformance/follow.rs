@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::Harness;
 use crate::error::Error;
 use crate::store::batch::{Batch, Outcome, Planned};
-use crate::store::{Direction, RangeRequest, Store};
+use crate::store::{Direction, Member, RangeRequest, Store};
 
 fn put(b: &mut Batch, k: &str, v: &[u8]) {
     b.put(k, v.to_vec(), None);
@@ -220,4 +220,72 @@ pub async fn range_values_reads_each_members_value<H: Harness>(h: &H) {
         .await
         .unwrap();
     assert!(empty.members.is_empty() && values.is_empty());
+}
+
+/// `range_values_with` hands `read` each member of the page with the value
+/// `range_values` returns for it, in member order, and returns the same
+/// page: in both directions, across a cursor, for a page that ends exactly
+/// at the last member (no cursor) and for a page of no members.
+pub async fn range_values_with_lends_each_members_value<H: Harness>(h: &H) {
+    let s = h.store();
+    let c = h.key("rvw:set");
+    let names: Vec<Vec<u8>> = vec![
+        h.key("rvw:a").into_bytes(),
+        h.key("rvw:gone").into_bytes(),
+        vec![0xff, 0x00, 0x01],
+        h.key("rvw:b").into_bytes(),
+    ];
+    let mut b = Batch::new();
+    for (i, n) in names.iter().enumerate() {
+        b.add(&c, vec![i as u8, 0], n.clone());
+    }
+    put(&mut b, &h.key("rvw:a"), b"A");
+    put(&mut b, &h.key("rvw:b"), b"B");
+    assert!(s.commit(b).await.unwrap().is_applied());
+
+    let lend = |m: &Member, v: Option<&[u8]>| (m.member.clone(), v.map(<[u8]>::to_vec));
+    for direction in [Direction::Ascending, Direction::Descending] {
+        for limit in [0, 1, 3, 4, 10] {
+            let mut req = RangeRequest::all(limit);
+            req.direction = direction;
+            let mut pages = 0;
+            loop {
+                let (range, values) = s.range_values(&c, req.clone()).await.unwrap();
+                let (lent_range, lent) = s.range_values_with(&c, req.clone(), lend).await.unwrap();
+                assert_eq!(lent_range, range, "{direction:?}, limit {limit}");
+                let want: Vec<_> = range
+                    .members
+                    .iter()
+                    .map(|m| m.member.clone())
+                    .zip(values)
+                    .collect();
+                assert_eq!(lent, want, "{direction:?}, limit {limit}");
+                assert!(range.members.len() <= limit);
+                pages += 1;
+                match range.next {
+                    Some(next) => req.after = Some(next),
+                    None => break,
+                }
+            }
+            let want_pages = match limit {
+                0 => 1,
+                l => 4usize.div_ceil(l),
+            };
+            assert_eq!(pages, want_pages, "{direction:?}, limit {limit}");
+        }
+    }
+    let (range, lent) = s
+        .range_values_with(&c, RangeRequest::all(4), lend)
+        .await
+        .unwrap();
+    assert_eq!(range.next, None, "a page that ends at the last member");
+    assert_eq!(
+        lent,
+        vec![
+            (names[0].clone(), Some(b"A".to_vec())),
+            (names[1].clone(), None),
+            (names[2].clone(), None),
+            (names[3].clone(), Some(b"B".to_vec())),
+        ]
+    );
 }

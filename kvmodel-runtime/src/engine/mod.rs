@@ -14,6 +14,7 @@ pub mod entity;
 pub mod expiry;
 pub mod ledger;
 pub mod links;
+mod list;
 pub mod maintenance;
 pub mod migrate;
 pub mod on_delete;

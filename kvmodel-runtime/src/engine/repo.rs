@@ -12,9 +12,8 @@ use crate::codec::key::Space;
 use crate::engine::entity::{self, ClaimFact, Entity, Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due_at, move_receipt_in, stored_from};
 use crate::engine::on_delete;
-use crate::engine::page::{ListRequest, Page, PageRequest};
+use crate::engine::page::{Page, PageRequest};
 use crate::engine::shards;
-use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -536,67 +535,6 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let value = entity::decode_at::<E>(key, &bytes)?.1;
         // A claim whose record no longer carries the value is stale: ignore it.
         Ok(value.claims(index, claim_key).then_some(value))
-    }
-
-    /// A page of the sorted collection at `collection`: members are record
-    /// keys, read with the page ([`Store::range_values`]). Each member is checked against the
-    /// record it reaches: a record that is gone, or that (at its stored
-    /// version) no longer derives this collection and sort key, is not
-    /// listed, and its member is removed (conditionally: a record written
-    /// again meanwhile keeps its entry). A record that cannot be decoded is
-    /// reported in [`Page::skipped`] and the listing goes on. A cursor of
-    /// another listing is refused.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
-    pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
-        let (range, values) = self
-            .store
-            .range_values(collection, page.range(collection)?)
-            .await?;
-        let discovery = collection == E::all_key();
-        let keys: Vec<String> = range
-            .members
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-            .collect();
-        let mut items = Vec::with_capacity(values.len());
-        let mut skipped = Vec::new();
-        let mut sweep = Batch::new();
-        for ((key, value), member) in keys.iter().zip(values).zip(&range.members) {
-            let Some(bytes) = value else {
-                sweep.absent(key);
-                sweep.remove(collection, member.sort.clone(), member.member.clone());
-                continue;
-            };
-            let read = entity::decode_at::<E>(key, &bytes).map(|(version, v)| {
-                // Every record of the entity derives its discovery member.
-                let derived = if discovery {
-                    member.sort.is_empty()
-                } else {
-                    v.derives_member(version, collection, &member.sort)
-                };
-                (v, derived)
-            });
-            match read {
-                Ok((value, derived)) => {
-                    if derived && key.as_bytes() == member.member.as_slice() {
-                        items.push(value);
-                    } else {
-                        sweep.equals(key, bytes);
-                        sweep.remove(collection, member.sort.clone(), member.member.clone());
-                    }
-                }
-                Err(e) => skipped.push(Skipped::new(key.clone(), e)),
-            }
-        }
-        if !sweep.is_empty() {
-            // Conditional: a record written again meanwhile keeps its entry.
-            let _ = self.commit(sweep).await?;
-        }
-        Ok(Page {
-            items,
-            next: range.next.map(|p| page.next_cursor(collection, p)),
-            skipped,
-        })
     }
 
     /// A page of every record of the entity (the discovery set, never a scan).

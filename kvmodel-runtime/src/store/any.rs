@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::memory::MemoryStore;
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via};
+use crate::store::{Member, RangeRequest, RangeResult, ScanPage, Store, Via};
 
 /// One of the built-in stores, chosen at run time (for example from a
 /// configuration value): [`Store`] is generic, not `dyn`, so a program that
@@ -246,6 +246,19 @@ impl Store for AnyStore {
         req: RangeRequest,
     ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
         each!(self, s => s.range_values(key, req).await)
+    }
+
+    async fn range_values_with<T, F>(
+        &self,
+        key: &str,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(RangeResult, Vec<T>)>
+    where
+        T: Send,
+        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+    {
+        each!(self, s => s.range_values_with(key, req, read).await)
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {

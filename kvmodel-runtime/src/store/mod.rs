@@ -327,6 +327,34 @@ pub trait Store: Clone + Send + Sync + 'static {
         }
     }
 
+    /// [`range_values`](Store::range_values), handing each member and its
+    /// value to `read` instead of returning the values: an embedded store
+    /// (redb) lends `read` the value where it lies, so a caller that decodes
+    /// each value copies none of them. `read` gets `None` where
+    /// `range_values` has `None`, and the result holds what `read` returned
+    /// for each member, in member order. The default calls `range_values`.
+    fn range_values_with<T, F>(
+        &self,
+        key: &str,
+        req: RangeRequest,
+        mut read: F,
+    ) -> impl Future<Output = Result<(RangeResult, Vec<T>)>> + Send
+    where
+        T: Send,
+        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+    {
+        async move {
+            let (range, values) = self.range_values(key, req).await?;
+            let out = range
+                .members
+                .iter()
+                .zip(values)
+                .map(|(m, v)| read(m, v.as_deref()))
+                .collect();
+            Ok((range, out))
+        }
+    }
+
     /// Maintenance: finishes or undoes the writes a crash left half done
     /// and whose lease has passed, and returns how many. Only a store whose
     /// commit is not one atomic step has any (Redis Cluster, across hash

@@ -23,7 +23,9 @@ use redb::{Database, ReadableTableMetadata, TableDefinition};
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock};
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic};
+use crate::store::{
+    Member, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
+};
 
 use self::read::read_live;
 use self::write::Writer;
@@ -78,12 +80,12 @@ fn live(expiry: u64, now: u64) -> bool {
     expiry == 0 || expiry > now
 }
 
-/// The live value in a raw `kv` cell. The clock is read only for values
-/// that have an expiry.
-fn live_value(key: &str, raw: &[u8], now: impl Fn() -> u64) -> Result<Option<Vec<u8>>> {
+/// The live value in a raw `kv` cell, borrowed from it. The clock is read
+/// only for values that have an expiry.
+fn live_value<'a>(key: &str, raw: &'a [u8], now: impl Fn() -> u64) -> Result<Option<&'a [u8]>> {
     let (exp, v) = split_value(raw)
         .ok_or_else(|| Error::decode(key, "the redb cell is shorter than its header", None))?;
-    Ok((exp == 0 || exp > now()).then(|| v.to_vec()))
+    Ok((exp == 0 || exp > now()).then_some(v))
 }
 
 /// The upper bound of every entry of collection `c`: `(c\0, [])`.
@@ -254,7 +256,20 @@ impl Store for RedbStore {
         key: &str,
         req: RangeRequest,
     ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
-        self.range_values_now(key, &req)
+        self.range_values_with_now(key, &req, |_, v| v.map(<[u8]>::to_vec))
+    }
+
+    async fn range_values_with<T, F>(
+        &self,
+        key: &str,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(RangeResult, Vec<T>)>
+    where
+        T: Send,
+        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+    {
+        self.range_values_with_now(key, &req, read)
     }
 
     async fn get_via(&self, key: &str) -> Result<Option<Via>> {

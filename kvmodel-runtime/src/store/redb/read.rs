@@ -9,8 +9,8 @@ use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 use super::{KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, live, live_value, split_value};
 use crate::error::Result;
 use crate::store::{
-    Direction, RangeRequest, RangeResult, ScanPage, Via, entry_bounds, member_keys,
-    page_from_entries, scan_count, scan_page,
+    Direction, Member, RangeRequest, RangeResult, ScanPage, Via, decode_entry, entry_bounds,
+    scan_count, scan_page,
 };
 
 impl RedbStore {
@@ -70,17 +70,34 @@ impl RedbStore {
             .range::<(&str, &[u8])>((lo, hi))
             .map_err(e("scan a collection"))?;
         let take = req.limit.saturating_add(1);
-        let mut entries = Vec::with_capacity(take.min(1024));
+        // Members are decoded from the borrowed entries; only the last entry
+        // of a full page is copied, as the position to resume from. An
+        // entry that does not decode is left out, as `page_from_entries`
+        // leaves it out.
+        let mut members = Vec::with_capacity(req.limit.min(1024));
+        let mut last = None;
+        let mut seen = 0usize;
         let mut push = |item: RangeItem<'_>| -> Result<()> {
             let (k, _) = item.map_err(e("scan a collection"))?;
-            entries.push(k.value().1.to_vec());
+            seen += 1;
+            if seen > req.limit {
+                return Ok(());
+            }
+            let entry = k.value().1;
+            if seen == req.limit {
+                last = Some(entry.to_vec());
+            }
+            if let Ok(m) = decode_entry(entry) {
+                members.push(m);
+            }
             Ok(())
         };
         match req.direction {
             Direction::Ascending => iter.take(take).try_for_each(&mut push)?,
             Direction::Descending => iter.rev().take(take).try_for_each(&mut push)?,
         }
-        page_from_entries(entries, req.limit)
+        let next = if seen > req.limit { last } else { None };
+        Ok(RangeResult { members, next })
     }
 
     pub(super) fn begin_read(&self) -> Result<ReadTransaction> {
@@ -93,12 +110,15 @@ impl RedbStore {
     }
 
     /// A page of collection `key` and the values its members name, in one
-    /// read transaction.
-    pub(super) fn range_values_now(
+    /// read transaction: `read` gets each member and its live value borrowed
+    /// from the page it lies on, so nothing is copied that `read` does not
+    /// keep.
+    pub(super) fn range_values_with_now<T>(
         &self,
         key: &str,
         req: &RangeRequest,
-    ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
+        mut read: impl FnMut(&Member, Option<&[u8]>) -> T,
+    ) -> Result<(RangeResult, Vec<T>)> {
         let now = self.clock.now_ms();
         let txn = self.begin_read()?;
         let range = self.range_in(&txn, key, req, now)?;
@@ -106,14 +126,18 @@ impl RedbStore {
             return Ok((range, Vec::new()));
         }
         let kv = txn.open_table(KV).map_err(e("open table kv"))?;
-        let values = member_keys(&range)
-            .into_iter()
-            .map(|k| match k {
-                Some(k) => read_live(&kv, k, || now),
-                None => Ok(None),
-            })
-            .collect::<Result<_>>()?;
-        Ok((range, values))
+        let mut out = Vec::with_capacity(range.members.len());
+        for m in &range.members {
+            let Ok(k) = std::str::from_utf8(&m.member) else {
+                out.push(read(m, None));
+                continue;
+            };
+            match kv.get(k).map_err(e("read a value"))? {
+                Some(raw) => out.push(read(m, live_value(k, raw.value(), || now)?)),
+                None => out.push(read(m, None)),
+            }
+        }
+        Ok((range, out))
     }
 
     /// The value at `key` and the value at the key it holds, in one read
@@ -241,7 +265,7 @@ where
     T: ReadableTable<&'static str, &'static [u8]>,
 {
     match kv.get(key).map_err(e("read a value"))? {
-        Some(raw) => live_value(key, raw.value(), now),
+        Some(raw) => Ok(live_value(key, raw.value(), now)?.map(<[u8]>::to_vec)),
         None => Ok(None),
     }
 }
