@@ -67,8 +67,12 @@ types:
 #[test]
 fn every_value_and_description_round_trips() {
     let declared = round_trip(SCHEMA);
-    assert!(declared.contains("/// Accounts of one state.\n#[kv(index(name = by_state"));
-    assert!(declared.contains("/// Notes of an account.\n#[kv(relation(name = account"));
+    // A construct's description goes inside its attribute (onto the
+    // repository methods that read it), not onto the struct's docs.
+    assert!(declared.contains("description = \"Accounts of one state.\""));
+    assert!(!declared.contains("/// Accounts of one state."));
+    assert!(declared.contains("description = \"Notes of an account.\""));
+    assert!(!declared.contains("/// Notes of an account."));
     assert!(declared.contains("/// The id.\n    pub id: String,"));
     assert!(declared.contains("///\n/// It has  two paragraphs, and   spaces.\n"));
 }

@@ -28,8 +28,14 @@ pub struct Actor {
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "activity", key = "event:{id}", max_size = "16KiB")]
 #[kv(index(name = by_subject, fields(subject), order_by = at))]
-/// The events of one subject on one UTC day, oldest first.
-#[kv(index(name = by_subject_day, fields(subject, day(at)), order_by = at))]
+#[kv(
+    index(
+        name = by_subject_day,
+        fields(subject, day(at)),
+        order_by = at,
+        description = "The events of one subject on one UTC day, oldest first."
+    )
+)]
 #[kv(counter(name = per_hour, group_by(hour(at))))]
 #[kv(counter(name = per_kind_per_hour, group_by(kind, hour(at))))]
 #[kv(relation(name = actor, belongs_to = Actor, by = actor_id, order_by = at))]

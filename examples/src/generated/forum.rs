@@ -14,14 +14,14 @@ pub struct Board {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "forum", key = "thread:{id}")]
-/// The threads of a board, newest last; a board with threads cannot be deleted.
 #[kv(
     relation(
         name = board,
         belongs_to = Board,
         by = board_id,
         order_by = created_at,
-        on_delete = "restrict"
+        on_delete = "restrict",
+        description = "The threads of a board, newest last; a board with threads cannot be deleted."
     )
 )]
 #[kv(dependent(entity = Reply, relation = thread))]
@@ -37,14 +37,14 @@ pub struct Thread {
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "forum", key = "reply:{id}")]
 #[kv(counter(name = per_thread, group_by(thread_id)))]
-/// The replies to a thread; deleting the thread deletes them.
 #[kv(
     relation(
         name = thread,
         belongs_to = Thread,
         by = thread_id,
         order_by = at,
-        on_delete = "cascade"
+        on_delete = "cascade",
+        description = "The replies to a thread; deleting the thread deletes them."
     )
 )]
 pub struct Reply {

@@ -31,11 +31,23 @@ pub struct Address {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "shop", key = "user:{id}", version = 2, max_size = "64KiB")]
-/// Finds a user by e-mail, whatever its case.
-#[kv(index(name = by_email, fields(email), unique, normalize = "lowercase"))]
+#[kv(
+    index(
+        name = by_email,
+        fields(email),
+        unique,
+        normalize = "lowercase",
+        description = "Finds a user by e-mail, whatever its case."
+    )
+)]
 #[kv(counter(name = by_status, group_by(status), since = 2))]
-/// New users per UTC day.
-#[kv(counter(name = signups_per_day, group_by(day(created_at))))]
+#[kv(
+    counter(
+        name = signups_per_day,
+        group_by(day(created_at)),
+        description = "New users per UTC day."
+    )
+)]
 #[kv(
     migration(
         from = 1,
@@ -76,8 +88,15 @@ pub struct Product {
 #[kv(namespace = "shop", key = "order:{id}", encoding = "msgpack")]
 #[kv(counter(name = per_user, group_by(user_id)))]
 #[kv(counter(name = revenue_by_day, sum = total_cents, group_by(day(created_at))))]
-/// A user's orders, oldest first.
-#[kv(relation(name = user, belongs_to = User, by = user_id, order_by = created_at))]
+#[kv(
+    relation(
+        name = user,
+        belongs_to = User,
+        by = user_id,
+        order_by = created_at,
+        description = "A user's orders, oldest first."
+    )
+)]
 pub struct Order {
     pub id: String,
     pub user_id: String,

@@ -18,18 +18,24 @@ pub struct Author {
     max_size = "256KiB",
     compress(codec = "lz4", above = "1KiB")
 )]
-/// The newest 1000 posts of each author.
 #[kv(
     relation(
         name = author,
         belongs_to = Author,
         by = author_id,
         order_by = created_at,
-        keep = 1000
+        keep = 1000,
+        description = "The newest 1000 posts of each author."
     )
 )]
-/// Tags of a post, and the posts of a tag.
-#[kv(link(name = tags, to = Tag, inverse = posts))]
+#[kv(
+    link(
+        name = tags,
+        to = Tag,
+        inverse = posts,
+        description = "Tags of a post, and the posts of a tag."
+    )
+)]
 pub struct Post {
     pub id: String,
     pub author_id: String,
@@ -51,8 +57,14 @@ pub struct Tag {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "social", key = "like:{post_id}:{user_id}")]
-/// Likes of one post; a viral post takes many at once.
-#[kv(counter(name = per_post, group_by(post_id), shards = 16))]
+#[kv(
+    counter(
+        name = per_post,
+        group_by(post_id),
+        shards = 16,
+        description = "Likes of one post; a viral post takes many at once."
+    )
+)]
 #[kv(counter(name = total, shards = 8))]
 pub struct Like {
     pub post_id: String,

@@ -49,12 +49,13 @@ pub(super) fn index(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resu
     let span = meta.path.span();
     let mut ix = Index::new(Sp::new(String::new(), Origin::Span(span)));
     let mut name = None;
-    let mut keys = Keys::new(&["name"], vocab::INDEX_KEYS);
+    let mut keys = Keys::new(&["name", "description"], vocab::INDEX_KEYS);
     // A refused field was reported: no follow-on error about the rest.
     let mut refused = false;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "description" => ix.description = r.description(&value::parse(m.value()?)?),
             "fields" => {
                 let items = value::list(&m)?;
                 let given = items.len();
@@ -93,12 +94,13 @@ pub(super) fn counter(
     let span = meta.path.span();
     let mut c = Counter::new(Sp::new(String::new(), Origin::Span(span)));
     let mut name = None;
-    let mut keys = Keys::new(&["name"], vocab::COUNTER_KEYS);
+    let mut keys = Keys::new(&["name", "description"], vocab::COUNTER_KEYS);
     // A refused group was reported: it is no ungrouped counter.
     let mut refused = false;
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "description" => c.description = r.description(&value::parse(m.value()?)?),
             "group_by" => {
                 let items = value::list(&m)?;
                 let given = items.len();
@@ -139,10 +141,12 @@ pub(super) fn relation(
     let mut keep = None;
     let mut on_delete = None;
     let mut since = crate::ir::default_since();
-    let mut keys = Keys::new(&["name"], vocab::RELATION_KEYS);
+    let mut description = None;
+    let mut keys = Keys::new(&["name", "description"], vocab::RELATION_KEYS);
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "description" => description = r.description(&value::parse(m.value()?)?),
             "belongs_to" => belongs_to = r.path(&value::parse(m.value()?)?, "`belongs_to`"),
             "by" => by = r.name(&value::parse(m.value()?)?, "`by`"),
             "order_by" => order_by = r.field_expr(&value::parse(m.value()?)?, "`order_by`"),
@@ -173,16 +177,19 @@ pub(super) fn relation(
         rel.on_delete = a;
     }
     rel.since = since;
+    rel.description = description;
     Ok(Some(rel))
 }
 
 pub(super) fn link(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Option<Link>> {
     let span = meta.path.span();
     let (mut name, mut to, mut inverse) = (None, None, None);
-    let mut keys = Keys::new(&["name"], vocab::LINK_KEYS);
+    let mut description = None;
+    let mut keys = Keys::new(&["name", "description"], vocab::LINK_KEYS);
     meta.parse_nested_meta(|m| {
         match meta_name(&m).as_str() {
             "name" => name = r.name(&value::parse(m.value()?)?, "`name`"),
+            "description" => description = r.description(&value::parse(m.value()?)?),
             "to" => to = r.path(&value::parse(m.value()?)?, "`to`"),
             "inverse" => inverse = r.name(&value::parse(m.value()?)?, "`inverse`"),
             _ => keys.unknown(&m)?,
@@ -198,6 +205,7 @@ pub(super) fn link(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resul
         return Ok(None);
     };
     let mut link = Link::new(name, to, inverse);
+    link.description = description;
     link.origin = Origin::Span(span);
     Ok(Some(link))
 }

@@ -230,7 +230,10 @@ fn describe(e: &mut Entity, before: (usize, usize, usize, usize), text: Option<S
     let links = e.links[before.3..].iter_mut().map(|x| &mut x.description);
     let mut any = false;
     for d in indexes.chain(counters).chain(relations).chain(links) {
-        *d = text.clone();
+        // `description = "…"` inside the attribute wins over doc comments.
+        if d.is_none() {
+            *d = text.clone();
+        }
         any = true;
     }
     any

@@ -30,6 +30,16 @@ fn hashable(ty: &FieldType, model: &Model) -> bool {
     true
 }
 
+/// `, description = "…"` inside an index, counter, relation or link
+/// attribute: the text goes on the repository methods that read it, not on
+/// the struct (doc comments above the attribute would document the struct).
+fn description_tokens(description: Option<&String>) -> Option<TokenStream> {
+    description.map(|d| {
+        let d = d.as_str();
+        quote!(, description = #d)
+    })
+}
+
 /// `/// …` lines of a description; blank lines stay blank.
 fn docs(description: Option<&String>) -> TokenStream {
     let lines = description.into_iter().flat_map(|d| d.lines()).map(|l| {
@@ -394,9 +404,9 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let keep = keep_tokens(ix.keep.as_ref().map(|k| k.value));
         let since = since_tokens(ix.since.value);
         let allow = allow_tokens(&ix.allow).map(|a| quote!(, #a));
-        let docs = docs(ix.description.as_ref());
+        let desc = description_tokens(ix.description.as_ref());
         attrs.push(quote!(
-            #docs #[kv(index(name = #n, fields(#fields) #unique #norm #order #keep #since #allow))]
+            #[kv(index(name = #n, fields(#fields) #unique #norm #order #keep #since #allow #desc))]
         ));
     }
     for c in &e.counters {
@@ -417,8 +427,8 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         });
         let since = since_tokens(c.since.value);
         let allow = allow_tokens(&c.allow).map(|a| quote!(, #a));
-        let docs = docs(c.description.as_ref());
-        attrs.push(quote!(#docs #[kv(counter(name = #n #sum #group #shards #since #allow))]));
+        let desc = description_tokens(c.description.as_ref());
+        attrs.push(quote!(#[kv(counter(name = #n #sum #group #shards #since #allow #desc))]));
     }
     for r in &e.relations {
         let n = ident(&r.name);
@@ -440,9 +450,9 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(, on_delete = #a)
         });
         let since = since_tokens(r.since.value);
-        let docs = docs(r.description.as_ref());
+        let desc = description_tokens(r.description.as_ref());
         attrs.push(
-            quote!(#docs #[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #on_delete #since))]),
+            quote!(#[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #on_delete #since #desc))]),
         );
     }
     for l in &e.links {
@@ -454,8 +464,8 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let to = ident(&l.to);
             quote!(#to)
         };
-        let docs = docs(l.description.as_ref());
-        attrs.push(quote!(#docs #[kv(link(name = #n, to = #to, inverse = #inverse))]));
+        let desc = description_tokens(l.description.as_ref());
+        attrs.push(quote!(#[kv(link(name = #n, to = #to, inverse = #inverse #desc))]));
     }
     for d in &e.dependents {
         let to = ident(&d.entity);

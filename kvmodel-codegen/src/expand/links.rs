@@ -13,7 +13,7 @@ use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 
-use super::{Ctx, ident, param, respan};
+use super::{Ctx, ident, param, respan, with_description};
 use crate::ir::{FieldType, KeyTemplate, Link};
 
 /// The key placeholders of `template` as parameter names and argument
@@ -123,17 +123,26 @@ fn link(
     let m_count = format_ident!("count_{}", lname);
     let m_inv_list = format_ident!("list_{}", inverse);
     let m_inv_count = format_ident!("count_{}", inverse);
-    let link_doc = format!(
-        " Links this `{ename}` with the `{tname}`: link `{lname}` and its inverse `{inverse}` in one commit, with both counts. `true` when they were not linked; `NotFound` when either record does not exist (nothing written)."
+    let link_doc = with_description(
+        format!(
+            " Links this `{ename}` with the `{tname}`: link `{lname}` and its inverse `{inverse}` in one commit, with both counts. `true` when they were not linked; `NotFound` when either record does not exist (nothing written)."
+        ),
+        l.description.as_ref(),
     );
     let unlink_doc = format!(
         " Unlinks this `{ename}` and the `{tname}`, both directions and both counts in one commit; `true` when they were linked."
     );
-    let list_doc = format!(
-        " A page of the `{tname}` records linked to this `{ename}` (link `{lname}`), ordered by their keys; two round trips. Entries of `{tname}` records deleted since are skipped and removed."
+    let list_doc = with_description(
+        format!(
+            " A page of the `{tname}` records linked to this `{ename}` (link `{lname}`), ordered by their keys; two round trips. Entries of `{tname}` records deleted since are skipped and removed."
+        ),
+        l.description.as_ref(),
     );
-    let count_doc = format!(
-        " The number of entries in this `{ename}`'s `{lname}` link collection: its links, including any to `{tname}` records deleted since whose entries no listing or `reconcile` has removed yet."
+    let count_doc = with_description(
+        format!(
+            " The number of entries in this `{ename}`'s `{lname}` link collection: its links, including any to `{tname}` records deleted since whose entries no listing or `reconcile` has removed yet."
+        ),
+        l.description.as_ref(),
     );
     let inv_list_doc = format!(
         " A page of the `{ename}` records linked to this `{tname}` (link `{ename}.{lname}`, inverse `{inverse}`), ordered by their keys; two round trips. Entries of `{ename}` records deleted since are skipped and removed."
@@ -153,7 +162,7 @@ fn link(
 
         #[automatically_derived]
         impl<__S: #k::Store> #repo<__S> {
-            #[doc = #link_doc]
+            #link_doc
             #vis async fn #m_link<'__a>(&self, #(#ids: #types,)* #far: #far_ty) -> #k::Result<bool> {
                 self.engine.link::<#to>(&#spec, #own_key, #far_key).await
             }
@@ -163,12 +172,12 @@ fn link(
                 self.engine.unlink(&#spec, #own_key, #far_key).await
             }
 
-            #[doc = #list_doc]
+            #list_doc
             #vis async fn #m_list(&self, #(#ids: #types,)* #page: #k::PageRequest) -> #k::Result<#k::Page<#to>> {
                 self.engine.list_linked::<#to>(&#spec, #p::End::From, #own_key, #page).await
             }
 
-            #[doc = #count_doc]
+            #count_doc
             #vis async fn #m_count(&self, #(#ids: #types),*) -> #k::Result<i64> {
                 self.engine.count_linked(&#spec, #p::End::From, #own_key).await
             }

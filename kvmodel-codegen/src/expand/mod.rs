@@ -242,6 +242,25 @@ fn parents(cx: &Ctx<'_>) -> TokenStream {
 }
 
 /// `tokens`, every one spanned at `span`.
+/// A generated method's doc attributes: `doc`, then what the schema author
+/// wrote about the construct it reads (its `description`, or the doc
+/// comments above its attribute), one `#[doc]` per line so that they print
+/// as `///` lines.
+pub(crate) fn with_description(doc: String, description: Option<&String>) -> TokenStream {
+    let mut lines = vec![doc];
+    if let Some(d) = description {
+        lines.push(String::new());
+        lines.extend(d.lines().map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!(" {l}")
+            }
+        }));
+    }
+    quote!(#(#[doc = #lines])*)
+}
+
 fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
     tokens
         .into_iter()

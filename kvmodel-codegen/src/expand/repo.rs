@@ -4,7 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::keys::{counter_fn, relation_fn};
-use super::{Ctx, group_arg_names, ident, param};
+use super::{Ctx, group_arg_names, ident, param, with_description};
 use crate::ir::{FieldExpr, FieldType, KeyTemplate};
 use crate::origin::Sp;
 
@@ -44,13 +44,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             } else {
                 ""
             };
-            let doc = format!(
-                " Finds the `{ename}` whose {fields} equals the given value{norm}: unique index `{}`.",
-                *ix.name
+            let docs = with_description(
+                format!(
+                    " Finds the `{ename}` whose {fields} equals the given value{norm}: unique index `{}`.",
+                    *ix.name
+                ),
+                ix.description.as_ref(),
             );
             let gate = gate(cx, super::Derived::Claim, ixname, ix.since.value);
             methods.push(quote! {
-                #[doc = #doc]
+                #docs
                 #vis async fn #m(&self, #(#params),*) -> #k::Result<::core::option::Option<#name>> {
                     #gate
                     self.engine.find_unique(#ixname, &#keys::#kfn(#(#args),*)).await
@@ -63,15 +66,18 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 .as_ref()
                 .map(|o| format!(", ordered by `{}`", o.value))
                 .unwrap_or_default();
-            let doc = format!(
-                " A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
-                *ix.name
+            let docs = with_description(
+                format!(
+                    " A page of the `{ename}` records with the given {fields}{order}: index `{}`.",
+                    *ix.name
+                ),
+                ix.description.as_ref(),
             );
             let page = param("page", &args);
             let (page_type, resolve) = page_of(cx, ix.order_by.as_ref(), &page);
             let gate = gate(cx, super::Derived::Index, ixname, ix.since.value);
             methods.push(quote! {
-                #[doc = #doc]
+                #docs
                 #vis async fn #m(&self, #(#params,)* #page: #page_type) -> #k::Result<#k::Page<#name>> {
                     #gate
                     self.engine.list(&#keys::#kfn(#(#args),*), #resolve).await
@@ -89,15 +95,18 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             .as_ref()
             .map(|o| format!(", ordered by `{}`", o.value))
             .unwrap_or_default();
-        let doc = format!(
-            " A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
-            *r.belongs_to, *r.name
+        let docs = with_description(
+            format!(
+                " A page of the `{ename}` records of one `{}`{order}: relation `{}`.",
+                *r.belongs_to, *r.name
+            ),
+            r.description.as_ref(),
         );
         let page = param("page", std::slice::from_ref(&id));
         let (page_type, resolve) = page_of(cx, r.order_by.as_ref(), &page);
         let gate = gate(cx, super::Derived::Relation, &r.name, r.since.value);
         methods.push(quote! {
-            #[doc = #doc]
+            #docs
             #vis async fn #m(&self, #id: #t, #page: #page_type) -> #k::Result<#k::Page<#name>> {
                 #gate
                 self.engine.list(&#keys::#kfn(#id), #resolve).await
@@ -126,7 +135,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                     .join(", ")
             )
         };
-        let doc = format!(" {what}{group}: counter `{}`.", *c.name);
+        let docs = with_description(
+            format!(" {what}{group}: counter `{}`.", *c.name),
+            c.description.as_ref(),
+        );
         let gate = gate(cx, super::Derived::Counter, &c.name, c.since.value);
         let read = match &c.shards {
             Some(n) => {
@@ -136,7 +148,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             None => quote!(self.engine.count(&#keys::#kfn(#(#names),*)).await),
         };
         methods.push(quote! {
-            #[doc = #doc]
+            #docs
             #vis async fn #m(&self, #(#names: #types),*) -> #k::Result<i64> {
                 #gate
                 #read
