@@ -2,14 +2,10 @@
 //! when a commit's outcome is unknown: they never retry it themselves, and
 //! a retry by the caller behaves as `Error::OutcomeUnknown` documents.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use kvmodel::conformance::RedisServer;
-use kvmodel::{
-    AnyStore, Batch, Error, KvEntity, MemoryStore, Outcome, PageRequest, RangeRequest, RangeResult,
-    Store,
-};
+use kvmodel::conformance::{FaultyStore, RedisServer};
+use kvmodel::{AnyStore, Error, KvEntity, MemoryStore, PageRequest};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -54,48 +50,6 @@ async fn generated_repositories_run_on_any_store() {
     exercise(AnyStore::open(&server.url()).await.unwrap()).await;
 }
 
-/// A store that applies the next commit but loses its reply.
-#[derive(Clone, Debug, Default)]
-struct LostReply {
-    inner: MemoryStore,
-    lose_next: Arc<AtomicBool>,
-}
-
-impl LostReply {
-    fn lose_next_reply(&self) {
-        self.lose_next.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Store for LostReply {
-    fn backend(&self) -> &'static str {
-        "lost-reply"
-    }
-
-    async fn commit(&self, batch: Batch) -> kvmodel::Result<Outcome> {
-        let outcome = self.inner.commit(batch).await?;
-        if self.lose_next.swap(false, Ordering::SeqCst) {
-            return Err(Error::OutcomeUnknown {
-                backend: "lost-reply",
-                source: "the reply was lost".into(),
-            });
-        }
-        Ok(outcome)
-    }
-
-    async fn get(&self, key: &str) -> kvmodel::Result<Option<Vec<u8>>> {
-        self.inner.get(key).await
-    }
-
-    async fn get_many(&self, keys: &[String]) -> kvmodel::Result<Vec<Option<Vec<u8>>>> {
-        self.inner.get_many(keys).await
-    }
-
-    async fn range(&self, key: &str, req: RangeRequest) -> kvmodel::Result<RangeResult> {
-        self.inner.range(key, req).await
-    }
-}
-
 fn unknown<T: std::fmt::Debug>(result: kvmodel::Result<T>) {
     let err = result.unwrap_err();
     assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err}");
@@ -104,7 +58,7 @@ fn unknown<T: std::fmt::Debug>(result: kvmodel::Result<T>) {
 
 #[tokio::test]
 async fn an_unknown_outcome_is_reported_not_retried() {
-    let store = LostReply::default();
+    let store = FaultyStore::new(MemoryStore::new());
     let docs = DocRepo::new(store.clone());
 
     // create: applied, reported unknown; a retry finds the record.

@@ -2,13 +2,8 @@
 //! children, `cascade` deletes the children first (paged, resumable), and
 //! with either a child may only name a parent that exists.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-
-use kvmodel::conformance::Harness;
-use kvmodel::{
-    Batch, Error, KvEntity, Outcome, PageRequest, Planned, RangeRequest, RangeResult, Store,
-};
+use kvmodel::conformance::{FaultyStore, Harness};
+use kvmodel::{Error, KvEntity, PageRequest, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -204,84 +199,6 @@ pub async fn cascade_deletes_children_and_grandchildren_with_their_upkeep<H: Har
     }
 }
 
-/// A store that fails every commit after the first `budget` ones, as a
-/// process that dies midway would leave it.
-#[derive(Clone, Debug)]
-pub struct Dying<S> {
-    inner: S,
-    budget: Arc<AtomicI64>,
-}
-
-impl<S: Store> Dying<S> {
-    fn take(&self) -> kvmodel::Result<()> {
-        if self.budget.fetch_sub(1, Ordering::SeqCst) > 0 {
-            Ok(())
-        } else {
-            Err(Error::backend(
-                "dying",
-                "commit",
-                std::io::Error::other("the process died"),
-            ))
-        }
-    }
-}
-
-impl<S: Store> Store for Dying<S> {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    async fn commit(&self, batch: Batch) -> kvmodel::Result<Outcome> {
-        self.take()?;
-        self.inner.commit(batch).await
-    }
-
-    async fn commit_after_read<T, F>(
-        &self,
-        keys: &[String],
-        plan: F,
-    ) -> kvmodel::Result<(Outcome, T)>
-    where
-        T: Send,
-        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> kvmodel::Result<Planned<T>> + Send,
-    {
-        self.take()?;
-        self.inner.commit_after_read(keys, plan).await
-    }
-
-    async fn get(&self, key: &str) -> kvmodel::Result<Option<Vec<u8>>> {
-        self.inner.get(key).await
-    }
-
-    async fn get_many(&self, keys: &[String]) -> kvmodel::Result<Vec<Option<Vec<u8>>>> {
-        self.inner.get_many(keys).await
-    }
-
-    async fn range(&self, key: &str, req: RangeRequest) -> kvmodel::Result<RangeResult> {
-        self.inner.range(key, req).await
-    }
-
-    async fn range_values(
-        &self,
-        key: &str,
-        req: RangeRequest,
-    ) -> kvmodel::Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
-        self.inner.range_values(key, req).await
-    }
-
-    async fn collection_len(&self, key: &str) -> kvmodel::Result<u64> {
-        self.inner.collection_len(key).await
-    }
-
-    async fn now_ms(&self) -> kvmodel::Result<u64> {
-        self.inner.now_ms().await
-    }
-
-    async fn counter(&self, key: &str) -> kvmodel::Result<i64> {
-        self.inner.counter(key).await
-    }
-}
-
 pub async fn a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again<H: Harness>(
     h: &H,
 ) {
@@ -292,10 +209,8 @@ pub async fn a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again
     for i in 0..100 {
         posts.create(&post(&format!("p{i}"), "a", i)).await.unwrap();
     }
-    let dying = Dying {
-        inner: store.clone(),
-        budget: Arc::new(AtomicI64::new(37)),
-    };
+    let dying = FaultyStore::new(store.clone());
+    dying.die_after(37);
     let err = AuthorRepo::new(dying).delete("a").await.unwrap_err();
     assert!(matches!(err, Error::Backend { .. }), "{err}");
     // The parent is still there, with the children not yet deleted; every
