@@ -68,6 +68,51 @@ proptest! {
         prop_assert_eq!(SortReader::new(&sort_key(&a)).u64(), Some(a));
     }
 
+    /// `read_terminated` reads any bytes as a byte-at-a-time reader of
+    /// `write_terminated`'s escapes does: the same bytes and rest, or `None`.
+    #[test]
+    fn read_terminated_reads_as_the_escapes_say(
+        input in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 0..24)
+    ) {
+        fn reference(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < input.len() {
+                match (input[i], input.get(i + 1)) {
+                    (0, Some(0xff)) => out.push(0),
+                    (0, Some(1)) => return Some((out, &input[i + 2..])),
+                    (0, _) => return None,
+                    (b, _) => {
+                        out.push(b);
+                        i += 1;
+                        continue;
+                    }
+                }
+                i += 2;
+            }
+            None
+        }
+        prop_assert_eq!(key::read_terminated(&input), reference(&input));
+    }
+
+    /// An integer key component is its decimal digits, as `{}` writes them.
+    #[test]
+    fn integer_components_are_decimal(a: i64, b: u64, c: i32, d: u32, e: i16, f: u16, g: i8, h: u8) {
+        fn written<P: key::KeyPart>(p: P) -> String {
+            let mut out = String::new();
+            p.write_key(&mut out);
+            out
+        }
+        prop_assert_eq!(written(a), a.to_string());
+        prop_assert_eq!(written(b), b.to_string());
+        prop_assert_eq!(written(c), c.to_string());
+        prop_assert_eq!(written(d), d.to_string());
+        prop_assert_eq!(written(e), e.to_string());
+        prop_assert_eq!(written(f), f.to_string());
+        prop_assert_eq!(written(g), g.to_string());
+        prop_assert_eq!(written(h), h.to_string());
+    }
+
     #[test]
     fn i32_u32_order(a: i32, b: i32, c: u32, d: u32) {
         prop_assert_eq!(a.cmp(&b), sort_key(&a).cmp(&sort_key(&b)));
@@ -118,6 +163,24 @@ proptest! {
         let m = decode_entry(&ea).unwrap();
         prop_assert_eq!((m.sort, m.member), a);
     }
+}
+
+/// The extremes of every integer width are written as `{}` writes them.
+#[test]
+fn integer_components_at_the_extremes() {
+    fn written<P: key::KeyPart>(p: P) -> String {
+        let mut out = String::new();
+        p.write_key(&mut out);
+        out
+    }
+    assert_eq!(written(0u64), "0");
+    assert_eq!(written(u64::MAX), u64::MAX.to_string());
+    assert_eq!(written(i64::MIN), i64::MIN.to_string());
+    assert_eq!(written(i64::MAX), i64::MAX.to_string());
+    assert_eq!(written(-1i8), "-1");
+    assert_eq!(written(i8::MIN), "-128");
+    assert_eq!(written(i32::MIN), i32::MIN.to_string());
+    assert_eq!(written(u8::MAX), "255");
 }
 
 #[test]

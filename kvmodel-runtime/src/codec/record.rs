@@ -182,6 +182,28 @@ pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T>
     }
 }
 
+/// Decodes plain (not compressed) bytes in one pass when they are a JSON
+/// envelope as [`encode`] writes it at version `current`: `None` for any
+/// other bytes, which [`header`] and the functions after it read.
+pub fn decode_if_current<T: DeserializeOwned>(
+    key: &str,
+    bytes: &[u8],
+    current: u32,
+) -> Result<Option<T>> {
+    match json_fast(bytes) {
+        Some((version, payload)) if version == current => {
+            serde_json::from_slice(payload).map(Some).map_err(|e| {
+                Error::decode(
+                    key,
+                    format!("its fields do not match the current type ({e})"),
+                    Some(Box::new(e)),
+                )
+            })
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Decodes the payload as a generic value, for migration. MessagePack byte
 /// strings (a uuid's 16 bytes) become lists of numbers, which the typed
 /// record reads back as they were.
@@ -219,6 +241,27 @@ mod tests {
     struct User {
         id: String,
         age: u32,
+    }
+
+    /// The one-pass read takes only a JSON envelope at the current version;
+    /// fields that do not match are the error `decode_current` reports.
+    #[test]
+    fn decode_if_current_reads_the_current_json_envelope_only() {
+        let u = User {
+            id: "x".into(),
+            age: 4,
+        };
+        let json = encode("k", Encoding::Json, 2, &u).unwrap();
+        assert_eq!(decode_if_current::<User>("k", &json, 2).unwrap(), Some(u));
+        assert_eq!(decode_if_current::<User>("k", &json, 3).unwrap(), None);
+        let msgpack = encode("k", Encoding::MsgPack, 2, &7u32).unwrap();
+        assert_eq!(decode_if_current::<User>("k", &msgpack, 2).unwrap(), None);
+        let other = br#"{ "d": {"id":"x","age":1}, "v": 2 }"#;
+        assert_eq!(decode_if_current::<User>("k", other, 2).unwrap(), None);
+        let wrong = br#"{"v":2,"d":{"id":5}}"#;
+        let fast = decode_if_current::<User>("shop:user:1", wrong, 2).unwrap_err();
+        let slow = decode_current::<User>("shop:user:1", wrong).unwrap_err();
+        assert_eq!(fast.to_string(), slow.to_string());
     }
 
     #[test]

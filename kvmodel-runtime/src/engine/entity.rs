@@ -356,6 +356,9 @@ impl Facts {
 pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     // Decompressed once; the record functions read plain bytes as they are.
     let bytes = &*compress::open(key, bytes)?;
+    if let Some(value) = record::decode_if_current(key, bytes, E::VERSION)? {
+        return Ok((E::VERSION, value));
+    }
     let header = record::header(key, bytes)?;
     if header.version == E::VERSION {
         return Ok((header.version, record::decode_current(key, bytes)?));

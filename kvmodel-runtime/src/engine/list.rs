@@ -36,7 +36,11 @@ fn reach<E: Entity>(
     let Some(bytes) = bytes else {
         return Reached::Gone;
     };
-    let key = String::from_utf8_lossy(&member.member);
+    // Members are record keys, UTF-8 but for damage.
+    let key = match std::str::from_utf8(&member.member) {
+        Ok(key) => Cow::Borrowed(key),
+        Err(_) => String::from_utf8_lossy(&member.member),
+    };
     match entity::decode_at::<E>(&key, bytes) {
         Ok((version, value)) => {
             // Every record of the entity derives its discovery member.

@@ -23,8 +23,6 @@
 //! assert_eq!(key, "shop:user:1%3Aorders");
 //! ```
 
-use std::fmt::Write as _;
-
 mod layout;
 mod slot;
 mod sort;
@@ -168,16 +166,51 @@ impl KeyPart for bool {
     }
 }
 
-macro_rules! int_key_part {
+/// Appends the decimal digits of an integer, `-` first when `negative`:
+/// what `{}` formats, without the formatting machinery (record keys and
+/// the key checks of every read write one).
+fn push_decimal(out: &mut String, negative: bool, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is a single digit.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push('-');
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
+macro_rules! uint_key_part {
     ($($t:ty),*) => {$(
         impl KeyPart for $t {
             fn write_key(&self, out: &mut String) {
-                let _ = write!(out, "{self}");
+                push_decimal(out, false, u64::from(*self));
             }
         }
     )*};
 }
-int_key_part!(i8, i16, i32, i64, u8, u16, u32, u64);
+uint_key_part!(u8, u16, u32, u64);
+
+macro_rules! int_key_part {
+    ($($t:ty),*) => {$(
+        impl KeyPart for $t {
+            fn write_key(&self, out: &mut String) {
+                let n = i64::from(*self);
+                push_decimal(out, n < 0, n.unsigned_abs());
+            }
+        }
+    )*};
+}
+int_key_part!(i8, i16, i32, i64);
 
 impl KeyPart for uuid::Uuid {
     fn write_key(&self, out: &mut String) {
