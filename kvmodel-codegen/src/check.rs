@@ -15,6 +15,7 @@ use crate::vocab;
 mod links;
 mod migrations;
 mod on_delete;
+mod proto;
 mod storage;
 mod types;
 
@@ -58,6 +59,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
     check_basics(e, diags);
     storage::check(e, diags);
+    proto::check(e, model, diags);
     on_delete::check(e, diags);
     if e.key.is_none() {
         // Record-only types (old versions in a `migrate_from` chain) have no

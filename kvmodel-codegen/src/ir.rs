@@ -81,6 +81,8 @@ pub enum Encoding {
     Json,
     /// MessagePack (named maps).
     MsgPack,
+    /// Protobuf (field numbers from the field names, see [`crate::proto`]).
+    Protobuf,
 }
 
 /// A lint of `kvmodel check` (and of a build script), which a schema may

@@ -15,6 +15,7 @@ pub mod declare;
 pub mod expand;
 pub mod ir;
 pub mod origin;
+pub mod proto;
 pub mod syntax;
 pub mod template;
 pub mod value;

@@ -4,6 +4,7 @@ pub use crate::codec::compress::Codec;
 pub use crate::codec::key::Space;
 pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::migrate;
+pub use crate::codec::proto::{ProtoEnum, ProtoField, ProtoKind, ProtoMessage, ProtoShape};
 pub use crate::codec::record::Encoding;
 pub use crate::codec::storage::Storage;
 pub use crate::codec::time::{Date, Timestamp};
@@ -97,3 +98,33 @@ macro_rules! __kvmodel_require_zstd {
 }
 
 pub use crate::__kvmodel_require_zstd as require_zstd;
+
+/// Expands to nothing in a build that reads and writes protobuf records,
+/// and to a compile error naming the feature otherwise: the generated code
+/// of a protobuf-encoded entity invokes it.
+#[cfg(feature = "protobuf")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_protobuf {
+    ($entity:literal) => {};
+}
+
+/// Expands to nothing in a build that reads and writes protobuf records,
+/// and to a compile error naming the feature otherwise: the generated code
+/// of a protobuf-encoded entity invokes it.
+#[cfg(not(feature = "protobuf"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_protobuf {
+    ($entity:literal) => {
+        ::core::compile_error!(::core::concat!(
+            "`",
+            $entity,
+            "` is encoded with protobuf, which needs kvmodel's `protobuf` feature: enable it \
+             (`kvmodel = { version = \"…\", features = [\"protobuf\"] }`) or use \
+             `encoding = \"json\"`"
+        ));
+    };
+}
+
+pub use crate::__kvmodel_require_protobuf as require_protobuf;

@@ -357,6 +357,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let encoding = match e.encoding.value {
         crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
         crate::ir::Encoding::MsgPack => quote!(#p::Encoding::MsgPack),
+        crate::ir::Encoding::Protobuf => quote!(#p::Encoding::Protobuf),
     };
     let ttl = match &e.ttl {
         Some(t) => {
@@ -444,12 +445,14 @@ fn storage(cx: &Ctx<'_>) -> TokenStream {
 /// kvmodel's `zstd` feature: a compile error at the codec otherwise.
 fn needs_codec(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
-    match &cx.e.compress {
+    let protobuf = super::proto::needs_feature(cx);
+    let zstd = match &cx.e.compress {
         Some(c) if c.codec.value == crate::ir::Codec::Zstd => {
             let name = cx.e.name.as_str();
             let span = c.codec.origin.span();
             quote::quote_spanned!(span=> #p::require_zstd!(#name);)
         }
         _ => TokenStream::new(),
-    }
+    };
+    quote!(#protobuf #zstd)
 }

@@ -8,6 +8,7 @@ mod facts;
 mod keys;
 mod links;
 mod on_delete;
+mod proto;
 mod repo;
 mod stub;
 mod versioned;
@@ -195,8 +196,9 @@ pub(crate) fn group_arg_names(items: &[&FieldExpr]) -> Vec<syn::Ident> {
 pub fn expand_entity(e: &Entity) -> TokenStream {
     let cx = Ctx::new(e);
     let versioned = versioned::expand(&cx);
+    let enums = proto::enum_checks(&cx);
     let Some(template) = &e.key else {
-        return quote!(const _: () = { #versioned };);
+        return quote!(const _: () = { #versioned #enums };);
     };
     let entity_impl = facts::expand(&cx, template);
     let keys = keys::expand(&cx, template);
@@ -209,6 +211,7 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     quote! {
         const _: () = {
             #versioned
+            #enums
             #entity_impl
             #key_args
             #parents
@@ -332,6 +335,8 @@ pub fn expand_enum(input: &syn::DeriveInput) -> Result<TokenStream, syn::Error> 
                     __out.push_str(match self { #(#arms_key,)* });
                 }
             }
+            #[automatically_derived]
+            impl #p::ProtoEnum for #name {}
             #[automatically_derived]
             impl #p::SortPart for #name {
                 fn write_sort(&self, __out: &mut ::std::vec::Vec<u8>) {

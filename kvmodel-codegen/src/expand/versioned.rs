@@ -107,10 +107,12 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     } else {
         quote!()
     };
+    let proto = super::proto::versioned_items(cx);
     quote! {
         #[automatically_derived]
         impl #p::Versioned for #name {
             const VERSION: u32 = #version;
+            #proto
 
             #[allow(unused_variables)]
             fn upcast(

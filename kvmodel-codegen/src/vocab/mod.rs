@@ -218,13 +218,14 @@ fn one_of<T: Copy>(
 
 impl Encoding {
     /// Every encoding, in documentation order.
-    pub const ALL: [Encoding; 2] = [Encoding::Json, Encoding::MsgPack];
+    pub const ALL: [Encoding; 3] = [Encoding::Json, Encoding::MsgPack, Encoding::Protobuf];
 
-    /// The schema spelling (`json`, `msgpack`).
+    /// The schema spelling (`json`, `msgpack`, `protobuf`).
     pub fn as_str(self) -> &'static str {
         match self {
             Encoding::Json => "json",
             Encoding::MsgPack => "msgpack",
+            Encoding::Protobuf => "protobuf",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Encodings: keys and sort keys ([`key`]), record envelopes ([`record`]),
 //! what an entity does to its records before they are stored ([`storage`],
 //! [`compress`]),
+//! protobuf records ([`proto`]),
 //! declarative migration steps ([`migrate`]), time ([`time`]) and byte
 //! positions as text ([`hex`]).
 
@@ -9,6 +10,7 @@ mod finite;
 pub mod hex;
 pub mod key;
 pub mod migrate;
+pub mod proto;
 pub mod record;
 pub mod storage;
 pub mod time;

@@ -4,6 +4,9 @@
 //! * MessagePack: a two-element array `[version, {…named map…}]` (first byte
 //!   `0x92`), so fields can be added and renamed like in JSON.
 //!
+//! * Protobuf: a protobuf `Envelope { uint32 version = 1; bytes record = 2; }`
+//!   (first byte `0x08`), the record's fields numbered as [`proto`] says.
+//!
 //! * Compressed (`compress`): a header naming the codec, then the
 //!   compressed envelope (see [`compress`]). Every
 //!   function here reads those too.
@@ -15,6 +18,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::proto::{self, ProtoMessage};
 use crate::codec::{compress, finite};
 use crate::error::{Error, Result};
 
@@ -30,6 +34,8 @@ pub enum Encoding {
     Json,
     /// MessagePack with named fields.
     MsgPack,
+    /// Protobuf, with field numbers from the field names (see [`proto`]).
+    Protobuf,
 }
 
 const JSON_PREFIX: &[u8] = b"{\"v\":";
@@ -42,6 +48,18 @@ const MSGPACK_TAG: u8 = 0x92;
 pub fn encode<T: Serialize + ?Sized>(
     key: &str,
     encoding: Encoding,
+    version: u32,
+    value: &T,
+) -> Result<Vec<u8>> {
+    encode_with(key, encoding, None, version, value)
+}
+
+/// [`encode`] for a type that may be protobuf-encoded: `message` describes
+/// its fields (required for [`Encoding::Protobuf`]).
+pub fn encode_with<T: Serialize + ?Sized>(
+    key: &str,
+    encoding: Encoding,
+    message: Option<&ProtoMessage>,
     version: u32,
     value: &T,
 ) -> Result<Vec<u8>> {
@@ -70,6 +88,22 @@ pub fn encode<T: Serialize + ?Sized>(
         }
         Encoding::MsgPack => {
             rmp_serde::to_vec_named(&(version, value)).map_err(|e| enc_err(e.to_string()))?
+        }
+        Encoding::Protobuf => {
+            let Some(message) = message else {
+                return Err(enc_err(
+                    "its type is encoded with protobuf, but no field numbers were given".to_owned(),
+                ));
+            };
+            let json = serde_json::to_value(value).map_err(|e| enc_err(e.to_string()))?;
+            // The record travels through its JSON value, where NaN and
+            // infinity become `null`: name the float rather than the null.
+            proto::encode(key, message, version, &json).map_err(|e| match finite::non_finite(value) {
+                Some(at) => enc_err(format!(
+                    "`{at}` is NaN or infinite, which kvmodel's protobuf records do not hold; keep it finite, or store the entity as MessagePack (`encoding: msgpack`)"
+                )),
+                None => e,
+            })?
         }
     };
     Ok(out)
@@ -150,10 +184,14 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
                 version,
             })
         }
+        Some(&proto::TAG) => Ok(Header {
+            encoding: Encoding::Protobuf,
+            version: proto::version(key, bytes)?,
+        }),
         _ => Err(Error::decode(
             key,
-            "it does not start like a kvmodel record (JSON `{`, MessagePack envelope or \
-             compressed value)",
+            "it does not start like a kvmodel record (JSON `{`, MessagePack or protobuf \
+             envelope, or compressed value)",
             None,
         )),
     }
@@ -161,9 +199,23 @@ pub fn header(key: &str, bytes: &[u8]) -> Result<Header> {
 
 /// Decodes the payload of a record known to be at the current version.
 pub fn decode_current<T: DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T> {
+    decode_current_with(key, None, bytes)
+}
+
+/// [`decode_current`] for a type that may be protobuf-encoded: `message`
+/// describes its fields.
+pub fn decode_current_with<T: DeserializeOwned>(
+    key: &str,
+    message: Option<&ProtoMessage>,
+    bytes: &[u8],
+) -> Result<T> {
     let bad = |e: &dyn std::fmt::Display| format!("its fields do not match the current type ({e})");
     let bytes = &*compress::open(key, bytes)?;
     match bytes.first() {
+        Some(&proto::TAG) => {
+            let (_, value) = proto::decode(key, message, bytes)?;
+            serde_json::from_value(value).map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))))
+        }
         Some(b'{') => {
             if let Some((_, payload)) = json_fast(bytes) {
                 return serde_json::from_slice(payload)
@@ -208,8 +260,19 @@ pub fn decode_if_current<T: DeserializeOwned>(
 /// strings (a uuid's 16 bytes) become lists of numbers, which the typed
 /// record reads back as they were.
 pub fn decode_value(key: &str, bytes: &[u8]) -> Result<(u32, serde_json::Value)> {
+    decode_value_with(key, None, bytes)
+}
+
+/// [`decode_value`] for a type that may be protobuf-encoded: `message`
+/// describes the fields of the version the record was written at.
+pub fn decode_value_with(
+    key: &str,
+    message: Option<&ProtoMessage>,
+    bytes: &[u8],
+) -> Result<(u32, serde_json::Value)> {
     let bytes = &*compress::open(key, bytes)?;
     match bytes.first() {
+        Some(&proto::TAG) => proto::decode(key, message, bytes),
         Some(b'{') => {
             let env: JsonEnvelope = serde_json::from_slice(bytes)
                 .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?;

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::codec::compress;
 use crate::codec::key::{Derived, Space};
+use crate::codec::proto::ProtoMessage;
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
 use crate::engine::on_delete::{CascadeFuture, DependentFact, OnDelete, ParentFact};
@@ -24,6 +25,18 @@ pub trait Versioned: DeserializeOwned + Sized {
     /// Builds `Self` from the generic value of a record written at `version`
     /// (`version < VERSION`), running the declared migration steps.
     fn upcast(key: &str, version: u32, value: serde_json::Value) -> Result<Self>;
+
+    /// The protobuf fields of this type when it is encoded with protobuf
+    /// (`None` otherwise).
+    const PROTO: Option<&'static ProtoMessage> = None;
+
+    /// The protobuf fields a record written at `version` (at most
+    /// [`VERSION`](Self::VERSION)) is read with: a `migrate_from` chain
+    /// answers with the older type's.
+    fn proto_at(version: u32) -> Option<&'static ProtoMessage> {
+        let _ = version;
+        Self::PROTO
+    }
 }
 
 /// Time to live of an entity's records.
@@ -361,7 +374,10 @@ pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     }
     let header = record::header(key, bytes)?;
     if header.version == E::VERSION {
-        return Ok((header.version, record::decode_current(key, bytes)?));
+        return Ok((
+            header.version,
+            record::decode_current_with(key, E::PROTO, bytes)?,
+        ));
     }
     if header.version > E::VERSION {
         return Err(Error::FutureVersion {
@@ -377,7 +393,7 @@ pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
             None,
         ));
     }
-    let (version, value) = record::decode_value(key, bytes)?;
+    let (version, value) = record::decode_value_with(key, E::proto_at(header.version), bytes)?;
     Ok((version, E::upcast(key, version, value)?))
 }
 
@@ -402,6 +418,6 @@ pub fn decode_at<E: Entity>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
 /// Encodes `value` at its current version, as its entity stores it:
 /// [`Error::ValueTooLarge`] when it is larger than the entity's limit.
 pub fn encode<E: Entity>(key: &str, value: &E) -> Result<Vec<u8>> {
-    let encoded = record::encode(key, E::META.encoding, E::VERSION, value)?;
+    let encoded = record::encode_with(key, E::META.encoding, E::PROTO, E::VERSION, value)?;
     E::META.storage.seal(E::META.name, key, encoded)
 }

@@ -28,6 +28,7 @@ pub use record::Record;
 pub use value::{Generic, Ordered, parse_arg};
 
 use crate::codec::key::Derived;
+use crate::codec::proto::ProtoMessage;
 use crate::codec::record::Encoding;
 use crate::codec::storage::Storage;
 use crate::engine::entity::Ttl;
@@ -262,6 +263,9 @@ pub struct EntityModel {
     pub version: u32,
     /// How payloads are encoded.
     pub encoding: Encoding,
+    /// The protobuf fields of a protobuf-encoded entity (numbers as the
+    /// generated code has them), which it reads and writes with.
+    pub proto: Option<&'static ProtoMessage>,
     /// The record time to live.
     pub ttl: Option<Ttl>,
     /// The size limit applied to every record written.
@@ -320,6 +324,7 @@ impl EntityModel {
             key,
             version: 1,
             encoding: Encoding::Json,
+            proto: None,
             ttl: None,
             storage: Storage::PLAIN,
             colocate: None,

@@ -6,6 +6,7 @@ use super::EntityModel;
 use super::value::{Generic, Mode, OrderedFields, conform_field, unmark};
 use crate::codec::compress;
 use crate::codec::migrate;
+use crate::codec::proto::{self, ProtoMessage};
 use crate::codec::record::{self, Encoding};
 use crate::error::{Error, Result};
 
@@ -21,11 +22,12 @@ pub struct Record {
 }
 
 /// The generic payload of stored bytes, and their version.
-fn payload(key: &str, bytes: &[u8]) -> Result<(u32, Value)> {
+fn payload(key: &str, proto: Option<&ProtoMessage>, bytes: &[u8]) -> Result<(u32, Value)> {
     let bytes = &*compress::open(key, bytes)?;
     let header = record::header(key, bytes)?;
     match header.encoding {
         Encoding::Json => record::decode_value(key, bytes),
+        Encoding::Protobuf => proto::decode(key, proto, bytes),
         Encoding::MsgPack => {
             let (version, Generic(value)): (u32, Generic<true>) = rmp_serde::from_slice(bytes)
                 .map_err(|e| {
@@ -63,7 +65,7 @@ impl EntityModel {
                 None,
             ));
         }
-        let (version, mut value) = payload(key, bytes)?;
+        let (version, mut value) = payload(key, self.proto, bytes)?;
         let current = version == self.version;
         let mode = match header.encoding {
             Encoding::MsgPack if current => Mode::MsgPack,
@@ -134,7 +136,8 @@ impl EntityModel {
             fields: &self.fields,
             value,
         };
-        let encoded = record::encode(key, self.encoding, self.version, &fields)?;
+        let encoded =
+            record::encode_with(key, self.encoding, self.proto, self.version, &fields)?;
         self.storage.seal(self.static_name(), key, encoded)
     }
 }

@@ -6,6 +6,7 @@ mod compress;
 mod keep;
 mod links;
 mod on_delete;
+mod protobuf;
 mod shards;
 mod size;
 
@@ -14,6 +15,7 @@ use compress::*;
 use keep::*;
 use links::*;
 use on_delete::*;
+use protobuf::*;
 use shards::*;
 use size::*;
 
@@ -58,4 +60,8 @@ kvmodel_runtime::on_every_backend!(
     a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,
     a_child_created_during_a_restricted_delete_never_outlives_its_parent,
     a_cascade_removes_the_links_of_the_children_it_deletes,
+    a_protobuf_record_round_trips_every_field_kind,
+    json_and_msgpack_records_read_after_switching_to_protobuf,
+    compression_applies_to_protobuf_records,
+    older_protobuf_records_migrate_lazily_and_newer_ones_are_refused,
 );
