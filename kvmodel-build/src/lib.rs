@@ -20,6 +20,7 @@ pub mod declare;
 pub mod diff;
 mod expand;
 pub mod keys;
+pub mod proto;
 mod lint;
 mod lower;
 mod node;

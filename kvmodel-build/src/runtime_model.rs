@@ -5,6 +5,7 @@ use kvmodel_codegen::ir::{self, FieldType, TypeKind};
 use kvmodel_runtime::__private::{Codec, Encoding, OnDelete, Storage, Ttl};
 use kvmodel_runtime::Timestamp;
 use kvmodel_runtime::codec::compress::Compress;
+use kvmodel_runtime::codec::proto::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
 use kvmodel_runtime::model::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel, children_counter,
@@ -71,7 +72,9 @@ fn entity(
     out.encoding = match e.encoding.value {
         ir::Encoding::Json => Encoding::Json,
         ir::Encoding::MsgPack => Encoding::MsgPack,
+        ir::Encoding::Protobuf => Encoding::Protobuf,
     };
+    out.proto = (e.encoding.value == ir::Encoding::Protobuf).then(|| proto_message(model, e));
     out.ttl = e.ttl.as_ref().map(|t| Ttl {
         after_ms: t.after_ms.value,
         jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
@@ -244,4 +247,46 @@ fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeMo
             }
         }
     })
+}
+
+/// The protobuf fields of a protobuf-encoded entity, numbered as the
+/// generated code numbers them (both take them from
+/// `kvmodel_codegen::proto`). Kept for the life of the process, as the
+/// generated code's constant is.
+fn proto_message(model: &ir::Model, e: &ir::Entity) -> &'static ProtoMessage {
+    use kvmodel_codegen::proto::{self as p, Kind, Shape};
+    let convert = |f: p::ProtoField| ProtoField {
+        name: Box::leak(f.name.into_boxed_str()),
+        number: f.number,
+        kind: match f.kind {
+            Kind::String => ProtoKind::String,
+            Kind::Bool => ProtoKind::Bool,
+            Kind::I32 => ProtoKind::I32,
+            Kind::I64 => ProtoKind::I64,
+            Kind::U32 => ProtoKind::U32,
+            Kind::U64 => ProtoKind::U64,
+            Kind::F64 => ProtoKind::F64,
+            Kind::Bytes => ProtoKind::Bytes,
+            Kind::Timestamp => ProtoKind::Timestamp,
+            Kind::Date => ProtoKind::Date,
+            Kind::Uuid => ProtoKind::Uuid,
+            Kind::Enum(_) => ProtoKind::Enum,
+        },
+        shape: match f.shape {
+            Shape::One => ProtoShape::One,
+            Shape::Optional => ProtoShape::Optional,
+            Shape::List => ProtoShape::List,
+            Shape::Map => ProtoShape::Map,
+        },
+    };
+    let fields: Vec<ProtoField> = p::fields(Some(model), e).into_iter().map(convert).collect();
+    let renamed: Vec<ProtoField> = if e.migrate_from.is_some() {
+        Vec::new()
+    } else {
+        p::renamed(Some(model), e).into_iter().map(convert).collect()
+    };
+    Box::leak(Box::new(ProtoMessage {
+        fields: Box::leak(fields.into_boxed_slice()),
+        renamed: Box::leak(renamed.into_boxed_slice()),
+    }))
 }

@@ -44,6 +44,14 @@ fn keys_snapshots() {
     });
 }
 
+/// `kvmodel proto`: the .proto of each schema's protobuf-encoded entities.
+#[test]
+fn proto_snapshots() {
+    insta::glob!("../../schemas", "*.yaml", |path| {
+        insta::assert_snapshot!(kvmodel_build::proto::print(&load(path).model));
+    });
+}
+
 /// `read(declare(model)) == model`: the YAML front-end and the derive agree.
 #[test]
 fn declarations_round_trip() {

@@ -103,6 +103,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = KeysFormat::Text)]
         format: KeysFormat,
     },
+    /// Print the .proto (proto3) of the entities encoded with protobuf, so
+    /// that services in other languages can read their records.
+    Proto {
+        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        #[arg(required = true)]
+        schemas: Vec<PathBuf>,
+    },
 }
 
 /// A failure that ends the command with an exit code.
@@ -302,6 +309,12 @@ fn execute(cli: Cli) -> Result<(), Exit> {
             };
             for s in load_all(&schemas, Inputs::Models, color, false)? {
                 write_stdout(&kvmodel_build::keys::report(&s.model, format))?;
+            }
+            Ok(())
+        }
+        Command::Proto { schemas } => {
+            for s in load_all(&schemas, Inputs::Models, color, false)? {
+                write_stdout(&kvmodel_build::proto::print(&s.model))?;
             }
             Ok(())
         }

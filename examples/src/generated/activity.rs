@@ -47,3 +47,23 @@ pub struct Event {
     pub at: ::kvmodel::Timestamp,
     pub attributes: ::std::collections::BTreeMap<String, String>,
 }
+
+/// A sensor's measurement, stored as protobuf so that services in other languages read it (`kvmodel proto`).
+#[derive(Debug, Clone, PartialEq, ::kvmodel::KvEntity)]
+#[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
+#[serde(crate = "::kvmodel::serde")]
+#[kv(
+    namespace = "activity",
+    key = "reading:{sensor}:{at}",
+    encoding = "protobuf",
+    max_size = "4KiB"
+)]
+/// The newest 100 readings of a sensor.
+#[kv(index(name = latest, fields(sensor), order_by = at, keep = 100))]
+pub struct Reading {
+    pub sensor: String,
+    pub at: ::kvmodel::Timestamp,
+    pub value: f64,
+    pub kind: Option<EventKind>,
+    pub labels: ::std::collections::BTreeMap<String, String>,
+}
