@@ -40,12 +40,9 @@ fn note(model: &Model, f: &ProtoField) -> Option<String> {
     match &f.kind {
         Kind::Enum(name) => {
             let variants = model.types.iter().find_map(|t| match &t.kind {
-                TypeKind::Enum(vs) if *t.name == *name => Some(
-                    vs.iter()
-                        .map(|v| v.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
+                TypeKind::Enum(vs) if *t.name == *name => {
+                    Some(vs.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "))
+                }
                 _ => None,
             });
             Some(match variants {
@@ -95,7 +92,10 @@ fn message(out: &mut String, model: &Model, e: &Entity) {
         proto::renamed(Some(model), e)
     };
     if !renamed.is_empty() {
-        let _ = writeln!(out, "  // Older records: fields renamed since, under their old names.");
+        let _ = writeln!(
+            out,
+            "  // Older records: fields renamed since, under their old names."
+        );
         for f in renamed {
             let _ = writeln!(out, "  {} {} = {};", type_name(&f), f.name, f.number);
         }
@@ -138,7 +138,9 @@ pub fn print(model: &Model) -> String {
          message {ENVELOPE} {{\n  uint32 version = 1;\n  bytes record = 2;\n}}\n"
     );
     if entities.is_empty() {
-        out.push_str("\n// No entity of this schema is encoded with protobuf (`encoding: protobuf`).\n");
+        out.push_str(
+            "\n// No entity of this schema is encoded with protobuf (`encoding: protobuf`).\n",
+        );
     }
     for e in entities {
         out.push('\n');

@@ -283,7 +283,10 @@ fn proto_message(model: &ir::Model, e: &ir::Entity) -> &'static ProtoMessage {
     let renamed: Vec<ProtoField> = if e.migrate_from.is_some() {
         Vec::new()
     } else {
-        p::renamed(Some(model), e).into_iter().map(convert).collect()
+        p::renamed(Some(model), e)
+            .into_iter()
+            .map(convert)
+            .collect()
     };
     Box::leak(Box::new(ProtoMessage {
         fields: Box::leak(fields.into_boxed_slice()),

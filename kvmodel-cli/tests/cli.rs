@@ -38,6 +38,7 @@ fn help_texts() {
         &["migrate", "--help"],
         &["inspect", "--help"],
         &["diff", "--help"],
+        &["proto", "--help"],
     ] {
         let o = kvmodel(args);
         assert_eq!(code(&o), 0);
@@ -164,6 +165,19 @@ fn generate_and_check() {
     );
     let bad = "kvmodel-build/tests/errors/ttl_errors/schema.yaml";
     assert_eq!(code(&kvmodel(&["generate", bad, "-o", out])), 1);
+}
+
+#[test]
+fn proto_prints_the_proto_of_protobuf_entities() {
+    let o = kvmodel(&["proto", "schemas/activity.yaml"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("syntax = \"proto3\";"), "{out}");
+    assert!(out.contains("message Reading {"), "{out}");
+    assert!(!out.contains("message Event {"), "JSON entities have no message: {out}");
+    assert_eq!(code(&kvmodel(&["proto"])), 2);
+    let bad = "kvmodel-build/tests/errors/protobuf_errors/schema.yaml";
+    assert_eq!(code(&kvmodel(&["proto", bad])), 1);
 }
 
 #[test]

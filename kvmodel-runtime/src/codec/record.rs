@@ -214,7 +214,8 @@ pub fn decode_current_with<T: DeserializeOwned>(
     match bytes.first() {
         Some(&proto::TAG) => {
             let (_, value) = proto::decode(key, message, bytes)?;
-            serde_json::from_value(value).map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))))
+            serde_json::from_value(value)
+                .map_err(|e| Error::decode(key, bad(&e), Some(Box::new(e))))
         }
         Some(b'{') => {
             if let Some((_, payload)) = json_fast(bytes) {

@@ -136,8 +136,7 @@ impl EntityModel {
             fields: &self.fields,
             value,
         };
-        let encoded =
-            record::encode_with(key, self.encoding, self.proto, self.version, &fields)?;
+        let encoded = record::encode_with(key, self.encoding, self.proto, self.version, &fields)?;
         self.storage.seal(self.static_name(), key, encoded)
     }
 }

@@ -105,7 +105,10 @@ pub fn reading(sensor: &str, ms: i64) -> Reading {
 }
 
 async fn stored<S: Store>(s: &S, r: &Reading) -> Vec<u8> {
-    s.get(&ReadingKeys::record(&r.sensor, r.at)).await.unwrap().unwrap()
+    s.get(&ReadingKeys::record(&r.sensor, r.at))
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 pub async fn a_protobuf_record_round_trips_every_field_kind<H: Harness>(h: &H) {
@@ -118,18 +121,32 @@ pub async fn a_protobuf_record_round_trips_every_field_kind<H: Harness>(h: &H) {
     // Empty lists and maps, absent options, zeros.
     let mut empty = reading("s2", 0);
     (empty.samples, empty.tags, empty.units, empty.seen) = (vec![], vec![], vec![], vec![]);
-    (empty.labels, empty.weights, empty.note, empty.raw) = (BTreeMap::new(), BTreeMap::new(), None, vec![]);
-    (empty.value, empty.delta, empty.total, empty.count, empty.big, empty.ok) = (0.0, 0, 0, 0, 0, false);
+    (empty.labels, empty.weights, empty.note, empty.raw) =
+        (BTreeMap::new(), BTreeMap::new(), None, vec![]);
+    (
+        empty.value,
+        empty.delta,
+        empty.total,
+        empty.count,
+        empty.big,
+        empty.ok,
+    ) = (0.0, 0, 0, 0, 0, false);
     repo.create(&empty).await.unwrap();
     assert_eq!(repo.get("s2", empty.at).await.unwrap(), Some(empty.clone()));
-    let page = repo.list_by_unit(Unit::OnHold, PageRequest::new(10)).await.unwrap();
+    let page = repo
+        .list_by_unit(Unit::OnHold, PageRequest::new(10))
+        .await
+        .unwrap();
     assert_eq!(page.items.len(), 2);
     assert_eq!(repo.count_per_unit(Unit::OnHold).await.unwrap(), 2);
     assert!(repo.verify(16).await.unwrap().is_clean());
 }
 
 pub async fn json_and_msgpack_records_read_after_switching_to_protobuf<H: Harness>(h: &H) {
-    let (json, packed) = (JsonReadingRepo::new(h.store()), PackedReadingRepo::new(h.store()));
+    let (json, packed) = (
+        JsonReadingRepo::new(h.store()),
+        PackedReadingRepo::new(h.store()),
+    );
     let repo = ReadingRepo::new(h.store());
     let (a, b) = (reading("old-json", 1), reading("old-pack", 2));
     json.create(&JsonReading::from(&a)).await.unwrap();
@@ -138,12 +155,19 @@ pub async fn json_and_msgpack_records_read_after_switching_to_protobuf<H: Harnes
     assert_eq!(stored(&h.store(), &b).await[0], 0x92);
     // Read, update and read again under protobuf.
     for old in [&a, &b] {
-        assert_eq!(repo.get(&old.sensor, old.at).await.unwrap().as_ref(), Some(old));
+        assert_eq!(
+            repo.get(&old.sensor, old.at).await.unwrap().as_ref(),
+            Some(old)
+        );
         let mut next = old.clone();
         next.unit = Unit::Percent;
         next.tags.push("moved".into());
         repo.update(&next).await.unwrap();
-        assert_eq!(stored(&h.store(), old).await[0], 0x08, "rewritten as protobuf");
+        assert_eq!(
+            stored(&h.store(), old).await[0],
+            0x08,
+            "rewritten as protobuf"
+        );
         assert_eq!(repo.get(&old.sensor, old.at).await.unwrap(), Some(next));
     }
     assert_eq!(repo.count_per_unit(Unit::Percent).await.unwrap(), 2);
@@ -162,7 +186,10 @@ pub async fn compression_applies_to_protobuf_records<H: Harness>(h: &H) {
     for r in [&tiny, &large] {
         repo.create(&CompressedReading::from(r)).await.unwrap();
     }
-    let (t, l) = (stored(&h.store(), &tiny).await, stored(&h.store(), &large).await);
+    let (t, l) = (
+        stored(&h.store(), &tiny).await,
+        stored(&h.store(), &large).await,
+    );
     assert_eq!(t[0], 0x08, "{} bytes stay plain", t.len());
     assert_eq!(l[..2], [0xC1, 1], "lz4");
     assert!(l.len() < 300, "{}", l.len());
@@ -186,7 +213,12 @@ mod versions {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
-    #[kv(namespace = "pb", key = "item:{id}", version = 2, encoding = "protobuf")]
+    #[kv(
+        namespace = "pb",
+        key = "item:{id}",
+        version = 2,
+        encoding = "protobuf"
+    )]
     #[kv(migration(from = 1, rename(name = title), add(rank = 3)))]
     pub struct Item {
         pub id: String,
@@ -204,7 +236,12 @@ mod versions {
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
-    #[kv(namespace = "pb", key = "item:{id}", version = 2, encoding = "protobuf")]
+    #[kv(
+        namespace = "pb",
+        key = "item:{id}",
+        version = 2,
+        encoding = "protobuf"
+    )]
     #[kv(migrate_from = OldThing)]
     pub struct Thing {
         pub id: String,
@@ -224,20 +261,41 @@ pub use versions::*;
 
 pub async fn older_protobuf_records_migrate_lazily_and_newer_ones_are_refused<H: Harness>(h: &H) {
     let (v1, v2) = (ItemV1Repo::new(h.store()), ItemRepo::new(h.store()));
-    v1.create(&ItemV1 { id: "a".into(), name: "Ada".into(), score: -5 }).await.unwrap();
+    v1.create(&ItemV1 {
+        id: "a".into(),
+        name: "Ada".into(),
+        score: -5,
+    })
+    .await
+    .unwrap();
     let item = v2.get("a").await.unwrap().unwrap();
     assert_eq!(
         item,
-        Item { id: "a".into(), title: "Ada".into(), score: -5, rank: 3 }
+        Item {
+            id: "a".into(),
+            title: "Ada".into(),
+            score: -5,
+            rank: 3
+        }
     );
     // Through a typed chain: the older type's fields read the record.
     let things = ThingRepo::new(h.store());
     let thing = things.get("a").await.unwrap().unwrap();
-    assert_eq!(thing, Thing { id: "a".into(), label: "ADA".into() });
+    assert_eq!(
+        thing,
+        Thing {
+            id: "a".into(),
+            label: "ADA".into()
+        }
+    );
     // Version 2 written, then read by version 1: refused, not half-read.
     v2.update(&item).await.unwrap();
     match v1.get("a").await {
-        Err(Error::FutureVersion { found: 2, supported: 1, .. }) => {}
+        Err(Error::FutureVersion {
+            found: 2,
+            supported: 1,
+            ..
+        }) => {}
         other => panic!("expected FutureVersion, got {other:?}"),
     }
 }

@@ -191,7 +191,8 @@ pub fn decode(key: &str, message: Option<&ProtoMessage>, bytes: &[u8]) -> Result
         };
         let (version, record) =
             wire::envelope(bytes).map_err(|reason| Error::decode(key, reason, None))?;
-        let value = wire::decode(message, record).map_err(|reason| Error::decode(key, reason, None))?;
+        let value =
+            wire::decode(message, record).map_err(|reason| Error::decode(key, reason, None))?;
         Ok((version, value))
     }
     #[cfg(not(feature = "protobuf"))]

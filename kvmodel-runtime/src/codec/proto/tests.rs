@@ -67,7 +67,11 @@ fn every_kind_round_trips() {
 fn empty_lists_and_maps_read_back_empty() {
     let mut value = every();
     for f in ["nums", "words", "when", "scores", "labels"] {
-        value[f] = if f == "scores" || f == "labels" { json!({}) } else { json!([]) };
+        value[f] = if f == "scores" || f == "labels" {
+            json!({})
+        } else {
+            json!([])
+        };
     }
     let bytes = encode("k", &EVERY, 1, &value).unwrap();
     let (_, back) = decode("k", Some(&EVERY), &bytes).unwrap();
@@ -153,9 +157,19 @@ fn bad_bytes_are_decode_errors_naming_the_key() {
         assert!(err.to_string().contains("shop:r:1"), "{err}");
     }
     // A uuid of the wrong length, a timestamp with microseconds.
-    let err = decode("k", Some(&EVERY), &[0x08, 0x01, 0x12, 0x03, 0x5a, 0x01, 0x00]).unwrap_err();
+    let err = decode(
+        "k",
+        Some(&EVERY),
+        &[0x08, 0x01, 0x12, 0x03, 0x5a, 0x01, 0x00],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("uuid"), "{err}");
-    let err = decode("k", Some(&EVERY), &[0x08, 0x01, 0x12, 0x04, 0x4a, 0x02, 0x10, 0x01]).unwrap_err();
+    let err = decode(
+        "k",
+        Some(&EVERY),
+        &[0x08, 0x01, 0x12, 0x04, 0x4a, 0x02, 0x10, 0x01],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("milliseconds"), "{err}");
     let err = decode("k", None, &good).unwrap_err();
     assert!(err.to_string().contains("protobuf"), "{err}");

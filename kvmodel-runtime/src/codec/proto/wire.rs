@@ -42,7 +42,10 @@ fn mismatch(path: &str, what: &str) -> Reason {
 fn put_value(buf: &mut Vec<u8>, path: &str, kind: ProtoKind, v: &Value) -> Result<(), Reason> {
     match kind {
         ProtoKind::String | ProtoKind::Date | ProtoKind::Enum => {
-            put_len(buf, v.as_str().ok_or_else(|| mismatch(path, "text"))?.as_bytes());
+            put_len(
+                buf,
+                v.as_str().ok_or_else(|| mismatch(path, "text"))?.as_bytes(),
+            );
         }
         ProtoKind::Bool => encode_varint(
             u64::from(v.as_bool().ok_or_else(|| mismatch(path, "a bool"))?),
@@ -54,7 +57,11 @@ fn put_value(buf: &mut Vec<u8>, path: &str, kind: ProtoKind, v: &Value) -> Resul
             encode_varint(i as u64, buf);
         }
         ProtoKind::U32 | ProtoKind::U64 => {
-            encode_varint(v.as_u64().ok_or_else(|| mismatch(path, "an unsigned integer"))?, buf);
+            encode_varint(
+                v.as_u64()
+                    .ok_or_else(|| mismatch(path, "an unsigned integer"))?,
+                buf,
+            );
         }
         ProtoKind::F64 => {
             let x = v.as_f64().ok_or_else(|| mismatch(path, "a number"))?;
@@ -149,7 +156,11 @@ fn put_field(buf: &mut Vec<u8>, f: &ProtoField, v: &Value) -> Result<(), Reason>
 }
 
 /// The envelope of the record `value` at `version`.
-pub(super) fn encode(message: &ProtoMessage, version: u32, value: &Value) -> Result<Vec<u8>, Reason> {
+pub(super) fn encode(
+    message: &ProtoMessage,
+    version: u32,
+    value: &Value,
+) -> Result<Vec<u8>, Reason> {
     let Value::Object(entries) = value else {
         return Err("a record is a map of fields".to_owned());
     };
@@ -170,7 +181,8 @@ struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     fn varint(&mut self) -> Result<u64, Reason> {
-        decode_varint(&mut self.0).map_err(|e| format!("its protobuf is truncated or malformed ({e})"))
+        decode_varint(&mut self.0)
+            .map_err(|e| format!("its protobuf is truncated or malformed ({e})"))
     }
 
     fn key(&mut self) -> Result<(u32, WireType), Reason> {
@@ -213,7 +225,9 @@ pub(super) fn envelope(bytes: &[u8]) -> Result<(u32, &[u8]), Reason> {
     let mut r = Reader(bytes);
     let (n, wt) = r.key()?;
     if (n, wt) != (VERSION, WireType::Varint) {
-        return Err("it does not start like a kvmodel protobuf envelope (version first)".to_owned());
+        return Err(
+            "it does not start like a kvmodel protobuf envelope (version first)".to_owned(),
+        );
     }
     let version = u32::try_from(r.varint()?)
         .map_err(|_| "its protobuf envelope's version is larger than a u32".to_owned())?;
@@ -232,7 +246,12 @@ fn wrong_type(path: &str, wt: WireType) -> Reason {
 }
 
 /// Reads one value of `kind` written with wire type `wt`.
-fn get_value(r: &mut Reader<'_>, path: &str, kind: ProtoKind, wt: WireType) -> Result<Value, Reason> {
+fn get_value(
+    r: &mut Reader<'_>,
+    path: &str,
+    kind: ProtoKind,
+    wt: WireType,
+) -> Result<Value, Reason> {
     if wt != wire_type(kind) {
         return Err(wrong_type(path, wt));
     }
@@ -255,7 +274,9 @@ fn get_value(r: &mut Reader<'_>, path: &str, kind: ProtoKind, wt: WireType) -> R
             a.copy_from_slice(b);
             Value::from(f64::from_le_bytes(a))
         }
-        ProtoKind::Bytes => Value::Array(r.len_delimited()?.iter().map(|b| Value::from(*b)).collect()),
+        ProtoKind::Bytes => {
+            Value::Array(r.len_delimited()?.iter().map(|b| Value::from(*b)).collect())
+        }
         ProtoKind::Uuid => {
             let u = uuid::Uuid::from_slice(r.len_delimited()?)
                 .map_err(|_| format!("`{path}` should be a uuid's 16 bytes"))?;
