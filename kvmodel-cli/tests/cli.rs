@@ -174,7 +174,10 @@ fn proto_prints_the_proto_of_protobuf_entities() {
     let out = text(&o.stdout);
     assert!(out.contains("syntax = \"proto3\";"), "{out}");
     assert!(out.contains("message Reading {"), "{out}");
-    assert!(!out.contains("message Event {"), "JSON entities have no message: {out}");
+    assert!(
+        !out.contains("message Event {"),
+        "JSON entities have no message: {out}"
+    );
     assert_eq!(code(&kvmodel(&["proto"])), 2);
     let bad = "kvmodel-build/tests/errors/protobuf_errors/schema.yaml";
     assert_eq!(code(&kvmodel(&["proto", bad])), 1);
