@@ -42,6 +42,25 @@ fn compression_changes_are_safe() {
     }
 }
 
+/// Switching to protobuf is safe (each record names its encoding);
+/// switching away from it is breaking: only a protobuf-encoded type knows
+/// the field numbers of the records stored as protobuf.
+#[test]
+fn switching_to_protobuf_is_safe_and_away_from_it_breaking() {
+    let (json, proto) = (load("encoding_json.yaml"), load("encoding_protobuf.yaml"));
+    let to = kvmodel_build::diff::diff(&json, &proto);
+    assert_eq!(to.len(), 1, "{to:?}");
+    assert_eq!(to[0].impact, kvmodel_build::diff::Impact::Safe, "{to:?}");
+    let away = kvmodel_build::diff::diff(&proto, &json);
+    assert_eq!(away.len(), 1, "{away:?}");
+    assert_eq!(away[0].impact, kvmodel_build::diff::Impact::Breaking);
+    assert!(
+        away[0].reason.contains("field numbers"),
+        "{}",
+        away[0].reason
+    );
+}
+
 #[test]
 fn tells_what_a_change_of_on_delete_does_to_stored_data() {
     let (old, new) = (load("on_delete_old.yaml"), load("on_delete_new.yaml"));

@@ -431,15 +431,31 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
             std::cmp::Ordering::Equal => {}
         }
         if o.encoding.value != n.encoding.value {
-            push(
-                &mut out,
-                Impact::Safe,
-                format!(
-                    "{name}: encoding {} → {}; each record names its encoding, old ones still read",
-                    o.encoding.as_str(),
-                    n.encoding.as_str()
-                ),
-            );
+            use kvmodel_codegen::ir::Encoding;
+            if o.encoding.value == Encoding::Protobuf {
+                // A protobuf record's fields are numbers: a type that is not
+                // protobuf-encoded has no numbers to read them by.
+                push(
+                    &mut out,
+                    Impact::Breaking,
+                    format!(
+                        "{name}: encoding protobuf → {}; records stored as protobuf no longer read \
+                         (only a protobuf-encoded type knows their field numbers): rewrite them \
+                         first, or keep protobuf",
+                        n.encoding.as_str()
+                    ),
+                );
+            } else {
+                push(
+                    &mut out,
+                    Impact::Safe,
+                    format!(
+                        "{name}: encoding {} → {}; each record names its encoding, old ones still read",
+                        o.encoding.as_str(),
+                        n.encoding.as_str()
+                    ),
+                );
+            }
         }
         ttl_changes(name, o, n, &mut out);
         compress_changes(name, o, n, &mut out);

@@ -46,7 +46,7 @@ pub fn check(name: &str, units: &[Unit]) -> Result<(), Failure> {
     let kvmodel = workspace().join("kvmodel");
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-         [dependencies]\nkvmodel = {{ path = {:?}, default-features = false, features = [\"derive\", \"zstd\"] }}\n\n\
+         [dependencies]\nkvmodel = {{ path = {:?}, default-features = false, features = [\"derive\", \"zstd\", \"protobuf\"] }}\n\n\
          [workspace]\n",
         kvmodel.display().to_string()
     );
