@@ -186,3 +186,20 @@ fn a_value_that_does_not_fit_is_an_encode_error() {
     let err = encode("shop:r:1", &EVERY, 1, &value).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
 }
+
+#[test]
+fn a_float_that_is_not_finite_is_named() {
+    const M: ProtoMessage = ProtoMessage {
+        fields: &[field("x", 1, ProtoKind::F64, ProtoShape::One)],
+        renamed: &[],
+    };
+    #[derive(serde::Serialize)]
+    struct R {
+        x: f64,
+    }
+    let err =
+        record::encode_with("k", Encoding::Protobuf, Some(&M), 1, &R { x: f64::NAN }).unwrap_err();
+    assert!(err.to_string().contains("`x` is NaN or infinite"), "{err}");
+    let ok = record::encode_with("k", Encoding::Protobuf, Some(&M), 1, &R { x: -0.5 }).unwrap();
+    assert_eq!(ok[0], TAG);
+}
