@@ -58,8 +58,15 @@ pub struct Event {
     encoding = "protobuf",
     max_size = "4KiB"
 )]
-/// The newest 100 readings of a sensor.
-#[kv(index(name = latest, fields(sensor), order_by = at, keep = 100))]
+#[kv(
+    index(
+        name = latest,
+        fields(sensor),
+        order_by = at,
+        keep = 100,
+        description = "The newest 100 readings of a sensor."
+    )
+)]
 pub struct Reading {
     pub sensor: String,
     pub at: ::kvmodel::Timestamp,
