@@ -42,7 +42,7 @@ pub struct Index {
 
 impl Index {
     /// A non-unique index with nothing declared yet, introduced in version
-    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
     pub fn new(name: Sp<String>) -> Self {
         Index {
             origin: name.origin.clone(),
@@ -84,7 +84,7 @@ pub struct Counter {
 
 impl Counter {
     /// A plain count with nothing declared yet, introduced in version
-    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
     pub fn new(name: Sp<String>) -> Self {
         Counter {
             origin: name.origin.clone(),
@@ -163,7 +163,7 @@ pub struct Dependent {
 
 impl Relation {
     /// An unordered relation, introduced in version
-    /// [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
     pub fn new(name: Sp<String>, belongs_to: Sp<String>, by: Sp<String>) -> Self {
         Relation {
             origin: name.origin.clone(),
