@@ -348,3 +348,75 @@ async fn counters_are_exact_after_a_contended_workload() {
     assert!(drift.is_clean(), "{drift:?}");
     assert!(h.store().unfinished_writes().await.unwrap().is_empty());
 }
+
+/// A parent whose delete is restricted by its children.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "cl", key = "crew:{id}")]
+#[kv(dependent(entity = Sailor, relation = crew))]
+struct Crew {
+    id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "cl", key = "sailor:{id}")]
+#[kv(relation(name = crew, belongs_to = Crew, by = crew, on_delete = "restrict"))]
+struct Sailor {
+    id: String,
+    crew: String,
+}
+
+/// The count of `crew`'s sailors.
+fn children_of(crew: &str) -> String {
+    format!("cl:sailor#count:crew.children:{crew}")
+}
+
+/// A child's create that stops after releasing its hold on the parent but
+/// before its count of children moves (the protocol's `AppliedPart`, the
+/// parent's slot applied first) must still hold off the parent's delete:
+/// the count is locked until it moves. Otherwise the delete finds the count
+/// at 0, succeeds, and the child outlives its parent.
+#[tokio::test]
+async fn a_restricted_delete_sees_a_child_whose_count_has_not_moved_yet() {
+    let h = ClusterHarness::with_lease(LEASE).await;
+    let store = h.store();
+    let (crews, sailors) = (CrewRepo::new(store.clone()), SailorRepo::new(store.clone()));
+    // The key format, checked on a plain create.
+    crews.create(&Crew { id: "probe".into() }).await.unwrap();
+    let probe = Sailor {
+        id: "probe".into(),
+        crew: "probe".into(),
+    };
+    sailors.create(&probe).await.unwrap();
+    assert_eq!(store.counter(&children_of("probe")).await.unwrap(), 1);
+
+    // A crew, a sailor and the count in three different slots.
+    let (crew, sailor) = (0..10_000)
+        .map(|i| (format!("c{i}"), format!("s{i}")))
+        .find(|(c, s)| {
+            let slots = [
+                hash_slot(&format!("cl:crew:{c}")),
+                hash_slot(&format!("cl:sailor:{s}")),
+                hash_slot(&children_of(c)),
+            ];
+            slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2]
+        })
+        .unwrap();
+    crews.create(&Crew { id: crew.clone() }).await.unwrap();
+    let crashing = SailorRepo::new(store.crashing_at(CrashPoint::AppliedPart));
+    let s = Sailor {
+        id: sailor.clone(),
+        crew: crew.clone(),
+    };
+    crashing.create(&s).await.unwrap_err();
+    assert_eq!(sailors.get(&sailor).await.unwrap(), Some(s), "committed");
+
+    match crews.delete(&crew).await {
+        Err(Error::Restricted { .. }) => {}
+        other => panic!("the delete must see the sailor, got {other:?}"),
+    }
+    assert!(crews.get(&crew).await.unwrap().is_some());
+    // Once the crashed write is finished, the count holds the sailor.
+    overdue().await;
+    store.recover_now().await.unwrap();
+    assert_eq!(store.counter(&children_of(&crew)).await.unwrap(), 1);
+}

@@ -59,22 +59,9 @@ kvmodel_runtime::on_every_backend!(
     cascade_deletes_children_and_grandchildren_with_their_upkeep,
     a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,
     a_cascade_removes_the_links_of_the_children_it_deletes,
+    a_child_created_during_a_restricted_delete_never_outlives_its_parent,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,
     compression_applies_to_protobuf_records,
     older_protobuf_records_migrate_lazily_and_newer_ones_are_refused,
 );
-
-/// On memory, redb and one Redis server only. On a Redis Cluster a child's
-/// create and its parent's `restrict` delete, run at once across slots, can
-/// both succeed: the create's increment of the parent's count of children
-/// is applied after its commit point without a lock, so the delete may
-/// check the count in between (docs/cluster.md, "Effects without a lock are
-/// not isolated"). A known race, open.
-mod single_server {
-    use super::*;
-
-    kvmodel_runtime::__on_single_backends!(
-        a_child_created_during_a_restricted_delete_never_outlives_its_parent
-    );
-}

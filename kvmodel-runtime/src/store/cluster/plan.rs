@@ -38,7 +38,8 @@ pub(crate) struct Group {
     pub(crate) own: String,
     /// Distinct data keys, in first-seen order.
     pub(crate) keys: Vec<String>,
-    /// Per key: whether the write locks it (a condition, a put or a delete).
+    /// Per key: whether the write locks it (a condition, a put, a delete or
+    /// an increment).
     pub(crate) locked: Vec<bool>,
     /// (batch index, condition).
     pub(crate) conditions: Vec<(usize, Condition)>,
@@ -268,7 +269,12 @@ pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
     }
     for op in batch.ops() {
         let g = group_of(&mut groups, slot_of(op.key()), write, prefix);
-        g.touch(op.key(), matches!(op, Op::Put { .. } | Op::Delete { .. }));
+        // An increment is locked too: a write that conditions on the
+        // counter (a parent's delete on its count of children) must see it
+        // or wait for it, never check between this write's commit point
+        // and the increment's late application.
+        let lock = matches!(op, Op::Put { .. } | Op::Delete { .. } | Op::Incr { .. });
+        g.touch(op.key(), lock);
         g.ops.push((op.clone(), false));
     }
     for g in groups.iter_mut().skip(1) {
