@@ -101,11 +101,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 },
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key,
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(key))
     }
 
     /// Read-modify-write whose change can fail: `f` edits the record or
@@ -161,11 +157,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 None => return Ok(()),
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: values[0].record_key(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(values[0].record_key()))
     }
 
     /// One attempt of `create_many`: `Some(index)` when the record at

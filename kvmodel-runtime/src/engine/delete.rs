@@ -107,11 +107,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: key.to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(key))
     }
 
     /// Deletes the children of every `cascade` dependent of the record at

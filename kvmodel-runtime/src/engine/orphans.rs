@@ -9,7 +9,7 @@ use crate::engine::expiry::{StoredReceipt, move_receipt, read_record};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, transition};
 use crate::engine::walk::Walker;
 use crate::engine::walk::inward::{Kind, page};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::Batch;
 
@@ -86,11 +86,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 return Ok(true);
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: key.to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(key))
     }
 
     /// The claims held by `key` and the index and relation members naming

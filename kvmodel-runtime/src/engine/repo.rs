@@ -339,6 +339,16 @@ impl<E: Entity, S: Store> Engine<E, S> {
             .or_else(|| checked.claim(index).map(|c| self.unique_violation(c)))
     }
 
+    /// [`Error::Conflict`] for the record at `key` after [`MAX_ATTEMPTS`]
+    /// tries, each finding it changed by another writer.
+    pub(crate) fn gave_up(key: impl Into<String>) -> Error {
+        Error::Conflict {
+            entity: E::META.name,
+            key: key.into(),
+            attempts: MAX_ATTEMPTS,
+        }
+    }
+
     pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
         Error::UniqueViolation {
             entity: E::META.name,
@@ -399,11 +409,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key,
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(key))
     }
 
     /// Reads the record at `key`, migrating it if it is older.
@@ -489,11 +495,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 },
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: key.to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(key))
     }
 
     /// Replaces a stored record; indexes and counters move atomically.

@@ -137,11 +137,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 Outcome::Failed { .. } => backoff(attempt).await,
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: from_key.to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(from_key))
     }
 
     /// Unlinks the records at `from_key` (this entity) and `to_key`, both
@@ -184,11 +180,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 Outcome::Failed { .. } => backoff(attempt).await,
             }
         }
-        Err(Error::Conflict {
-            entity: E::META.name,
-            key: from_key.to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+        Err(Self::gave_up(from_key))
     }
 
     /// A page of the records of `F` linked to the record at `key` (of this
