@@ -28,8 +28,8 @@ pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 pub use store::{
-    AnyStore, Batch, Condition, Direction, Member, MemoryStore, Op, Outcome, Planned, RangeRequest,
-    RangeResult, ScanPage, Store,
+    AnyStore, Batch, Condition, Direction, Member, MemberRef, MemoryStore, Op, Outcome, Planned,
+    RangeRequest, RangeResult, ScanPage, Store,
 };
 #[cfg(feature = "redis-cluster")]
 pub use store::{RedisClusterStore, RedisClusterStoreBuilder};

@@ -33,6 +33,11 @@ pub fn sort_of<P: SortPart + ?Sized>(p: &P) -> Vec<u8> {
     crate::codec::key::sort_key(p)
 }
 
+/// Whether `sort` is the sort key of `p`, checked without building it.
+pub fn sort_is<P: SortPart + ?Sized>(p: &P, sort: &[u8]) -> bool {
+    crate::codec::key::sort_is(p, sort)
+}
+
 /// The hour bucket of an instant, as a key component: `2026-11-22T05`
 /// (a four-digit year always: timestamps hold years 0000–9999).
 pub fn hour(t: Timestamp) -> String {

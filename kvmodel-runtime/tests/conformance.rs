@@ -91,4 +91,9 @@ mod defaults {
     async fn range_values_with_by_default_reads_range_values() {
         conformance::range_values_with_lends_each_members_value(&plain()).await;
     }
+
+    #[tokio::test]
+    async fn get_with_by_default_reads_get() {
+        conformance::get_with_lends_the_value(&plain()).await;
+    }
 }

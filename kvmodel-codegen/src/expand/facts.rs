@@ -90,16 +90,29 @@ fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &Read) -> TokenStream {
     }
 }
 
-fn sort_expr(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read) -> TokenStream {
+/// `#p::#func(&sort value)`: the sort key of `x` built (`sort_of`), or
+/// checked against `__sort` (`sort_is`).
+fn sort_call(cx: &Ctx<'_>, x: &Sp<FieldExpr>, r: &Read, func: Sort) -> TokenStream {
     let p = cx.p();
     let span = x.origin.span();
     let (by_ref, v) = (r.by_ref(), r.copied());
-    match &x.value {
-        FieldExpr::Field(_) => quote_spanned!(span=> #p::sort_of(#by_ref)),
-        FieldExpr::Hour(_) => quote!(#p::sort_of(&(#v).start_of_hour())),
-        FieldExpr::Day(_) => quote!(#p::sort_of(&#p::day(#v))),
-        FieldExpr::Month(_) => quote!(#p::sort_of(&#p::day(#v).first_of_month())),
+    let value = match &x.value {
+        FieldExpr::Field(_) => by_ref,
+        FieldExpr::Hour(_) => quote!(&(#v).start_of_hour()),
+        FieldExpr::Day(_) => quote!(&#p::day(#v)),
+        FieldExpr::Month(_) => quote!(&#p::day(#v).first_of_month()),
+    };
+    match func {
+        Sort::Build => quote_spanned!(span=> #p::sort_of(#value)),
+        Sort::Check => quote_spanned!(span=> #p::sort_is(#value, __sort)),
     }
+}
+
+/// What [`sort_call`] does with a sort value.
+#[derive(Clone, Copy)]
+enum Sort {
+    Build,
+    Check,
 }
 
 /// One membership check of `derives_member`: when the record had the index
@@ -117,10 +130,7 @@ fn member_check(
 ) -> TokenStream {
     let p = cx.p();
     let (ns, space) = (cx.namespace(), cx.key_space());
-    let sort = match sort {
-        Some(s) => quote!(__sort == #s.as_slice()),
-        None => quote!(__sort.is_empty()),
-    };
+    let sort = sort.unwrap_or_else(|| quote!(__sort.is_empty()));
     let check = reads.wrap(quote! {
         if #segments(#p::KeyMatch::derived(__collection, #ns, #space, #kind), #args).finish() {
             return #sort;
@@ -249,7 +259,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*));)
         } else {
             let sort = match order {
-                Some(o) => sort_expr(cx, o, &reads.refs[n]),
+                Some(o) => sort_call(cx, o, &reads.refs[n], Sort::Build),
                 None => quote!(::std::vec::Vec::new()),
             };
             let seg = segments_fn(&ix.name);
@@ -260,7 +270,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 quote!(#keys::#seg),
                 quote!(#(#args),*),
                 cx.derived(super::Derived::Index),
-                order.map(|o| sort_expr(cx, o, &reads.refs[n])),
+                order.map(|o| sort_call(cx, o, &reads.refs[n], Sort::Check)),
             ));
             match &ix.keep {
                 Some(k) => {
@@ -281,7 +291,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let reads = Reads::new(cx, &fields);
         let arg = reads.refs[0].arg(&cx.field_type(&r.by));
         let sort = match &r.order_by {
-            Some(o) => sort_expr(cx, o, &reads.refs[1]),
+            Some(o) => sort_call(cx, o, &reads.refs[1], Sort::Build),
             None => quote!(::std::vec::Vec::new()),
         };
         let fname = relation_fn(&r.name);
@@ -307,7 +317,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             cx.derived(super::Derived::Relation),
             r.order_by
                 .as_ref()
-                .map(|o| sort_expr(cx, o, &reads.refs[1])),
+                .map(|o| sort_call(cx, o, &reads.refs[1], Sort::Check)),
         ));
     }
 

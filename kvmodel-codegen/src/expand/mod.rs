@@ -334,6 +334,10 @@ pub fn expand_enum(input: &syn::DeriveInput) -> Result<TokenStream, syn::Error> 
                 fn write_key(&self, __out: &mut ::std::string::String) {
                     __out.push_str(match self { #(#arms_key,)* });
                 }
+                fn match_key(&self, __key: &str) -> ::core::option::Option<::core::primitive::usize> {
+                    let __text: &str = match self { #(#arms_key,)* };
+                    __key.starts_with(__text).then_some(__text.len())
+                }
             }
             #[automatically_derived]
             impl #p::ProtoEnum for #name {}
@@ -342,6 +346,10 @@ pub fn expand_enum(input: &syn::DeriveInput) -> Result<TokenStream, syn::Error> 
                 fn write_sort(&self, __out: &mut ::std::vec::Vec<u8>) {
                     let __index: u32 = match self { #(#arms_sort,)* };
                     #p::SortPart::write_sort(&__index, __out);
+                }
+                fn match_sort(&self, __sort: &[u8]) -> ::core::option::Option<::core::primitive::usize> {
+                    let __index: u32 = match self { #(#arms_sort,)* };
+                    #p::SortPart::match_sort(&__index, __sort)
                 }
             }
         };

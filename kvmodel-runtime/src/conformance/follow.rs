@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::Harness;
 use crate::error::Error;
 use crate::store::batch::{Batch, Outcome, Planned};
-use crate::store::{Direction, Member, RangeRequest, Store};
+use crate::store::{Direction, MemberRef, RangeRequest, Store};
 
 fn put(b: &mut Batch, k: &str, v: &[u8]) {
     b.put(k, v.to_vec(), None);
@@ -243,7 +243,7 @@ pub async fn range_values_with_lends_each_members_value<H: Harness>(h: &H) {
     put(&mut b, &h.key("rvw:b"), b"B");
     assert!(s.commit(b).await.unwrap().is_applied());
 
-    let lend = |m: &Member, v: Option<&[u8]>| (m.member.clone(), v.map(<[u8]>::to_vec));
+    let lend = |m: MemberRef<'_>, v: Option<&[u8]>| (m.to_member(), v.map(<[u8]>::to_vec));
     for direction in [Direction::Ascending, Direction::Descending] {
         for limit in [0, 1, 3, 4, 10] {
             let mut req = RangeRequest::all(limit);
@@ -251,14 +251,9 @@ pub async fn range_values_with_lends_each_members_value<H: Harness>(h: &H) {
             let mut pages = 0;
             loop {
                 let (range, values) = s.range_values(&c, req.clone()).await.unwrap();
-                let (lent_range, lent) = s.range_values_with(&c, req.clone(), lend).await.unwrap();
-                assert_eq!(lent_range, range, "{direction:?}, limit {limit}");
-                let want: Vec<_> = range
-                    .members
-                    .iter()
-                    .map(|m| m.member.clone())
-                    .zip(values)
-                    .collect();
+                let (lent, next) = s.range_values_with(&c, req.clone(), lend).await.unwrap();
+                assert_eq!(next, range.next, "{direction:?}, limit {limit}");
+                let want: Vec<_> = range.members.iter().cloned().zip(values).collect();
                 assert_eq!(lent, want, "{direction:?}, limit {limit}");
                 assert!(range.members.len() <= limit);
                 pages += 1;
@@ -274,11 +269,12 @@ pub async fn range_values_with_lends_each_members_value<H: Harness>(h: &H) {
             assert_eq!(pages, want_pages, "{direction:?}, limit {limit}");
         }
     }
-    let (range, lent) = s
+    let (lent, next) = s
         .range_values_with(&c, RangeRequest::all(4), lend)
         .await
         .unwrap();
-    assert_eq!(range.next, None, "a page that ends at the last member");
+    assert_eq!(next, None, "a page that ends at the last member");
+    let lent: Vec<_> = lent.into_iter().map(|(m, v)| (m.member, v)).collect();
     assert_eq!(
         lent,
         vec![
@@ -288,4 +284,22 @@ pub async fn range_values_with_lends_each_members_value<H: Harness>(h: &H) {
             (names[3].clone(), Some(b"B".to_vec())),
         ]
     );
+}
+
+/// `get_with` hands `read` what `get` returns: a value, an expired value
+/// (absent), a missing key.
+pub async fn get_with_lends_the_value<H: Harness>(h: &H) {
+    let s = h.store();
+    let (live, gone, missing) = (h.key("gw:live"), h.key("gw:gone"), h.key("gw:missing"));
+    let mut b = Batch::new();
+    put(&mut b, &live, b"value");
+    b.put(&gone, b"old".to_vec(), Some(Duration::from_millis(50)));
+    assert!(s.commit(b).await.unwrap().is_applied());
+    h.pass(Duration::from_millis(80)).await;
+    for key in [&live, &gone, &missing] {
+        let lent = s.get_with(key, |v| v.map(<[u8]>::to_vec)).await.unwrap();
+        assert_eq!(lent, s.get(key).await.unwrap(), "{key}");
+    }
+    let lent = s.get_with(&live, |v| v.map(<[u8]>::len)).await.unwrap();
+    assert_eq!(lent, Some(5));
 }

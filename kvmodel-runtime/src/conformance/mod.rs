@@ -193,7 +193,7 @@ macro_rules! conformance_tests {
             scan_lists_keys_by_prefix, now_ms_is_the_ttl_clock,
             commit_after_read_plans_one_write, concurrent_planned_writes_lose_nothing,
             get_via_follows_one_key, range_values_reads_each_members_value,
-            range_values_with_lends_each_members_value,
+            range_values_with_lends_each_members_value, get_with_lends_the_value,
         }
     };
 }

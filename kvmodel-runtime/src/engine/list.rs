@@ -10,36 +10,37 @@ use crate::engine::repo::Engine;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
-use crate::store::{Member, Store};
+use crate::store::{Member, MemberRef, Store};
 
 /// What one member of a page reaches.
 enum Reached<E> {
     /// The record, which derives this member: listed.
     Listed(E),
     /// No record (or a member that is not a key): the member is stale.
-    Gone,
+    Gone(Member),
     /// A record that no longer derives this member (its bytes, for the
     /// conditional sweep): the member is stale.
-    Moved(Vec<u8>),
+    Moved(Member, Vec<u8>),
     /// A record that cannot be decoded: reported, not listed.
-    Unreadable(Error),
+    Unreadable(Member, Error),
 }
 
 /// Reads the record `bytes` that `member` of `collection` names: whether it
-/// is listed, and if not, why.
+/// is listed, and if not, why. Only what is not listed is copied out of
+/// the store's pages.
 fn reach<E: Entity>(
     collection: &str,
     discovery: bool,
-    member: &Member,
+    member: MemberRef<'_>,
     bytes: Option<&[u8]>,
 ) -> Reached<E> {
     let Some(bytes) = bytes else {
-        return Reached::Gone;
+        return Reached::Gone(member.to_member());
     };
     // Members are record keys, UTF-8 but for damage.
-    let key = match std::str::from_utf8(&member.member) {
+    let key = match std::str::from_utf8(member.member) {
         Ok(key) => Cow::Borrowed(key),
-        Err(_) => String::from_utf8_lossy(&member.member),
+        Err(_) => String::from_utf8_lossy(member.member),
     };
     match entity::decode_at::<E>(&key, bytes) {
         Ok((version, value)) => {
@@ -47,15 +48,15 @@ fn reach<E: Entity>(
             let derived = if discovery {
                 member.sort.is_empty()
             } else {
-                value.derives_member(version, collection, &member.sort)
+                value.derives_member(version, collection, member.sort)
             };
             if derived && matches!(key, Cow::Borrowed(_)) {
                 Reached::Listed(value)
             } else {
-                Reached::Moved(bytes.to_vec())
+                Reached::Moved(member.to_member(), bytes.to_vec())
             }
         }
-        Err(e) => Reached::Unreadable(e),
+        Err(e) => Reached::Unreadable(member.to_member(), e),
     }
 }
 
@@ -72,7 +73,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
         let discovery = collection == E::all_key();
-        let (range, reached) = self
+        let (reached, next) = self
             .store()
             .range_values_with(collection, page.range(collection)?, |member, bytes| {
                 reach::<E>(collection, discovery, member, bytes)
@@ -81,19 +82,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let mut items = Vec::with_capacity(reached.len());
         let mut skipped = Vec::new();
         let mut sweep = Batch::new();
-        for (member, reached) in range.members.iter().zip(reached) {
-            let key = || String::from_utf8_lossy(&member.member).into_owned();
+        let key = |m: &Member| String::from_utf8_lossy(&m.member).into_owned();
+        for reached in reached {
             match reached {
                 Reached::Listed(value) => items.push(value),
-                Reached::Gone => {
-                    sweep.absent(key());
-                    sweep.remove(collection, member.sort.clone(), member.member.clone());
+                Reached::Gone(m) => {
+                    sweep.absent(key(&m));
+                    sweep.remove(collection, m.sort, m.member);
                 }
-                Reached::Moved(bytes) => {
-                    sweep.equals(key(), bytes);
-                    sweep.remove(collection, member.sort.clone(), member.member.clone());
+                Reached::Moved(m, bytes) => {
+                    sweep.equals(key(&m), bytes);
+                    sweep.remove(collection, m.sort, m.member);
                 }
-                Reached::Unreadable(e) => skipped.push(Skipped::new(key(), e)),
+                Reached::Unreadable(m, e) => skipped.push(Skipped::new(key(&m), e)),
             }
         }
         if !sweep.is_empty() {
@@ -102,7 +103,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         Ok(Page {
             items,
-            next: range.next.map(|p| page.next_cursor(collection, p)),
+            next: next.map(|p| page.next_cursor(collection, p)),
             skipped,
         })
     }

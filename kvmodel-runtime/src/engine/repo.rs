@@ -415,10 +415,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// Reads the record at `key`, migrating it if it is older.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "get", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn get(&self, key: &str) -> Result<Option<E>> {
-        match self.store.get(key).await? {
-            Some(bytes) => Ok(Some(entity::decode_at(key, &bytes)?.1)),
-            None => Ok(None),
-        }
+        self.store
+            .get_with(key, |bytes| {
+                bytes
+                    .map(|b| entity::decode_at(key, b).map(|(_, e)| e))
+                    .transpose()
+            })
+            .await?
     }
 
     /// Reads many records in one round trip, in order.

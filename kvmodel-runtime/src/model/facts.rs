@@ -156,6 +156,9 @@ impl KeyPart for Raw<'_> {
     fn write_key(&self, out: &mut String) {
         out.push_str(self.0);
     }
+    fn match_key(&self, key: &str) -> Option<usize> {
+        key.starts_with(self.0).then_some(self.0.len())
+    }
 }
 
 impl EntityModel {

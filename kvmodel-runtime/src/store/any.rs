@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::memory::MemoryStore;
-use crate::store::{Member, RangeRequest, RangeResult, ScanPage, Store, Via};
+use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 
 /// One of the built-in stores, chosen at run time (for example from a
 /// configuration value): [`Store`] is generic, not `dyn`, so a program that
@@ -248,15 +248,23 @@ impl Store for AnyStore {
         each!(self, s => s.range_values(key, req).await)
     }
 
+    async fn get_with<T, F>(&self, key: &str, read: F) -> Result<T>
+    where
+        T: Send,
+        F: FnOnce(Option<&[u8]>) -> T + Send,
+    {
+        each!(self, s => s.get_with(key, read).await)
+    }
+
     async fn range_values_with<T, F>(
         &self,
         key: &str,
         req: RangeRequest,
         read: F,
-    ) -> Result<(RangeResult, Vec<T>)>
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
     where
         T: Send,
-        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+        F: FnMut(MemberRef<'_>, Option<&[u8]>) -> T + Send,
     {
         each!(self, s => s.range_values_with(key, req, read).await)
     }

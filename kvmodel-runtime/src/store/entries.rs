@@ -5,7 +5,7 @@
 use std::ops::Bound;
 
 use super::{Direction, Member, RangeRequest, RangeResult, ScanPage};
-use crate::codec::key::{read_terminated, write_terminated};
+use crate::codec::key::{read_terminated, read_terminated_into, write_terminated};
 use crate::error::{Error, Result};
 
 /// Encodes a collection entry: the sort key, terminated, then the member. Entry
@@ -15,6 +15,14 @@ pub fn encode_entry(sort: &[u8], member: &[u8]) -> Vec<u8> {
     write_terminated(&mut out, sort);
     out.extend_from_slice(member);
     out
+}
+
+/// Splits an entry into its sort key, unescaped into `sort` (cleared
+/// first), and its member, borrowed: no allocation once `sort` has grown
+/// to the longest sort key. `None` for bytes that are not an entry.
+pub fn split_entry<'a>(entry: &'a [u8], sort: &mut Vec<u8>) -> Option<&'a [u8]> {
+    sort.clear();
+    read_terminated_into(entry, sort)
 }
 
 /// Splits an entry into its sort key and member.

@@ -36,7 +36,9 @@ pub use cluster::{
 };
 #[cfg(feature = "redis")]
 pub(crate) use entries::page_from_entries_with;
-pub use entries::{bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries};
+pub use entries::{
+    bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries, split_entry,
+};
 pub(crate) use entries::{scan_count, scan_page};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
@@ -91,6 +93,36 @@ pub struct Member {
     pub sort: Vec<u8>,
     /// The member bytes.
     pub member: Vec<u8>,
+}
+
+impl Member {
+    /// The member, borrowed.
+    pub fn as_ref(&self) -> MemberRef<'_> {
+        MemberRef {
+            sort: &self.sort,
+            member: &self.member,
+        }
+    }
+}
+
+/// One member of a sorted collection, borrowed where a store lends it
+/// ([`Store::range_values_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberRef<'a> {
+    /// Its sort key.
+    pub sort: &'a [u8],
+    /// The member bytes.
+    pub member: &'a [u8],
+}
+
+impl MemberRef<'_> {
+    /// The member, owned.
+    pub fn to_member(self) -> Member {
+        Member {
+            sort: self.sort.to_vec(),
+            member: self.member.to_vec(),
+        }
+    }
 }
 
 /// A page of a range scan.
@@ -175,6 +207,17 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// The value at `key`, if any (expired values are absent).
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
+
+    /// [`get`](Store::get), handing the value to `read` instead of
+    /// returning it: an embedded store (redb) lends it where it lies, so a
+    /// caller that decodes it copies nothing. The default calls `get`.
+    fn get_with<T, F>(&self, key: &str, read: F) -> impl Future<Output = Result<T>> + Send
+    where
+        T: Send,
+        F: FnOnce(Option<&[u8]>) -> T + Send,
+    {
+        async move { Ok(read(self.get(key).await?.as_deref())) }
+    }
 
     /// The values at `keys`, in order, in one round trip; missing keys give `None`.
     fn get_many(
@@ -328,20 +371,21 @@ pub trait Store: Clone + Send + Sync + 'static {
     }
 
     /// [`range_values`](Store::range_values), handing each member and its
-    /// value to `read` instead of returning the values: an embedded store
-    /// (redb) lends `read` the value where it lies, so a caller that decodes
-    /// each value copies none of them. `read` gets `None` where
-    /// `range_values` has `None`, and the result holds what `read` returned
-    /// for each member, in member order. The default calls `range_values`.
+    /// value to `read` instead of returning them: an embedded store (redb)
+    /// lends `read` the member and the value where they lie, so a caller
+    /// that decodes each value copies nothing it does not keep. `read` gets
+    /// `None` where `range_values` has `None`. Returns what `read` returned
+    /// for each member, in member order, and the position to resume from
+    /// ([`RangeResult::next`]). The default calls `range_values`.
     fn range_values_with<T, F>(
         &self,
         key: &str,
         req: RangeRequest,
         mut read: F,
-    ) -> impl Future<Output = Result<(RangeResult, Vec<T>)>> + Send
+    ) -> impl Future<Output = Result<(Vec<T>, Option<Vec<u8>>)>> + Send
     where
         T: Send,
-        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+        F: FnMut(MemberRef<'_>, Option<&[u8]>) -> T + Send,
     {
         async move {
             let (range, values) = self.range_values(key, req).await?;
@@ -349,9 +393,9 @@ pub trait Store: Clone + Send + Sync + 'static {
                 .members
                 .iter()
                 .zip(values)
-                .map(|(m, v)| read(m, v.as_deref()))
+                .map(|(m, v)| read(m.as_ref(), v.as_deref()))
                 .collect();
-            Ok((range, out))
+            Ok((out, range.next))
         }
     }
 

@@ -310,10 +310,6 @@ pub fn derived_parts(key: &str, kind: Derived, name: &str) -> Option<Vec<String>
     )
 }
 
-thread_local! {
-    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-}
-
 /// Checks whether a key equals `target` while it is built, segment by
 /// segment, without allocating: the same calls as [`KeyBuilder`], ending in
 /// a `bool`.
@@ -345,47 +341,64 @@ impl<'a> KeyMatch<'a> {
     /// Starts matching a derived key (see [`KeyBuilder::derived`]).
     pub fn derived(target: &'a str, namespace: &str, key_space: &str, kind: Derived) -> Self {
         KeyMatch::new(target, namespace)
-            .eat(":")
+            .eat_byte(b':')
             .eat(key_space)
-            .eat("#")
+            .eat_byte(b'#')
             .eat(kind.as_str())
     }
 
     fn eat(mut self, s: &str) -> Self {
         if self.ok {
-            match self.target.get(self.pos..) {
-                Some(rest) if rest.starts_with(s) => self.pos += s.len(),
+            match self.target.as_bytes().get(self.pos..) {
+                Some(rest) if rest.starts_with(s.as_bytes()) => self.pos += s.len(),
                 _ => self.ok = false,
             }
         }
         self
     }
 
-    fn eat_part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
-        if !self.ok {
-            return self;
+    /// A separator: one ASCII byte, so `pos` stays on a character boundary.
+    fn eat_byte(mut self, b: u8) -> Self {
+        if self.ok {
+            if self.target.as_bytes().get(self.pos) == Some(&b) {
+                self.pos += 1;
+            } else {
+                self.ok = false;
+            }
         }
-        SCRATCH.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            buf.clear();
-            part.write_key(&mut buf);
-            self.eat(&buf)
-        })
+        self
+    }
+
+    fn eat_part<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        if self.ok {
+            match self
+                .target
+                .get(self.pos..)
+                .and_then(|rest| part.match_key(rest))
+            {
+                Some(n) => self.pos += n,
+                None => self.ok = false,
+            }
+        }
+        self
     }
 
     /// A literal segment.
     pub fn lit(self, segment: &str) -> Self {
-        self.eat(":").eat(segment)
+        self.eat_byte(b':').eat(segment)
     }
 
     /// An escaped component.
     pub fn part<P: KeyPart + ?Sized>(self, part: &P) -> Self {
-        self.eat(":").eat_part(part)
+        self.eat_byte(b':').eat_part(part)
     }
 
     /// A hash-tag segment.
     pub fn tag<P: KeyPart + ?Sized>(self, part: &P) -> Self {
-        self.eat(":{").eat_part(part).eat("}")
+        self.eat_byte(b':')
+            .eat_byte(b'{')
+            .eat_part(part)
+            .eat_byte(b'}')
     }
 
     /// True when the whole target matched.

@@ -24,16 +24,21 @@
 //! ```
 
 mod layout;
+mod part;
 mod slot;
 mod sort;
 
 pub use layout::{
     Derived, KeyBuilder, KeyMatch, Segments, Space, derived_parts, shard_key, shard_of,
 };
+pub use part::KeyPart;
 #[cfg(feature = "redis-cluster")]
 pub(crate) use slot::crc16;
 pub use slot::{SLOTS, hash_slot};
-pub use sort::{SortPart, SortReader, read_terminated, sort_key, write_terminated};
+pub use sort::{
+    SortPart, SortReader, match_terminated, read_terminated, read_terminated_into, sort_is,
+    sort_key, write_terminated,
+};
 
 use crate::error::{Error, Result};
 
@@ -44,11 +49,16 @@ fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == 0x7f || RESERVED.contains(&b)
 }
 
-fn push_escaped_byte(out: &mut String, b: u8) {
+/// The three bytes `%XY` that stand for `b` in a component.
+fn escaped(b: u8) -> [u8; 3] {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    out.push('%');
-    out.push(HEX[(b >> 4) as usize] as char);
-    out.push(HEX[(b & 0xf) as usize] as char);
+    [b'%', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]
+}
+
+fn push_escaped_byte(out: &mut String, b: u8) {
+    for c in escaped(b) {
+        out.push(char::from(c));
+    }
 }
 
 /// Appends `s` to `out`, percent-escaping reserved and control bytes.
@@ -67,12 +77,17 @@ pub fn escape_into(out: &mut String, s: &str) {
 /// Appends arbitrary bytes: printable ASCII stays, everything else is escaped.
 pub fn escape_bytes_into(out: &mut String, bytes: &[u8]) {
     for &b in bytes {
-        if b.is_ascii() && !needs_escape(b) {
-            out.push(b as char);
-        } else {
+        if escapes_in_bytes(b) {
             push_escaped_byte(out, b);
+        } else {
+            out.push(char::from(b));
         }
     }
+}
+
+/// Whether a byte of a bytes component is escaped: all but printable ASCII.
+fn escapes_in_bytes(b: u8) -> bool {
+    !b.is_ascii() || needs_escape(b)
 }
 
 /// Escapes one key component.
@@ -117,104 +132,4 @@ pub fn unescape(s: &str) -> Result<String> {
         key: s.to_owned(),
         reason: "it does not decode to UTF-8".to_owned(),
     })
-}
-
-/// A value that can be written as one key component.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be part of a key",
-    label = "used as a key, index or group component here",
-    note = "derive `kvmodel::KvEnum` for a fieldless enum, or implement `kvmodel::key::KeyPart`"
-)]
-pub trait KeyPart {
-    /// Appends the escaped component to `out`.
-    fn write_key(&self, out: &mut String);
-}
-
-impl<T: KeyPart + ?Sized> KeyPart for &T {
-    fn write_key(&self, out: &mut String) {
-        (**self).write_key(out);
-    }
-}
-
-impl KeyPart for str {
-    fn write_key(&self, out: &mut String) {
-        escape_into(out, self);
-    }
-}
-
-impl KeyPart for String {
-    fn write_key(&self, out: &mut String) {
-        escape_into(out, self);
-    }
-}
-
-impl KeyPart for [u8] {
-    fn write_key(&self, out: &mut String) {
-        escape_bytes_into(out, self);
-    }
-}
-
-impl KeyPart for Vec<u8> {
-    fn write_key(&self, out: &mut String) {
-        escape_bytes_into(out, self);
-    }
-}
-
-impl KeyPart for bool {
-    fn write_key(&self, out: &mut String) {
-        out.push_str(if *self { "true" } else { "false" });
-    }
-}
-
-/// Appends the decimal digits of an integer, `-` first when `negative`:
-/// what `{}` formats, without the formatting machinery (record keys and
-/// the key checks of every read write one).
-fn push_decimal(out: &mut String, negative: bool, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        // `n % 10` is a single digit.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if negative {
-        out.push('-');
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
-}
-
-macro_rules! uint_key_part {
-    ($($t:ty),*) => {$(
-        impl KeyPart for $t {
-            fn write_key(&self, out: &mut String) {
-                push_decimal(out, false, u64::from(*self));
-            }
-        }
-    )*};
-}
-uint_key_part!(u8, u16, u32, u64);
-
-macro_rules! int_key_part {
-    ($($t:ty),*) => {$(
-        impl KeyPart for $t {
-            fn write_key(&self, out: &mut String) {
-                let n = i64::from(*self);
-                push_decimal(out, n < 0, n.unsigned_abs());
-            }
-        }
-    )*};
-}
-int_key_part!(i8, i16, i32, i64);
-
-impl KeyPart for uuid::Uuid {
-    fn write_key(&self, out: &mut String) {
-        let mut buf = uuid::Uuid::encode_buffer();
-        out.push_str(self.hyphenated().encode_lower(&mut buf));
-    }
 }

@@ -1,5 +1,7 @@
 //! Order-preserving sort keys: byte order equals value order.
 
+use std::cell::RefCell;
+
 /// A value with an order-preserving byte encoding.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no order-preserving encoding",
@@ -10,11 +12,48 @@ pub trait SortPart {
     /// Appends the encoding to `out`; byte order of outputs equals value order,
     /// and no encoding is a proper prefix of another of the same type.
     fn write_sort(&self, out: &mut Vec<u8>);
+
+    /// When `sort` starts with this value's encoding, the length of that
+    /// encoding; `None` otherwise.
+    ///
+    /// Listings check each entry's sort key against the record it reaches
+    /// with this. The default encodes into a reused buffer and compares;
+    /// implement it when the encoding can be compared where it lies.
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        thread_local! {
+            static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        let check = |buf: &mut Vec<u8>| {
+            self.write_sort(buf);
+            sort.starts_with(buf).then_some(buf.len())
+        };
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                buf.clear();
+                check(&mut buf)
+            }
+            // Taken by a `write_sort` that matches another value.
+            Err(_) => check(&mut Vec::new()),
+        })
+    }
+}
+
+/// Whether `sort` is exactly the encoding of `part`.
+pub fn sort_is<P: SortPart + ?Sized>(part: &P, sort: &[u8]) -> bool {
+    part.match_sort(sort) == Some(sort.len())
+}
+
+/// `Some(N)` when `sort` starts with the fixed-width encoding `bytes`.
+fn match_fixed<const N: usize>(sort: &[u8], bytes: [u8; N]) -> Option<usize> {
+    sort.starts_with(&bytes).then_some(N)
 }
 
 impl<T: SortPart + ?Sized> SortPart for &T {
     fn write_sort(&self, out: &mut Vec<u8>) {
         (**self).write_sort(out);
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        (**self).match_sort(sort)
     }
 }
 
@@ -32,42 +71,75 @@ pub fn write_terminated(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&[0, 1]);
 }
 
+/// When `sort` starts with what [`write_terminated`] writes of `bytes`, its length.
+pub fn match_terminated(sort: &[u8], bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    for &b in bytes {
+        if *sort.get(at)? != b {
+            return None;
+        }
+        at += 1;
+        if b == 0 {
+            if *sort.get(at)? != 0xff {
+                return None;
+            }
+            at += 1;
+        }
+    }
+    match sort.get(at..at + 2)? {
+        [0, 1] => Some(at + 2),
+        _ => None,
+    }
+}
+
 /// Reads what [`write_terminated`] wrote; returns the bytes and the rest.
 pub fn read_terminated(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < input.len() {
-        let b = input[i];
-        if b == 0 {
-            match input.get(i + 1)? {
-                0xff => out.push(0),
-                1 => return Some((out, &input[i + 2..])),
-                _ => return None,
-            }
-            i += 2;
-        } else {
-            out.push(b);
-            i += 1;
+    let rest = read_terminated_into(input, &mut out)?;
+    Some((out, rest))
+}
+
+/// Reads what [`write_terminated`] wrote, appending the bytes to `out`;
+/// returns the rest.
+pub fn read_terminated_into<'a>(input: &'a [u8], out: &mut Vec<u8>) -> Option<&'a [u8]> {
+    let mut rest = input;
+    loop {
+        // Copy up to the next zero byte at once: it escapes a zero or ends.
+        let zero = rest.iter().position(|&b| b == 0)?;
+        out.extend_from_slice(&rest[..zero]);
+        match rest.get(zero + 1)? {
+            0xff => out.push(0),
+            1 => return Some(&rest[zero + 2..]),
+            _ => return None,
         }
+        rest = &rest[zero + 2..];
     }
-    None
 }
 
 impl SortPart for str {
     fn write_sort(&self, out: &mut Vec<u8>) {
         write_terminated(out, self.as_bytes());
     }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        match_terminated(sort, self.as_bytes())
+    }
 }
 
 impl SortPart for String {
     fn write_sort(&self, out: &mut Vec<u8>) {
-        write_terminated(out, self.as_bytes());
+        self.as_str().write_sort(out);
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        self.as_str().match_sort(sort)
     }
 }
 
 impl SortPart for bool {
     fn write_sort(&self, out: &mut Vec<u8>) {
         out.push(u8::from(*self));
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        match_fixed(sort, [u8::from(*self)])
     }
 }
 
@@ -77,6 +149,9 @@ macro_rules! uint_sort_part {
             fn write_sort(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_be_bytes());
             }
+            fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+                match_fixed(sort, self.to_be_bytes())
+            }
         }
     )*};
 }
@@ -85,27 +160,35 @@ uint_sort_part!(u8, u16, u32, u64);
 macro_rules! int_sort_part {
     ($($t:ty => $u:ty),*) => {$(
         impl SortPart for $t {
+            // Flipping the sign bit maps MIN..=MAX onto 0..=MAX unsigned.
             fn write_sort(&self, out: &mut Vec<u8>) {
-                // Flipping the sign bit maps MIN..=MAX onto 0..=MAX unsigned.
-                let flipped = (*self as $u) ^ (1 << (<$u>::BITS - 1));
-                out.extend_from_slice(&flipped.to_be_bytes());
+                ((*self as $u) ^ (1 << (<$u>::BITS - 1))).write_sort(out);
+            }
+            fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+                ((*self as $u) ^ (1 << (<$u>::BITS - 1))).match_sort(sort)
             }
         }
     )*};
 }
 int_sort_part!(i8 => u8, i16 => u16, i32 => u32, i64 => u64);
 
+/// IEEE 754 total order as an unsigned integer: negative numbers have every
+/// bit flipped, positive numbers only the sign bit.
+fn f64_order(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits ^ (1 << 63)
+    }
+}
+
 impl SortPart for f64 {
     fn write_sort(&self, out: &mut Vec<u8>) {
-        // IEEE 754 total order: negative numbers have every bit flipped,
-        // positive numbers only the sign bit.
-        let bits = self.to_bits();
-        let key = if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits ^ (1 << 63)
-        };
-        out.extend_from_slice(&key.to_be_bytes());
+        f64_order(*self).write_sort(out);
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        f64_order(*self).match_sort(sort)
     }
 }
 
@@ -190,5 +273,67 @@ pub fn sort_key<P: SortPart + ?Sized>(part: &P) -> Vec<u8> {
 impl SortPart for uuid::Uuid {
     fn write_sort(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.as_bytes());
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        match_fixed(sort, *self.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{SortPart, sort_is, sort_key};
+    use crate::codec::time::Timestamp;
+
+    /// `match_sort` says what encoding and comparing says, on the encoding
+    /// followed by anything, on a cut encoding and on any other bytes.
+    fn agrees<P: SortPart + ?Sized>(p: &P, other: &[u8]) {
+        let w = sort_key(p);
+        let then = [w.as_slice(), other].concat();
+        assert_eq!(p.match_sort(&then), Some(w.len()), "{w:?} in {then:?}");
+        assert!(sort_is(p, &w));
+        assert_eq!(sort_is(p, &then), other.is_empty());
+        let expected = other.starts_with(&w).then_some(w.len());
+        assert_eq!(p.match_sort(other), expected, "{w:?} in {other:?}");
+        if let Some((_, cut)) = w.split_last() {
+            assert_eq!(p.match_sort(cut), None);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_kind_matches_as_encoded(
+            s in "\\PC*|[\\x00\\x01\\xff a]*",
+            n in any::<i64>(),
+            f in any::<f64>(),
+            other in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 0..12),
+        ) {
+            agrees(s.as_str(), &other);
+            agrees(&s, &other);
+            agrees(&n, &other);
+            agrees(&(n as u64), &other);
+            agrees(&(n as i32), &other);
+            agrees(&(n as u16), &other);
+            agrees(&(n as i8), &other);
+            agrees(&(n % 2 == 0), &other);
+            agrees(&f, &other);
+            agrees(&uuid::Uuid::from_u64_pair(n as u64, 7), &other);
+            if let Ok(t) = Timestamp::from_unix_millis(n % 253_402_300_799_999) {
+                agrees(&t, &other);
+                agrees(&t.date(), &other);
+            }
+        }
+    }
+
+    #[test]
+    fn strings_with_zero_bytes_match_their_escapes() {
+        for s in ["", "\0", "a\0", "\0\0b"] {
+            for other in [&b""[..], b"\0", b"\0\x01", b"\0\xff\0\x01", b"x"] {
+                agrees(s, other);
+            }
+        }
+        assert_eq!("a".match_sort(b"a\0\x02"), None);
+        assert_eq!("\0".match_sort(b"\0\x01"), None);
     }
 }

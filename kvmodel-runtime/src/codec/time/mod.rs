@@ -299,11 +299,17 @@ impl KeyPart for Timestamp {
     fn write_key(&self, out: &mut String) {
         self.0.write_key(out);
     }
+    fn match_key(&self, key: &str) -> Option<usize> {
+        self.0.match_key(key)
+    }
 }
 
 impl SortPart for Timestamp {
     fn write_sort(&self, out: &mut Vec<u8>) {
         self.0.write_sort(out);
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        self.0.match_sort(sort)
     }
 }
 
@@ -317,6 +323,9 @@ impl KeyPart for Date {
 impl SortPart for Date {
     fn write_sort(&self, out: &mut Vec<u8>) {
         self.start().write_sort(out);
+    }
+    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
+        self.start().match_sort(sort)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock};
 use crate::store::{
-    Member, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
+    MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
 };
 
 use self::read::read_live;
@@ -240,6 +240,20 @@ impl Store for RedbStore {
         read_live(&self.kv_reader()?, key, || self.clock.now_ms())
     }
 
+    async fn get_with<T, F>(&self, key: &str, read: F) -> Result<T>
+    where
+        T: Send,
+        F: FnOnce(Option<&[u8]>) -> T + Send,
+    {
+        let kv = self.kv_reader()?;
+        let raw = kv.get(key).map_err(e("read a value"))?;
+        let value = match &raw {
+            Some(raw) => live_value(key, raw.value(), || self.clock.now_ms())?,
+            None => None,
+        };
+        Ok(read(value))
+    }
+
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
         let kv = self.kv_reader()?;
         keys.iter()
@@ -256,7 +270,10 @@ impl Store for RedbStore {
         key: &str,
         req: RangeRequest,
     ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
-        self.range_values_with_now(key, &req, |_, v| v.map(<[u8]>::to_vec))
+        let (read, next) =
+            self.range_values_with_now(key, &req, |m, v| (m.to_member(), v.map(<[u8]>::to_vec)))?;
+        let (members, values) = read.into_iter().unzip();
+        Ok((RangeResult { members, next }, values))
     }
 
     async fn range_values_with<T, F>(
@@ -264,10 +281,10 @@ impl Store for RedbStore {
         key: &str,
         req: RangeRequest,
         read: F,
-    ) -> Result<(RangeResult, Vec<T>)>
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
     where
         T: Send,
-        F: FnMut(&Member, Option<&[u8]>) -> T + Send,
+        F: FnMut(MemberRef<'_>, Option<&[u8]>) -> T + Send,
     {
         self.range_values_with_now(key, &req, read)
     }

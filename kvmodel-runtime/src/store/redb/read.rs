@@ -9,8 +9,8 @@ use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 use super::{KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, live, live_value, split_value};
 use crate::error::Result;
 use crate::store::{
-    Direction, Member, RangeRequest, RangeResult, ScanPage, Via, decode_entry, entry_bounds,
-    scan_count, scan_page,
+    Direction, MemberRef, RangeRequest, RangeResult, ScanPage, Via, decode_entry, entry_bounds,
+    scan_count, scan_page, split_entry,
 };
 
 impl RedbStore {
@@ -39,16 +39,19 @@ impl RedbStore {
         Ok(expiry.is_some_and(|exp| !live(exp.value(), now)))
     }
 
-    /// A page of collection `key` in the read transaction `txn`.
-    pub(super) fn range_in(
+    /// Walks a page of collection `key` in the read transaction `txn`,
+    /// handing `visit` each entry where redb lends it; returns the position
+    /// to resume from (the last entry of a full page, when more follow).
+    fn walk_range(
         &self,
         txn: &ReadTransaction,
         key: &str,
         req: &RangeRequest,
         now: u64,
-    ) -> Result<RangeResult> {
+        mut visit: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<Option<Vec<u8>>> {
         if self.collection_expired(txn, key, now)? {
-            return Ok(RangeResult::default());
+            return Ok(None);
         }
         let members = txn.open_table(MEMBERS).map_err(e("open table members"))?;
         let (lo, hi) = entry_bounds(req);
@@ -64,17 +67,13 @@ impl RedbStore {
             Bound::Excluded(b) => Bound::Excluded((key, b.as_slice())),
         };
         if crate::store::bounds_empty(&lo, &hi) {
-            return Ok(RangeResult::default());
+            return Ok(None);
         }
         let iter = members
             .range::<(&str, &[u8])>((lo, hi))
             .map_err(e("scan a collection"))?;
-        let take = req.limit.saturating_add(1);
-        // Members are decoded from the borrowed entries; only the last entry
-        // of a full page is copied, as the position to resume from. An
-        // entry that does not decode is left out, as `page_from_entries`
-        // leaves it out.
-        let mut members = Vec::with_capacity(req.limit.min(1024));
+        // Only the last entry of a full page is copied, as the position to
+        // resume from.
         let mut last = None;
         let mut seen = 0usize;
         let mut push = |item: RangeItem<'_>| -> Result<()> {
@@ -87,57 +86,68 @@ impl RedbStore {
             if seen == req.limit {
                 last = Some(entry.to_vec());
             }
-            if let Ok(m) = decode_entry(entry) {
-                members.push(m);
-            }
-            Ok(())
+            visit(entry)
         };
+        let take = req.limit.saturating_add(1);
         match req.direction {
             Direction::Ascending => iter.take(take).try_for_each(&mut push)?,
             Direction::Descending => iter.rev().take(take).try_for_each(&mut push)?,
         }
-        let next = if seen > req.limit { last } else { None };
-        Ok(RangeResult { members, next })
+        Ok(if seen > req.limit { last } else { None })
     }
 
     pub(super) fn begin_read(&self) -> Result<ReadTransaction> {
         self.db.begin_read().map_err(e("begin a read transaction"))
     }
 
+    /// A page of collection `key`. An entry that does not decode is left
+    /// out, as `page_from_entries` leaves it out.
     pub(super) fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
         let now = self.clock.now_ms();
-        self.range_in(&self.begin_read()?, key, req, now)
+        let mut members = Vec::with_capacity(req.limit.min(1024));
+        let next = self.walk_range(&self.begin_read()?, key, req, now, |entry| {
+            if let Ok(m) = decode_entry(entry) {
+                members.push(m);
+            }
+            Ok(())
+        })?;
+        Ok(RangeResult { members, next })
     }
 
     /// A page of collection `key` and the values its members name, in one
-    /// read transaction: `read` gets each member and its live value borrowed
-    /// from the page it lies on, so nothing is copied that `read` does not
-    /// keep.
+    /// read transaction: `read` gets each member and its live value
+    /// borrowed from the pages they lie on, so nothing is copied that
+    /// `read` does not keep.
     pub(super) fn range_values_with_now<T>(
         &self,
         key: &str,
         req: &RangeRequest,
-        mut read: impl FnMut(&Member, Option<&[u8]>) -> T,
-    ) -> Result<(RangeResult, Vec<T>)> {
+        mut read: impl FnMut(MemberRef<'_>, Option<&[u8]>) -> T,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)> {
         let now = self.clock.now_ms();
         let txn = self.begin_read()?;
-        let range = self.range_in(&txn, key, req, now)?;
-        if range.members.is_empty() {
-            return Ok((range, Vec::new()));
-        }
         let kv = txn.open_table(KV).map_err(e("open table kv"))?;
-        let mut out = Vec::with_capacity(range.members.len());
-        for m in &range.members {
-            let Ok(k) = std::str::from_utf8(&m.member) else {
-                out.push(read(m, None));
-                continue;
+        let mut out = Vec::with_capacity(req.limit.min(1024));
+        let mut sort = Vec::new();
+        let next = self.walk_range(&txn, key, req, now, |entry| {
+            let Some(member) = split_entry(entry, &mut sort) else {
+                return Ok(());
             };
-            match kv.get(k).map_err(e("read a value"))? {
-                Some(raw) => out.push(read(m, live_value(k, raw.value(), || now)?)),
-                None => out.push(read(m, None)),
-            }
-        }
-        Ok((range, out))
+            let m = MemberRef {
+                sort: &sort,
+                member,
+            };
+            let raw = match std::str::from_utf8(member) {
+                Ok(k) => kv.get(k).map_err(e("read a value"))?.map(|raw| (k, raw)),
+                Err(_) => None,
+            };
+            out.push(match &raw {
+                Some((k, raw)) => read(m, live_value(k, raw.value(), || now)?),
+                None => read(m, None),
+            });
+            Ok(())
+        })?;
+        Ok((out, next))
     }
 
     /// The value at `key` and the value at the key it holds, in one read
