@@ -19,12 +19,19 @@
 //! (`KV_BENCH_N` records, `KV_BENCH_OPS` reads × `KV_BENCH_ROUNDS` rounds,
 //! `KV_BENCH_WRITE_OPS` writes × `KV_BENCH_WRITE_ROUNDS` rounds change the
 //! size; a first argument filters the rows by name.)
+//!
+//! Instructions instead of time: with `KV_BENCH_CALLGRIND=1` each row runs
+//! its operations once per side, in the functions `counted_raw`,
+//! `counted_tokio` and (reads) `counted_polled`, whose inclusive costs
+//! `valgrind --tool=callgrind` then reports (see BENCHMARKS.md).
 
+use std::alloc::System;
 use std::time::{Duration, Instant};
 
 use kvmodel::{KvEntity, KvEnum, PageRequest, RedbStore};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, KvEnum)]
 #[serde(rename_all = "snake_case")]
@@ -271,6 +278,17 @@ mod raw {
     }
 }
 
+/// The system allocator, counting allocations: the table of allocations
+/// per operation comes from it.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Allocations so far (reallocations count: each may move the block).
+fn allocations() -> u64 {
+    let s = GLOBAL.stats();
+    (s.allocations + s.reallocations) as u64
+}
+
 /// One operation of a row, the same for both sides.
 #[derive(Clone)]
 enum Op {
@@ -415,22 +433,48 @@ fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// The operations of a row on raw redb, once: a function of its own, so
+/// that callgrind reports its instructions.
+#[inline(never)]
+fn counted_raw(ctx: &Ctx, ops: &[Op]) {
+    ops.iter().for_each(|op| ctx.run(Side::Raw, op));
+}
+
+/// [`counted_raw`] on the repository, polled on this thread.
+#[inline(never)]
+fn counted_polled(ctx: &Ctx, ops: &[Op]) {
+    ops.iter()
+        .for_each(|op| ctx.run(Side::Kvmodel(Drive::Polled), op));
+}
+
+/// [`counted_raw`] on the repository, driven by `block_on`.
+#[inline(never)]
+fn counted_tokio(ctx: &Ctx, ops: &[Op]) {
+    ops.iter()
+        .for_each(|op| ctx.run(Side::Kvmodel(Drive::Tokio), op));
+}
+
 /// Runs `rounds` rounds of `ops` (split evenly) on every side, rotating
 /// which side goes first; returns each side's median time per operation
 /// and the median of its per-round ratios to the last side (raw redb).
-fn measure(ctx: &Ctx, sides: &[Side], ops: &[Op], rounds: usize) -> Vec<(f64, f64)> {
+fn measure(ctx: &Ctx, sides: &[Side], ops: &[Op], rounds: usize) -> Measured {
     let chunk = ops.len() / rounds;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut allocated_by = vec![0u64; sides.len()];
+    let mut counted = 0;
     for (r, batch) in ops.chunks(chunk).take(rounds).enumerate() {
         let mut round = vec![0.0; sides.len()];
+        counted += batch.len() as u64;
         for k in 0..sides.len() {
             let i = (r + k) % sides.len();
+            let allocated = allocations();
             let start = Instant::now();
             for op in batch {
                 ctx.run(sides[i], op);
             }
             round[i] = per_op(start.elapsed(), batch.len());
+            allocated_by[i] += allocations() - allocated;
         }
         let base = round[sides.len() - 1];
         for (i, t) in round.into_iter().enumerate() {
@@ -438,11 +482,23 @@ fn measure(ctx: &Ctx, sides: &[Side], ops: &[Op], rounds: usize) -> Vec<(f64, f6
             ratios[i].push(t / base);
         }
     }
-    times
+    let sides = times
         .into_iter()
         .zip(ratios)
         .map(|(t, r)| (median(t), median(r)))
-        .collect()
+        .collect();
+    let allocations = allocated_by
+        .into_iter()
+        .map(|a| a as f64 / counted as f64)
+        .collect();
+    Measured { sides, allocations }
+}
+
+/// Per side: the median time per operation and the median ratio to the
+/// last side; and the allocations per operation.
+struct Measured {
+    sides: Vec<(f64, f64)>,
+    allocations: Vec<f64>,
 }
 
 fn main() {
@@ -451,6 +507,7 @@ fn main() {
     let rounds = env("KV_BENCH_ROUNDS", 6);
     let write_ops_per_round = env("KV_BENCH_WRITE_OPS", 250);
     let write_rounds = env("KV_BENCH_WRITE_ROUNDS", 4);
+    let callgrind = std::env::var_os("KV_BENCH_CALLGRIND").is_some();
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
@@ -535,6 +592,7 @@ fn main() {
             ctx.run(side, op);
         }
     };
+    let mut allocations = Vec::new();
     for (name, ops, rounds) in &rows {
         let write = matches!(
             ops.first(),
@@ -555,6 +613,15 @@ fn main() {
             // Reads repeat nothing: warm every side up on the first round's.
             ops[..ops.len() / rounds].iter().for_each(all);
         }
+        if callgrind {
+            counted_raw(&ctx, ops);
+            counted_tokio(&ctx, ops);
+            if !write {
+                counted_polled(&ctx, ops);
+            }
+            println!("| {name} | {} operations per side, for callgrind |", ops.len());
+            continue;
+        }
         // Writes are dominated by the fsync of each commit; they run on the
         // tokio runtime only.
         let sides: &[Side] = if write {
@@ -566,7 +633,10 @@ fn main() {
                 Side::Raw,
             ]
         };
-        let m = measure(&ctx, sides, ops, *rounds);
+        let measured = measure(&ctx, sides, ops, *rounds);
+        let a = &measured.allocations;
+        allocations.push(format!("| {name} | {:.1} | {:.1} |", a[a.len() - 1], a[0]));
+        let m = measured.sides;
         let raw = m[m.len() - 1].0;
         let (tokio, tokio_ratio) = m[0];
         let polled = if write {
@@ -579,6 +649,11 @@ fn main() {
             fmt_ns(raw),
             fmt_ns(tokio)
         );
+    }
+    if !allocations.is_empty() {
+        println!("\n| operation | allocations per operation, raw redb | kvmodel |");
+        println!("|---|---|---|");
+        allocations.iter().for_each(|row| println!("{row}"));
     }
     // The floor under every read of the repository: `block_on` of a future
     // that is ready at once.
