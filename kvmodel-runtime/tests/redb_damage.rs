@@ -140,3 +140,94 @@ async fn an_empty_file_is_not_a_new_store() {
     // A path with no file at all still starts a new store.
     RedbStore::open(dir.path().join("new.redb")).unwrap();
 }
+
+/// Replaces the second byte of the first `copies` copies of `pattern` in the
+/// file with 0xFF, which no UTF-8 text holds; returns how many it changed.
+fn spoil_text(path: &Path, pattern: &[u8], copies: usize) -> usize {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut n = 0;
+    let mut i = 0;
+    while n < copies && i + pattern.len() <= bytes.len() {
+        if &bytes[i..i + pattern.len()] == pattern {
+            bytes[i + 1] = 0xff;
+            n += 1;
+        }
+        i += 1;
+    }
+    std::fs::write(path, bytes).unwrap();
+    n
+}
+
+/// A page that opens fine but holds a key that is no longer text (damage
+/// redb's open does not look for in a cleanly closed file) makes redb
+/// panic when it reads that key; every call is an error naming the file,
+/// before and after such a panic, and the store never panics.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_damaged_after_a_clean_close_is_an_error_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spoiled.redb");
+    write_store(&path).await;
+    assert_eq!(spoil_text(&path, b"k0100", 1), 1);
+    assert_eq!(spoil_text(&path, b"set", 1), 1);
+    let store = RedbStore::open(&path).unwrap();
+    let name = path.display().to_string();
+    for round in 0..2 {
+        let s = store.clone();
+        let scanned = tokio::spawn(async move { s.scan("", None, 1000).await })
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the scan panicked"));
+        let err = scanned
+            .expect_err("a damaged key cannot be listed")
+            .to_string();
+        assert!(err.contains(&name), "{err}");
+        assert!(err.contains("the file is damaged"), "{err}");
+        // Reads that do not reach the damaged keys still serve.
+        let s = store.clone();
+        let got = tokio::spawn(async move { s.get("k0150").await })
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: a read panicked"));
+        assert_eq!(got.unwrap().map(|v| v.len()), Some(300));
+    }
+}
+
+/// A panic of the caller's own code inside a store call (a reader of a
+/// page, a plan of a write) is the caller's panic, not a damaged file.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_callers_own_panic_passes_through_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("fine.redb")).unwrap();
+    let mut b = Batch::new();
+    b.put("k", b"v".to_vec(), None)
+        .add("set", vec![1], b"k".to_vec());
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let message = |p: Box<dyn std::any::Any + Send>| {
+        p.downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+    };
+    let s = store.clone();
+    let read = tokio::spawn(async move {
+        s.range_values_with("set", RangeRequest::all(10), |_, _| -> () {
+            panic!("the reader's own panic")
+        })
+        .await
+    })
+    .await;
+    let panic = read.expect_err("the reader panicked").into_panic();
+    assert_eq!(message(panic).as_deref(), Some("the reader's own panic"));
+    let s = store.clone();
+    let planned = tokio::spawn(async move {
+        s.commit_after_read(
+            &["k".to_owned()],
+            |_, _| -> kvmodel_runtime::Result<kvmodel_runtime::Planned<()>> {
+                panic!("the plan's own panic")
+            },
+        )
+        .await
+    })
+    .await;
+    let panic = planned.expect_err("the plan panicked").into_panic();
+    assert_eq!(message(panic).as_deref(), Some("the plan's own panic"));
+    // The store is still whole.
+    assert_eq!(store.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
+}

@@ -619,7 +619,10 @@ fn main() {
             if !write {
                 counted_polled(&ctx, ops);
             }
-            println!("| {name} | {} operations per side, for callgrind |", ops.len());
+            println!(
+                "| {name} | {} operations per side, for callgrind |",
+                ops.len()
+            );
             continue;
         }
         // Writes are dominated by the fsync of each commit; they run on the

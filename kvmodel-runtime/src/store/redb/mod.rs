@@ -11,6 +11,7 @@
 //! counts, scans) and `write` the write transaction that checks and applies a
 //! batch.
 
+mod guard;
 mod read;
 mod write;
 
@@ -27,6 +28,7 @@ use crate::store::{
     MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
 };
 
+use self::guard::{caller, guarded, panic_text};
 use self::read::read_live;
 use self::write::Writer;
 
@@ -52,6 +54,8 @@ fn e<E: Into<redb::Error>>(context: &'static str) -> impl Fn(E) -> Error {
 #[derive(Clone)]
 pub struct RedbStore {
     db: Arc<Database>,
+    /// The file, for errors.
+    path: Arc<Path>,
     clock: Arc<dyn Clock>,
     /// Whether any collection ever had an expiry; until then the `set_ttl`
     /// table is not opened at all, which saves a table open per call.
@@ -137,18 +141,15 @@ impl RedbStore {
         let (db, collection_ttls) = match opened {
             Ok(opened) => opened?,
             Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("no detail");
                 return Err(failed(format!(
-                    "the file is damaged: redb could not read it ({why}); restore it from a backup"
+                    "the file is damaged: redb could not read it ({}); restore it from a backup",
+                    panic_text(&*panic)
                 )));
             }
         };
         Ok(RedbStore {
             db: Arc::new(db),
+            path: Arc::from(path),
             clock: Arc::new(clock),
             collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
         })
@@ -160,6 +161,12 @@ impl RedbStore {
     #[doc(hidden)]
     pub fn __database(&self) -> &Database {
         &self.db
+    }
+
+    /// Runs `f`, which reads or writes the file: a panic inside redb is an
+    /// error naming the file (see `guard`).
+    fn guarded<T>(&self, doing: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        guarded(&self.path, doing, f)
     }
 
     fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
@@ -191,7 +198,7 @@ impl RedbStore {
         let (outcome, t) = {
             let mut w = Writer::open(&txn, self, now)?;
             let values = keys.iter().map(|k| w.get(k)).collect::<Result<Vec<_>>>()?;
-            match plan(values, now)? {
+            match caller(|| plan(values, now))? {
                 // Dropping the transaction aborts it.
                 Planned::Skip(t) => return Ok((Outcome::Applied, t)),
                 Planned::Commit(batch, t) => (w.commit_batch(&batch)?, t),
@@ -231,13 +238,16 @@ impl Store for RedbStore {
     }
 
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        self.blocking(move |s| s.commit_blocking(batch)).await
+        self.blocking(move |s| s.guarded("write", || s.commit_blocking(batch)))
+            .await
     }
 
     // Reads are served from redb's page cache in microseconds; handing them
     // to the blocking pool would cost more than it saves.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        read_live(&self.kv_reader()?, key, || self.clock.now_ms())
+        self.guarded("read", || {
+            read_live(&self.kv_reader()?, key, || self.clock.now_ms())
+        })
     }
 
     async fn get_with<T, F>(&self, key: &str, read: F) -> Result<T>
@@ -245,24 +255,28 @@ impl Store for RedbStore {
         T: Send,
         F: FnOnce(Option<&[u8]>) -> T + Send,
     {
-        let kv = self.kv_reader()?;
-        let raw = kv.get(key).map_err(e("read a value"))?;
-        let value = match &raw {
-            Some(raw) => live_value(key, raw.value(), || self.clock.now_ms())?,
-            None => None,
-        };
-        Ok(read(value))
+        self.guarded("read", || {
+            let kv = self.kv_reader()?;
+            let raw = kv.get(key).map_err(e("read a value"))?;
+            let value = match &raw {
+                Some(raw) => live_value(key, raw.value(), || self.clock.now_ms())?,
+                None => None,
+            };
+            Ok(caller(|| read(value)))
+        })
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
-        let kv = self.kv_reader()?;
-        keys.iter()
-            .map(|k| read_live(&kv, k, || self.clock.now_ms()))
-            .collect()
+        self.guarded("read", || {
+            let kv = self.kv_reader()?;
+            keys.iter()
+                .map(|k| read_live(&kv, k, || self.clock.now_ms()))
+                .collect()
+        })
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
-        self.range_now(key, &req)
+        self.guarded("read", || self.range_now(key, &req))
     }
 
     async fn range_values(
@@ -270,8 +284,9 @@ impl Store for RedbStore {
         key: &str,
         req: RangeRequest,
     ) -> Result<(RangeResult, Vec<Option<Vec<u8>>>)> {
-        let (read, next) =
-            self.range_values_with_now(key, &req, |m, v| (m.to_member(), v.map(<[u8]>::to_vec)))?;
+        let (read, next) = self.guarded("read", || {
+            self.range_values_with_now(key, &req, |m, v| (m.to_member(), v.map(<[u8]>::to_vec)))
+        })?;
         let (members, values) = read.into_iter().unzip();
         Ok((RangeResult { members, next }, values))
     }
@@ -286,11 +301,14 @@ impl Store for RedbStore {
         T: Send,
         F: FnMut(MemberRef<'_>, Option<&[u8]>) -> T + Send,
     {
-        self.range_values_with_now(key, &req, read)
+        let mut read = read;
+        self.guarded("read", || {
+            self.range_values_with_now(key, &req, |m, v| caller(|| read(m, v)))
+        })
     }
 
     async fn get_via(&self, key: &str) -> Result<Option<Via>> {
-        self.get_via_now(key)
+        self.guarded("read", || self.get_via_now(key))
     }
 
     /// One write transaction for read, plan and commit, except on a
@@ -304,15 +322,17 @@ impl Store for RedbStore {
         use tokio::runtime::{Handle, RuntimeFlavor};
         match Handle::try_current() {
             Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| self.commit_after_read_blocking(keys, plan))
+                tokio::task::block_in_place(|| {
+                    self.guarded("write", || self.commit_after_read_blocking(keys, plan))
+                })
             }
             Ok(_) => commit_after_read_optimistic(self, keys, plan).await,
-            Err(_) => self.commit_after_read_blocking(keys, plan),
+            Err(_) => self.guarded("write", || self.commit_after_read_blocking(keys, plan)),
         }
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
-        self.collection_len_now(key)
+        self.guarded("read", || self.collection_len_now(key))
     }
 
     async fn now_ms(&self) -> Result<u64> {
@@ -326,20 +346,22 @@ impl Store for RedbStore {
             })?),
             None => None,
         };
-        self.scan_now(prefix, after.as_deref(), count)
+        self.guarded("read", || self.scan_now(prefix, after.as_deref(), count))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
-        let kv = self.kv_reader()?;
-        let Some(raw) = kv.get(key).map_err(e("read a value"))? else {
-            return Ok(None);
-        };
-        let now = self.clock.now_ms();
-        Ok(match split_value(raw.value()) {
-            Some((exp, _)) if exp != 0 && exp > now => {
-                Some(std::time::Duration::from_millis(exp - now))
-            }
-            _ => None,
+        self.guarded("read", || {
+            let kv = self.kv_reader()?;
+            let Some(raw) = kv.get(key).map_err(e("read a value"))? else {
+                return Ok(None);
+            };
+            let now = self.clock.now_ms();
+            Ok(match split_value(raw.value()) {
+                Some((exp, _)) if exp != 0 && exp > now => {
+                    Some(std::time::Duration::from_millis(exp - now))
+                }
+                _ => None,
+            })
         })
     }
 }

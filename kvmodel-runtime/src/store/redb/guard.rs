@@ -1,0 +1,52 @@
+//! A damaged file can make redb panic while it reads a page (a key that is
+//! no longer UTF-8, a length that points past its page). Every call into
+//! redb runs under [`guarded`], which turns such a panic into an error that
+//! names the file; a panic of the caller's own code (a reader or a plan the
+//! caller hands the store, run under [`caller`]) passes through unchanged.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// A panic of the caller's code, on its way through [`guarded`].
+struct CallerPanic(Box<dyn Any + Send>);
+
+/// Runs the caller's code inside a guarded call: its panic stays the
+/// caller's, and [`guarded`] lets it through as it was.
+pub(super) fn caller<T>(f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(t) => t,
+        Err(panic) => resume_unwind(Box::new(CallerPanic(panic))),
+    }
+}
+
+/// Runs `f`, which calls into redb on the file at `path`: a panic inside
+/// redb is an error naming the file and saying what to do.
+pub(super) fn guarded<T>(path: &Path, doing: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => match panic.downcast::<CallerPanic>() {
+            Ok(theirs) => resume_unwind(theirs.0),
+            Err(panic) => Err(Error::backend(
+                "redb",
+                format!("{doing} `{}`", path.display()),
+                format!(
+                    "the file is damaged: redb could not read it ({}); \
+                     restore it from a backup",
+                    panic_text(&*panic)
+                ),
+            )),
+        },
+    }
+}
+
+/// What a panic said, when it said it with a string.
+pub(super) fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("no detail")
+}
