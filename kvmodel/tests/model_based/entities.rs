@@ -2,6 +2,7 @@
 //! in-memory model of what the store holds.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use kvmodel::KvEntity;
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,11 @@ pub struct Model {
     pub leases: BTreeMap<String, (Lease, u64)>,
     /// Milliseconds passed since the case started.
     pub now: u64,
+    /// When the running step started, on the real clock: a lease it writes
+    /// is taken to be written then (no later than the store wrote it).
+    pub step_started: Option<Instant>,
+    /// When each lease was last written, on the real clock.
+    pub written: BTreeMap<String, Instant>,
 }
 
 impl Model {
@@ -94,7 +100,21 @@ impl Model {
     }
 
     pub fn put_lease(&mut self, lease: Lease) {
+        let at = self.step_started.unwrap_or_else(Instant::now);
+        self.written.insert(lease.id.clone(), at);
         self.leases.insert(lease.id.clone(), (lease, self.now));
+    }
+
+    /// The longest a live lease of the model has lived on the real clock:
+    /// where time passes for real, a lease this old may have expired in the
+    /// store although no pass expired it in the model.
+    pub fn oldest_live_lease(&self) -> Duration {
+        self.leases
+            .keys()
+            .filter_map(|id| self.written.get(id))
+            .map(Instant::elapsed)
+            .max()
+            .unwrap_or_default()
     }
 
     pub fn lease(&self, id: &str) -> Option<&Lease> {

@@ -46,9 +46,25 @@ async fn clear<S: Store>(store: &S) {
     }
 }
 
+/// How close to its time to live a lease may get, on the real clock,
+/// before the model can no longer tell whether the store still has it.
+const MARGIN_MS: u64 = 300;
+
+/// What running a sequence showed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ran {
+    /// Every step matched the model.
+    Matched,
+    /// Where time passes for real, the steps took so long that a lease came
+    /// within `MARGIN_MS` of expiring without a pass: the store may rightly
+    /// have dropped it, so the rest of the sequence cannot be judged.
+    TooSlow,
+}
+
 /// Runs one sequence from an empty store, checking after every step.
-pub async fn run_sequence<H: Harness>(h: &H, sequence: &[Step]) {
+pub async fn run_sequence<H: Harness>(h: &H, sequence: &[Step]) -> Ran {
     let store = h.store();
+    let real_time = real_time(&store);
     clear(&store).await;
     let repos = Repos {
         items: entities::ItemRepo::new(store.clone()),
@@ -57,15 +73,36 @@ pub async fn run_sequence<H: Harness>(h: &H, sequence: &[Step]) {
     let mut model = Model::default();
     for (i, step) in sequence.iter().enumerate() {
         let ran = catch(async {
+            model.step_started = Some(std::time::Instant::now());
             steps::run(h, &repos, &mut model, step).await;
+            if real_time && too_old(&model) {
+                return Ran::TooSlow;
+            }
             check::check(&repos, &model).await;
+            Ran::Matched
         })
         .await;
-        if let Err(msg) = ran {
-            panic!("step {i} ({step:?}): {msg}");
+        match ran {
+            Ok(Ran::Matched) => {}
+            Ok(Ran::TooSlow) => return Ran::TooSlow,
+            // A step or check that failed while a lease neared its expiry
+            // may have met the store's rightful expiry.
+            Err(_) if real_time && too_old(&model) => return Ran::TooSlow,
+            Err(msg) => panic!("step {i} ({step:?}): {msg}"),
         }
     }
     check::verify(&repos).await;
+    Ran::Matched
+}
+
+/// Whether time passes for real on `store` (no injected clock).
+fn real_time<S: Store>(store: &S) -> bool {
+    matches!(store.backend(), "redis" | "redis-cluster")
+}
+
+fn too_old(model: &Model) -> bool {
+    model.oldest_live_lease() + std::time::Duration::from_millis(MARGIN_MS)
+        >= std::time::Duration::from_millis(entities::TTL_MS)
 }
 
 fn env(name: &str) -> Option<usize> {
@@ -80,7 +117,7 @@ fn env(name: &str) -> Option<usize> {
 /// shrinks the sequence and the panic names the smallest it found.
 async fn repositories_follow_the_model<H: Harness>(h: &H) {
     let backend = h.store().backend();
-    let real_time = backend == "redis" || backend == "redis-cluster";
+    let real_time = real_time(&h.store());
     let default_cases = match backend {
         "memory" => 256,
         "redis" | "redis-cluster" => 12,
@@ -94,15 +131,22 @@ async fn repositories_follow_the_model<H: Harness>(h: &H) {
         failure_persistence: None,
         // Each shrinking step replays a sequence; on Redis it sleeps.
         max_shrink_iters: if real_time { 200 } else { 2_000 },
+        // A sequence too slow to judge (`Ran::TooSlow`) is drawn again; so
+        // many that the cases could not be judged fail the test.
+        max_global_rejects: u32::try_from(cases).unwrap_or(u32::MAX),
         ..Config::default()
     });
     let handle = tokio::runtime::Handle::current();
     let result = tokio::task::block_in_place(|| {
         runner.run(&strategy, |sequence| {
             let sequence = real_time_steps(sequence, real_time);
-            handle
-                .block_on(async { run_checked(h, &sequence).await })
-                .map_err(TestCaseError::fail)
+            match handle.block_on(async { run_checked(h, &sequence).await }) {
+                Ok(Ran::Matched) => Ok(()),
+                Ok(Ran::TooSlow) => Err(TestCaseError::reject(
+                    "the steps outlasted a lease's time to live",
+                )),
+                Err(msg) => Err(TestCaseError::fail(msg)),
+            }
         })
     });
     if let Err(e) = result {
@@ -120,19 +164,19 @@ fn real_time_steps(mut sequence: Vec<Step>, real_time: bool) -> Vec<Step> {
 }
 
 /// Runs a sequence, turning a panic into an error message.
-async fn run_checked<H: Harness>(h: &H, sequence: &[Step]) -> Result<(), String> {
+async fn run_checked<H: Harness>(h: &H, sequence: &[Step]) -> Result<Ran, String> {
     catch(run_sequence(h, sequence)).await
 }
 
 /// Runs a future that borrows the harness (so it cannot be spawned),
 /// turning a panic into its message.
-async fn catch(fut: impl std::future::Future<Output = ()>) -> Result<(), String> {
+async fn catch<T>(fut: impl std::future::Future<Output = T>) -> Result<T, String> {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
         let polled =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx)));
         match polled {
-            Ok(std::task::Poll::Ready(())) => std::task::Poll::Ready(Ok(())),
+            Ok(std::task::Poll::Ready(t)) => std::task::Poll::Ready(Ok(t)),
             Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
             Err(p) => std::task::Poll::Ready(Err(p
                 .downcast_ref::<String>()
@@ -151,3 +195,28 @@ kvmodel_runtime::on_every_backend!(
     expired_lease_frees_its_token_and_id,
     unique_values_in_any_case_are_one_claim,
 );
+
+/// A lease the model holds is too old to judge once its real age comes
+/// within `MARGIN_MS` of its time to live; a lease the model let expire
+/// counts no more.
+#[test]
+fn a_lease_near_its_expiry_cannot_be_judged() {
+    use std::time::{Duration, Instant};
+    let lease = |id: &str| entities::Lease {
+        id: id.into(),
+        token: format!("t-{id}"),
+        owner: "o1".into(),
+        rank: 0,
+        weight: 1,
+    };
+    let mut m = Model::default();
+    m.put_lease(lease("a"));
+    assert!(!too_old(&m));
+    let near = entities::TTL_MS - MARGIN_MS + 50;
+    m.written
+        .insert("a".into(), Instant::now() - Duration::from_millis(near));
+    assert!(too_old(&m));
+    m.pass(entities::TTL_MS);
+    assert!(m.leases.is_empty());
+    assert!(!too_old(&m), "an expired lease is judged by the model");
+}
