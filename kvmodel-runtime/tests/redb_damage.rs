@@ -231,3 +231,68 @@ async fn the_callers_own_panic_passes_through_unchanged() {
     // The store is still whole.
     assert_eq!(store.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+/// A clock the caller hands the store (`open_with_clock`) that panics
+/// once it is told to: the caller's own code, like a page reader or a plan.
+#[derive(Debug)]
+struct StoppedClock(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl kvmodel_runtime::store::clock::Clock for StoppedClock {
+    fn now_ms(&self) -> u64 {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            panic!("the test clock was stopped");
+        }
+        1_000_000
+    }
+}
+
+/// The clock is the caller's code too, but the store reads it inside the
+/// guard that turns a redb panic into "the file is damaged": a panic of
+/// the caller's clock comes back as an error telling the caller to restore
+/// a perfectly healthy file from a backup, on a read (a value with an
+/// expiry) and on a write (a put with a TTL). Expected: the clock's own
+/// panic passes through unchanged, as a reader's or a plan's does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panic_of_the_callers_clock_is_not_reported_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let store =
+        RedbStore::open_with_clock(dir.path().join("fine.redb"), StoppedClock(stopped.clone()))
+            .unwrap();
+    let mut b = Batch::new();
+    b.put("k", b"v".to_vec(), Some(std::time::Duration::from_secs(60)));
+    assert!(store.commit(b).await.unwrap().is_applied());
+    stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+    let message = |p: Box<dyn std::any::Any + Send>| {
+        p.downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+    };
+    let s = store.clone();
+    let read = tokio::spawn(async move { s.get("k").await.map_err(|e| e.to_string()) }).await;
+    match read {
+        Ok(returned) => panic!("the clock's panic became {returned:?}"),
+        Err(panic) => assert_eq!(
+            message(panic.into_panic()).as_deref(),
+            Some("the test clock was stopped")
+        ),
+    }
+    let s = store.clone();
+    let written = tokio::spawn(async move {
+        let mut b = Batch::new();
+        b.put(
+            "k2",
+            b"v".to_vec(),
+            Some(std::time::Duration::from_secs(60)),
+        );
+        s.commit(b).await.map_err(|e| e.to_string())
+    })
+    .await;
+    match written {
+        Ok(returned) => panic!("the clock's panic became {returned:?}"),
+        Err(panic) => assert_eq!(
+            message(panic.into_panic()).as_deref(),
+            Some("the test clock was stopped")
+        ),
+    }
+}
