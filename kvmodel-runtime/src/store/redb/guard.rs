@@ -2,13 +2,15 @@
 //! no longer UTF-8, a length that points past its page). Every call into
 //! redb runs under [`guarded`], which turns such a panic into an error that
 //! names the file; a panic of the caller's own code (a reader or a plan the
-//! caller hands the store, run under [`caller`]) passes through unchanged.
+//! caller hands the store, the clock it opened the store with: each run
+//! under [`caller`]) passes through unchanged.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::store::clock::Clock;
 
 /// A panic of the caller's code, on its way through [`guarded`].
 struct CallerPanic(Box<dyn Any + Send>);
@@ -19,6 +21,17 @@ pub(super) fn caller<T>(f: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(t) => t,
         Err(panic) => resume_unwind(Box::new(CallerPanic(panic))),
+    }
+}
+
+/// The caller's clock, read as the caller's code (its panic stays the
+/// caller's). Read only inside [`guarded`] calls.
+#[derive(Debug)]
+pub(super) struct CallerClock<C>(pub(super) C);
+
+impl<C: Clock> Clock for CallerClock<C> {
+    fn now_ms(&self) -> u64 {
+        caller(|| self.0.now_ms())
     }
 }
 

@@ -28,7 +28,7 @@ use crate::store::{
     MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
 };
 
-use self::guard::{caller, guarded, panic_text};
+use self::guard::{CallerClock, caller, guarded, panic_text};
 use self::read::read_live;
 use self::write::Writer;
 
@@ -56,6 +56,7 @@ pub struct RedbStore {
     db: Arc<Database>,
     /// The file, for errors.
     path: Arc<Path>,
+    /// The caller's clock: read only inside guarded calls (see `guard`).
     clock: Arc<dyn Clock>,
     /// Whether any collection ever had an expiry; until then the `set_ttl`
     /// table is not opened at all, which saves a table open per call.
@@ -150,7 +151,7 @@ impl RedbStore {
         Ok(RedbStore {
             db: Arc::new(db),
             path: Arc::from(path),
-            clock: Arc::new(clock),
+            clock: Arc::new(CallerClock(clock)),
             collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
         })
     }
@@ -336,7 +337,7 @@ impl Store for RedbStore {
     }
 
     async fn now_ms(&self) -> Result<u64> {
-        Ok(self.clock.now_ms())
+        self.guarded("read the clock of", || Ok(self.clock.now_ms()))
     }
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
