@@ -18,6 +18,18 @@ pub enum Held {
     Collection,
 }
 
+/// What the batch expects a key it asks about to hold: a backend that keeps
+/// values and collections apart (redb's two tables) looks where the
+/// expected kind lives first. The answer must not depend on it: a live key
+/// never holds both kinds, since every commit checks this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// A value: a condition, a put or an increment asks.
+    Value,
+    /// A sorted collection: an add, a remove or a trim asks.
+    Collection,
+}
+
 /// What a key will hold at one point of a batch being checked.
 #[derive(Clone, Copy)]
 enum Slot {
@@ -52,7 +64,8 @@ fn refuse(key: &str, reason: &str) -> Error {
 /// [`Outcome::Failed`] for the first condition (in order) that does not hold,
 /// an error for the first operation (in order) that could not be applied,
 /// otherwise [`Outcome::Applied`], and then applying every operation cannot
-/// fail. `current` tells what a key holds now.
+/// fail. `current` tells what a key holds now, given what the batch expects
+/// there.
 ///
 /// The rules, which the Redis commit script applies in the same order:
 /// a key holds nothing, a value or a sorted collection; a condition on a
@@ -61,11 +74,14 @@ fn refuse(key: &str, reason: &str) -> Error {
 /// for the other kind); an increment needs a counter as [`parse_counter`](super::counter::parse_counter)
 /// reads it and a sum within 64 bits ([`add_to_counter`](super::counter::add_to_counter)). Each operation sees
 /// what the earlier ones of the batch left.
-pub fn check(batch: &Batch, mut current: impl FnMut(&str) -> Result<Held>) -> Result<Outcome> {
+pub fn check(
+    batch: &Batch,
+    mut current: impl FnMut(&str, Expect) -> Result<Held>,
+) -> Result<Outcome> {
     let mut slots: HashMap<&str, Slot> = HashMap::new();
     for (index, cond) in batch.conditions().iter().enumerate() {
         let key = cond.key();
-        let held = current(key)?;
+        let held = current(key, Expect::Value)?;
         let value = match &held {
             Held::Nothing => None,
             Held::Value(v) => Some(v.as_slice()),
@@ -89,7 +105,13 @@ pub fn check(batch: &Batch, mut current: impl FnMut(&str) -> Result<Held>) -> Re
         let slot = match (op, slots.get(key)) {
             (Op::Delete { .. }, _) => Slot::Nothing,
             (_, Some(slot)) => *slot,
-            (_, None) => Slot::of(&current(key)?),
+            (_, None) => {
+                let expect = match op {
+                    Op::Add { .. } | Op::Remove { .. } | Op::Trim { .. } => Expect::Collection,
+                    _ => Expect::Value,
+                };
+                Slot::of(&current(key, expect)?)
+            }
         };
         let next = match (op, slot) {
             (Op::Delete { .. }, _) => Slot::Nothing,

@@ -170,7 +170,7 @@ impl MemoryStore {
     /// Checks and applies `batch` while the lock is held.
     fn commit_locked(&self, inner: &mut Inner, batch: Batch) -> Result<Outcome> {
         let now = self.clock.now_ms();
-        let outcome = check(&batch, |k| Ok(inner.held(k, now)))?;
+        let outcome = check(&batch, |k, _| Ok(inner.held(k, now)))?;
         if !outcome.is_applied() {
             return Ok(outcome);
         }

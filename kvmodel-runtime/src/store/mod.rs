@@ -28,7 +28,7 @@ mod redis_link;
 
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
-pub use check::{Held, check};
+pub use check::{Expect, Held, check};
 #[cfg(feature = "redis-cluster")]
 pub use cluster::{
     CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::store::batch::{Batch, Op, Outcome};
 use crate::store::clock::deadline;
 use crate::store::counter::{add_to_counter, parse_counter};
-use crate::store::{Held, check, encode_entry};
+use crate::store::{Expect, Held, check, encode_entry};
 
 /// The tables of one write transaction, opened once, and what a batch
 /// needs to check and apply its operations.
@@ -59,7 +59,7 @@ impl<'t> Writer<'t> {
                     .map_err(e("open table set_ttl"))?,
             );
         }
-        let outcome = check(batch, |k| self.held(k))?;
+        let outcome = check(batch, |k, expect| self.held(k, expect))?;
         if outcome.is_applied() {
             for op in batch.ops() {
                 self.apply(op)?;
@@ -152,12 +152,16 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
-    /// What `key` holds now.
-    fn held(&mut self, key: &str) -> Result<Held> {
+    /// What `key` holds now, looked up first in the table where the batch
+    /// expects it (a live key is never in both).
+    fn held(&mut self, key: &str, expect: Expect) -> Result<Held> {
         let now = self.now;
+        if expect == Expect::Collection && self.collection_live(key)? {
+            return Ok(Held::Collection);
+        }
         if let Some(v) = read_live(&self.kv, key, || now)? {
             Ok(Held::Value(v))
-        } else if self.collection_live(key)? {
+        } else if expect == Expect::Value && self.collection_live(key)? {
             Ok(Held::Collection)
         } else {
             Ok(Held::Nothing)
@@ -182,12 +186,16 @@ impl<'t> Writer<'t> {
         {
             return Ok(false);
         }
-        let end = after_collection(key);
+        // The first entry at or after `(key, [])` is one of `key`'s, or of a
+        // later collection.
         let mut it = self
             .members
-            .range::<(&str, &[u8])>((key, &[][..])..(end.as_str(), &[][..]))
+            .range::<(&str, &[u8])>((key, &[][..])..)
             .map_err(e("scan a collection"))?;
-        Ok(it.next().is_some())
+        match it.next() {
+            Some(item) => Ok(item.map_err(e("scan a collection"))?.0.value().0 == key),
+            None => Ok(false),
+        }
     }
 
     /// Removes an expired collection before it is written to again.
