@@ -200,11 +200,6 @@ async fn the_callers_own_panic_passes_through_unchanged() {
     b.put("k", b"v".to_vec(), None)
         .add("set", vec![1], b"k".to_vec());
     assert!(store.commit(b).await.unwrap().is_applied());
-    let message = |p: Box<dyn std::any::Any + Send>| {
-        p.downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-    };
     let s = store.clone();
     let read = tokio::spawn(async move {
         s.range_values_with("set", RangeRequest::all(10), |_, _| -> () {
@@ -263,11 +258,6 @@ async fn a_panic_of_the_callers_clock_is_not_reported_as_damage() {
     b.put("k", b"v".to_vec(), Some(std::time::Duration::from_secs(60)));
     assert!(store.commit(b).await.unwrap().is_applied());
     stopped.store(true, std::sync::atomic::Ordering::SeqCst);
-    let message = |p: Box<dyn std::any::Any + Send>| {
-        p.downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-    };
     let s = store.clone();
     let read = tokio::spawn(async move { s.get("k").await.map_err(|e| e.to_string()) }).await;
     match read {
@@ -295,4 +285,12 @@ async fn a_panic_of_the_callers_clock_is_not_reported_as_damage() {
             Some("the test clock was stopped")
         ),
     }
+}
+
+/// What a panic said, when it said it with a string.
+fn message(panic: Box<dyn std::any::Any + Send>) -> Option<String> {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
 }
