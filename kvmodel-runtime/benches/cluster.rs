@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kvmodel_runtime::codec::key::sort_key;
+use kvmodel_runtime::codec::key::{shard_key, sort_key};
 use kvmodel_runtime::conformance::{RedisCluster, RedisServer};
 use kvmodel_runtime::{Batch, RangeRequest, RedisClusterStore, RedisStore, Store};
 
@@ -45,7 +45,25 @@ fn keys(id: &str, tag: bool) -> (String, String, String, String, String) {
     )
 }
 
+/// The entity-wide counter a create of `id` adds to: one key, or (with
+/// `shards`) one of 16 shards picked by the instance, as `shards: 16` does.
+fn total(id: &str, shards: bool) -> String {
+    let shard = if shards {
+        u32::from(
+            id.bytes()
+                .fold(0u8, |h, b| h.wrapping_mul(31).wrapping_add(b)),
+        ) % 16
+    } else {
+        0
+    };
+    shard_key("shop:user#count:total", shard)
+}
+
 fn create(id: &str, tag: bool) -> Batch {
+    create_with(id, tag, false)
+}
+
+fn create_with(id: &str, tag: bool, shards: bool) -> Batch {
     let (record, email, handle, index, group) = keys(id, tag);
     let owner = record.clone().into_bytes();
     let mut b = Batch::new();
@@ -56,7 +74,7 @@ fn create(id: &str, tag: bool) -> Batch {
         .put(&email, owner.clone(), None)
         .put(&handle, owner.clone(), None)
         .add(&index, sort_key(&1_763_790_984_000i64), owner.clone())
-        .incr("shop:user#count:total", 1)
+        .incr(total(id, shards), 1)
         .incr(&group, 1)
         .add("shop:user#all", Vec::new(), owner);
     b
@@ -107,7 +125,7 @@ fn round_prefix(round: &str, store: &str) -> &'static str {
     Box::leak(format!("{round}{store}").into_boxed_str())
 }
 
-async fn throughput<S: Store>(store: S, tag: bool, prefix: &'static str) -> f64 {
+async fn throughput<S: Store>(store: S, tag: bool, shards: bool, prefix: &'static str) -> f64 {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -119,7 +137,7 @@ async fn throughput<S: Store>(store: S, tag: bool, prefix: &'static str) -> f64 
                 if i >= CREATES {
                     break;
                 }
-                let b = create(&format!("{prefix}{i}"), tag);
+                let b = create_with(&format!("{prefix}{i}"), tag, shards);
                 assert!(store.commit(b).await.unwrap().is_applied());
             }
         }));
@@ -189,10 +207,11 @@ fn main() {
         // shows as a difference between rounds rather than between stores.
         let mut rounds = Vec::new();
         for round in ["a", "b"] {
-            let one = throughput(single.clone(), false, round_prefix(round, "s")).await;
-            let spread = throughput(store.clone(), false, round_prefix(round, "c")).await;
-            let colocated = throughput(store.clone(), true, round_prefix(round, "t")).await;
-            rounds.push((one, spread, colocated));
+            let one = throughput(single.clone(), false, false, round_prefix(round, "s")).await;
+            let spread = throughput(store.clone(), false, false, round_prefix(round, "c")).await;
+            let colocated = throughput(store.clone(), true, false, round_prefix(round, "t")).await;
+            let sharded = throughput(store.clone(), true, true, round_prefix(round, "h")).await;
+            rounds.push((one, spread, colocated, sharded));
         }
         println!();
         println!(
@@ -208,6 +227,10 @@ fn main() {
         println!(
             "| RedisClusterStore, 3 masters, co-located | {:.0} | {:.0} |",
             a.2, b.2
+        );
+        println!(
+            "| RedisClusterStore, 3 masters, co-located, entity-wide counter in 16 shards | {:.0} | {:.0} |",
+            a.3, b.3
         );
     });
 }
