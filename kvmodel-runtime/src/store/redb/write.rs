@@ -77,8 +77,15 @@ impl<'t> Writer<'t> {
                     .map_err(e("write a value"))?;
             }
             Op::Delete { key } => {
-                self.kv.remove(key.as_str()).map_err(e("delete a value"))?;
-                self.clear_collection(key)?;
+                let removed = self.kv.remove(key.as_str()).map_err(e("delete a value"))?;
+                // A key that held a live value holds no collection (a live
+                // key never holds both): only look for one otherwise.
+                let held_value = removed.is_some_and(|old| {
+                    split_value(old.value()).is_some_and(|(exp, _)| live(exp, self.now))
+                });
+                if !held_value {
+                    self.clear_collection(key)?;
+                }
             }
             Op::Incr { key, delta } => {
                 let (cur, exp) = match self.kv.get(key.as_str()).map_err(e("read a counter"))? {
