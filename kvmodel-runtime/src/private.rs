@@ -33,10 +33,7 @@ pub fn sort_of<P: SortPart + ?Sized>(p: &P) -> Vec<u8> {
     crate::codec::key::sort_key(p)
 }
 
-/// Whether `sort` is the sort key of `p`, checked without building it.
-pub fn sort_is<P: SortPart + ?Sized>(p: &P, sort: &[u8]) -> bool {
-    crate::codec::key::sort_is(p, sort)
-}
+pub use crate::codec::key::sort_is;
 
 /// The hour bucket of an instant, as a key component: `2026-11-22T05`
 /// (a four-digit year always: timestamps hold years 0000–9999).

@@ -29,7 +29,7 @@ use crate::store::{
 };
 
 use self::guard::{CallerClock, caller, guarded, panic_text};
-use self::read::read_live;
+use self::read::{read_live, with_live};
 use self::write::Writer;
 
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
@@ -257,13 +257,12 @@ impl Store for RedbStore {
         F: FnOnce(Option<&[u8]>) -> T + Send,
     {
         self.guarded("read", || {
-            let kv = self.kv_reader()?;
-            let raw = kv.get(key).map_err(e("read a value"))?;
-            let value = match &raw {
-                Some(raw) => live_value(key, raw.value(), || self.clock.now_ms())?,
-                None => None,
-            };
-            Ok(caller(|| read(value)))
+            with_live(
+                &self.kv_reader()?,
+                key,
+                || self.clock.now_ms(),
+                |v| caller(|| read(v)),
+            )
         })
     }
 

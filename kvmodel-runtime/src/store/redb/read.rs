@@ -274,8 +274,21 @@ pub(super) fn read_live<T>(kv: &T, key: &str, now: impl Fn() -> u64) -> Result<O
 where
     T: ReadableTable<&'static str, &'static [u8]>,
 {
+    with_live(kv, key, now, |v| v.map(<[u8]>::to_vec))
+}
+
+/// [`read_live`], handing the value to `read` where redb lends it.
+pub(super) fn with_live<T, R>(
+    kv: &T,
+    key: &str,
+    now: impl Fn() -> u64,
+    read: impl FnOnce(Option<&[u8]>) -> R,
+) -> Result<R>
+where
+    T: ReadableTable<&'static str, &'static [u8]>,
+{
     match kv.get(key).map_err(e("read a value"))? {
-        Some(raw) => Ok(live_value(key, raw.value(), now)?.map(<[u8]>::to_vec)),
-        None => Ok(None),
+        Some(raw) => Ok(read(live_value(key, raw.value(), now)?)),
+        None => Ok(read(None)),
     }
 }
