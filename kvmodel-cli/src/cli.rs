@@ -1,6 +1,7 @@
 //! Commands and exit codes: 0 success, 1 problems found (schema errors,
 //! `--check` differences, `--deny-warnings` warnings, drift in a store), 2
-//! usage or I/O errors, 3 refused (another migration holds the lease), 130
+//! usage or I/O errors, 3 refused (another migration holds the lease), 4
+//! unsettled (counters writers moved while a walk measured them), 130
 //! interrupted (run the command again to resume).
 
 use std::io::{IsTerminal, Write};
@@ -14,7 +15,7 @@ use kvmodel_build::{Schema, keys::Format};
 #[derive(Debug, Parser)]
 #[command(name = "kvmodel", version, about, long_about = None)]
 #[command(
-    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease), 130 interrupted (run again to resume)."
+    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease), 4 unsettled (verify/reconcile: writers moved counters while they were measured; run again), 130 interrupted (run again to resume)."
 )]
 struct Cli {
     /// When to color diagnostics.

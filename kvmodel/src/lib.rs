@@ -129,7 +129,9 @@ pub use kvmodel_runtime::{
 pub use kvmodel_runtime::engine::expiry::Sweep;
 /// Reports of the maintenance methods every repository has (`migrate_all`,
 /// `verify`, `reconcile`, `sweep_expired`).
-pub use kvmodel_runtime::engine::maintenance::{CounterDrift, Drift, Progress};
+pub use kvmodel_runtime::engine::maintenance::{
+    CounterDrift, Drift, Progress, Unjudged, Unsettled,
+};
 /// A record a migration left at its version because another record holds
 /// its value of a unique index ([`Progress::duplicates`]).
 pub use kvmodel_runtime::engine::migrate::Duplicate;

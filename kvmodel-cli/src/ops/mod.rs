@@ -7,7 +7,9 @@
 //! Exit codes: 0 done (verify: no drift), 1 problems found (drift, records
 //! a migration left behind, problems reconcile cannot repair), 2 usage or
 //! I/O errors (a bad schema, a store that cannot be opened), 3 refused
-//! (another migration holds the lease), 130 interrupted (resumable).
+//! (another migration holds the lease), 4 unsettled (`verify`/`reconcile`
+//! found nothing else, but writers moved some counters while they were
+//! measured: run again), 130 interrupted (resumable).
 
 mod inspect;
 mod migrate;
@@ -33,6 +35,9 @@ pub const PROBLEMS: u8 = 1;
 pub const FAILED: u8 = 2;
 /// Exit code: refused, another runner holds the migration lease.
 pub const REFUSED: u8 = 3;
+/// Exit code: `verify`/`reconcile` found no problem but could not judge
+/// some counters (writers moved them while they were measured): run again.
+pub const UNSETTLED: u8 = 4;
 /// Exit code: interrupted; run the command again to resume.
 pub const INTERRUPTED: u8 = 130;
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::maintenance::Drift;
+use kvmodel_runtime::engine::maintenance::{Drift, Unsettled};
 use kvmodel_runtime::engine::state::IndexState;
 use kvmodel_runtime::model::EntityModel;
 
@@ -46,6 +46,10 @@ pub struct EntityReport {
     /// Indexes, relations and counters that are write-only (not yet
     /// backfilled by a migration).
     pub write_only: Vec<String>,
+    /// Counters the walk could not judge (not drift: unknown), left as
+    /// they are.
+    #[serde(default)]
+    pub unsettled: Vec<Unsettled>,
 }
 
 fn problem(kind: &str, key: &str) -> Problem {
@@ -131,6 +135,7 @@ impl EntityReport {
             expired: drift.expired,
             problems,
             write_only,
+            unsettled: drift.unsettled.clone(),
         }
     }
 }
@@ -204,6 +209,13 @@ pub fn text(command: &str, reports: &[EntityReport], verb: &str) -> String {
         for w in &r.write_only {
             out.push_str(&format!(
                 "  write-only: {w} is not backfilled yet; run `kvmodel migrate`\n"
+            ));
+        }
+        for u in &r.unsettled {
+            out.push_str(&format!(
+                "  unsettled: counter {} was not judged: {}\n",
+                u.key,
+                u.why.describe()
             ));
         }
     }

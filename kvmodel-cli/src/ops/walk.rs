@@ -12,7 +12,9 @@ use kvmodel_runtime::engine::walk::{Phase, WalkState, Walker};
 
 use super::progress::Progress;
 use super::report::{self, EntityReport};
-use super::{Context, Fail, Format, INTERRUPTED, PROBLEMS, Target, fail, print, store_error};
+use super::{
+    Context, Fail, Format, INTERRUPTED, PROBLEMS, Target, UNSETTLED, fail, print, store_error,
+};
 
 /// What both walks take.
 #[derive(Debug, Args)]
@@ -212,7 +214,14 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<u8, Fail> {
     } else {
         problems.count() > 0
     };
-    Ok(if failed { PROBLEMS } else { 0 })
+    let unsettled = cp.done.iter().any(|r| !r.unsettled.is_empty());
+    Ok(if failed {
+        PROBLEMS
+    } else if unsettled {
+        UNSETTLED
+    } else {
+        0
+    })
 }
 
 /// The message and code of an interrupted walk.

@@ -96,4 +96,14 @@ impl<S: Store> Store for CountingStore<S> {
     async fn unfinished_writes(&self) -> Result<Vec<String>> {
         self.call().unfinished_writes().await
     }
+    /// The view counts its calls with the store's.
+    async fn snapshot(&self) -> Result<Option<Self>> {
+        Ok(self.call().snapshot().await?.map(|inner| CountingStore {
+            inner,
+            calls: Arc::clone(&self.calls),
+        }))
+    }
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        self.call().change_stamps(keys).await
+    }
 }

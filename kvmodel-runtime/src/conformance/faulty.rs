@@ -132,4 +132,14 @@ impl<S: Store> Store for FaultyStore<S> {
     async fn unfinished_writes(&self) -> Result<Vec<String>> {
         self.inner.unfinished_writes().await
     }
+    /// The view fails as the store does (it shares its budget).
+    async fn snapshot(&self) -> Result<Option<Self>> {
+        Ok(self.inner.snapshot().await?.map(|inner| FaultyStore {
+            inner,
+            ..self.clone()
+        }))
+    }
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        self.inner.change_stamps(keys).await
+    }
 }

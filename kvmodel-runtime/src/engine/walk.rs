@@ -1,21 +1,61 @@
 //! The `verify` and `reconcile` walk, written once over an [`EntityDef`]:
 //! generated repositories and the `kvmodel` command run the same code.
 //!
-//! A walk looks both ways. Outwards, from every record in the discovery set
-//! (never a key scan): what each record implies must be there (its claims,
-//! its collection members, its receipt), and its counter amounts are added
-//! up. Inwards, from every derived key of the entity, which it enumerates
-//! with the store's maintenance-only [`Store::scan`] (its `inward` module): what
-//! is there must be implied by a record. Last, every counter met either way
-//! is compared with what the records add up to.
+//! A walk looks both ways. Inwards, from every derived key of the entity,
+//! which it enumerates with the store's maintenance-only [`Store::scan`]
+//! (its `inward` module): what is there must be implied by a record. Then
+//! outwards, from every record in the discovery set (never a key scan):
+//! what each record implies must be there (its claims, its collection
+//! members, its receipt), and its counter amounts are added up. Last,
+//! every counter met either way is compared with what the records add up
+//! to.
 //!
 //! A walk moves in steps of one page, and its [`WalkState`] can be saved
 //! between steps (it is serializable) and resumed later, by another
 //! process: a step either completes or leaves the state as it was.
-//! `reconcile` adjusts counters by the difference it measured, so run it
-//! while writers are paused, or run `verify` again afterwards to confirm.
+//!
+//! # Beside live writers
+//!
+//! Every write moves a counter and the records it counts together, in one
+//! commit, so a counter's drift (what it holds less what its records add up
+//! to) is the same before and after any write: a walk only has to measure
+//! it once, exactly, to repair it by that amount at any later time. What it
+//! must not do is add up records read at one moment and compare them with
+//! a counter read at another. So a walk measures on one of two bases
+//! ([`Basis`]):
+//!
+//! - a **view**: a store that can show one instant ([`Store::snapshot`]:
+//!   memory, redb) is read through that view from the first record to the
+//!   last counter, and the measured drift is exact whatever writers do
+//!   meanwhile;
+//! - **stamps**: a store that cannot (Redis, Redis Cluster) raises a
+//!   counter's change stamp in every commit that moves it
+//!   ([`Store::change_stamps`]). The walk reads the stamps of every counter
+//!   before its first record, and judges a counter only when its stamps
+//!   have not moved by the time its value is read: then no write touched
+//!   it, and the sum of its records is exact. The repair is conditional on
+//!   the stamps still being those. A counter that moved is reported
+//!   unsettled ([`Unjudged::Moved`]), never guessed; the next walk judges
+//!   it.
+//!
+//! Claims and members are judged from the same reads, and every repair of
+//! theirs is conditional on the record it was judged from being unchanged,
+//! so a writer that came in between wins. On a store without a view, a
+//! suspect entry is read again before it is reported, so `verify` does not
+//! report a write in flight.
+//!
+//! # Records it cannot read
+//!
+//! A record at a newer version than the walking schema knows, or one that
+//! does not decode, is reported ([`Drift::undecodable`]) and never judged:
+//! its claims and members are left alone, and since what it counts is
+//! unknown, no counter of the entity is repaired or removed while such a
+//! record exists ([`Unjudged::Unreadable`]): maintenance run with an older
+//! schema during a rolling deploy changes nothing it cannot judge.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,33 +63,51 @@ use crate::engine::def::EntityDef;
 use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
 pub use crate::engine::maintenance::Drift;
-use crate::engine::maintenance::{CounterDrift, is_member};
+use crate::engine::maintenance::{CounterDrift, Unjudged, Unsettled, is_member};
 use crate::engine::repo::{ReceiptMove, transition_in};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
-use crate::store::counter::read_counter;
+use crate::store::counter::{read_counter, stamp_key};
 use crate::store::{RangeRequest, Store, encode_entry};
 
 pub(crate) mod inward;
 pub(crate) mod links;
 pub(crate) mod wide;
 
-/// Where a walk is.
+/// Where a walk is. The phases run in the order declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
-    /// Outwards from the records of the discovery set.
-    #[default]
-    Records,
     /// Inwards from the entity's derived keys.
+    #[default]
     Derived,
+    /// Outwards from the records of the discovery set.
+    Records,
     /// Comparing counters with what the records add up to.
     Counters,
     /// Finished.
     Done,
 }
+
+/// How a walk measures counters beside live writers (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Not chosen yet: the walk's first step chooses.
+    #[default]
+    Unchosen,
+    /// Records and counters are read through one view of the store.
+    View,
+    /// Counters are judged by their change stamps.
+    Stamps,
+    /// The store offers neither: counters that differ are unsettled.
+    Neither,
+}
+
+/// Views taken so far, to tell one from another.
+static VIEWS: AtomicU64 = AtomicU64::new(1);
 
 /// A walk in progress: where it is and what it found so far. Save it
 /// between steps to resume the walk later.
@@ -74,6 +132,26 @@ pub struct WalkState {
     expected: BTreeMap<String, i128>,
     /// Record keys whose expired write was counted in `expected` already.
     pending: BTreeSet<String>,
+    /// How counters are measured.
+    #[serde(default)]
+    basis: Basis,
+    /// Stamp key → the stamp read before the first record (on
+    /// [`Basis::Stamps`]).
+    #[serde(default)]
+    stamps: BTreeMap<String, u64>,
+    /// Records whose counter amounts are unknown (they could not be read):
+    /// no counter is judged while there is one.
+    #[serde(default)]
+    unreadable: u64,
+    /// Whether the records were not all read through one view (a walk
+    /// resumed by another walker, on [`Basis::View`]): its counters are
+    /// added up again before they are judged.
+    #[serde(default)]
+    mixed: bool,
+    /// The view the records were read through (not saved: a view lives in
+    /// one walker).
+    #[serde(skip)]
+    view: u64,
 }
 
 impl WalkState {
@@ -125,13 +203,51 @@ pub(crate) fn about_the_record(e: &Error) -> bool {
 #[derive(Debug)]
 pub struct Walker<'a, D, S> {
     pub(crate) def: &'a D,
+    /// Where repairs are committed (and, without a view, what is read).
     pub(crate) store: &'a S,
+    /// The view this walker reads through, and its number: taken by the
+    /// first step on [`Basis::View`].
+    view: OnceLock<(u64, S)>,
 }
 
 impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// A walker of `def`'s records on `store`.
     pub fn new(def: &'a D, store: &'a S) -> Self {
-        Walker { def, store }
+        Walker {
+            def,
+            store,
+            view: OnceLock::new(),
+        }
+    }
+
+    /// What the walk reads: its view of the store, or the store itself.
+    pub(crate) fn reader(&self) -> &S {
+        self.view.get().map_or(self.store, |(_, v)| v)
+    }
+
+    /// Chooses how the walk measures counters, and takes this walker's view
+    /// on [`Basis::View`] if it has none yet.
+    async fn prepare(&self, state: &mut WalkState) -> Result<()> {
+        if state.basis == Basis::Unchosen {
+            state.basis = if self.store.snapshot().await?.is_some() {
+                Basis::View
+            } else if self.store.change_stamps(&[]).await?.is_some() {
+                Basis::Stamps
+            } else {
+                Basis::Neither
+            };
+        }
+        if state.basis == Basis::View && self.view.get().is_none() {
+            if let Some(view) = self.store.snapshot().await? {
+                let _ = self.view.set((VIEWS.fetch_add(1, Ordering::Relaxed), view));
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of this walker's view (0: none).
+    fn view_id(&self) -> u64 {
+        self.view.get().map_or(0, |(id, _)| *id)
     }
 
     /// A whole walk, `page` records or keys at a time; `reconcile` first
@@ -169,6 +285,18 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// One step: a page of `page` records, derived keys or counters.
     pub async fn step(&self, state: &mut WalkState, page: usize) -> Result<()> {
         let page = page.max(1);
+        self.prepare(state).await?;
+        if state.basis == Basis::View {
+            // Everything the counters are judged from must be read through
+            // one view; a walk resumed by another walker was not.
+            let fresh = state.phase == Phase::Derived && state.cursor.is_none();
+            if fresh && state.examined == 0 && state.view == 0 {
+                state.view = self.view_id();
+            }
+            if state.view != self.view_id() {
+                state.mixed = true;
+            }
+        }
         match state.phase {
             Phase::Records => self.records(state, page).await,
             Phase::Derived => self.derived(state, page).await,
@@ -187,7 +315,10 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     ) -> Result<(Vec<String>, Option<Vec<u8>>)> {
         let mut req = RangeRequest::all(page.max(1));
         req.after = cursor;
-        let range = self.store.range(&self.def.space().all_key(), req).await?;
+        let range = self
+            .reader()
+            .range(&self.def.space().all_key(), req)
+            .await?;
         let keys = range
             .members
             .iter()
@@ -204,7 +335,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         if self.def.expiring() {
             reads.extend(keys.iter().map(|k| space.receipt_key(k)));
         }
-        let mut values = self.store.get_many(&reads).await?;
+        let mut values = self.reader().get_many(&reads).await?;
         let mut receipts = values.split_off(keys.len()).into_iter();
         for (key, bytes) in keys.iter().zip(values) {
             let receipt = receipts
@@ -220,7 +351,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         match next {
             Some(n) => state.cursor = Some(n),
             None => {
-                state.phase = Phase::Derived;
+                state.phase = Phase::Counters;
                 state.cursor = None;
             }
         }
@@ -239,6 +370,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             Ok((_, facts)) => facts,
             Err(e) if about_the_record(&e) => {
                 state.drift.undecodable.push(Skipped::new(key, e));
+                state.unreadable += 1;
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -257,43 +389,75 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         let mut want = facts;
         want.counters.clear();
         let claim_keys: Vec<String> = want.claims.iter().map(|c| c.key.clone()).collect();
-        let holders = self.store.get_many(&claim_keys).await?;
+        let holders = self.reader().get_many(&claim_keys).await?;
         let mut have = Facts::default();
         let mut kept = Vec::with_capacity(want.claims.len());
+        let (mut conflicting, mut missing_claims, mut missing_members) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (c, holder) in want.claims.drain(..).zip(holders) {
             match holder {
                 Some(holder) if holder == key.as_bytes() => {
                     have.claims.push(c.clone());
                     kept.push(c);
                 }
-                Some(holder) => state.drift.conflicting_claims.push((
+                Some(holder) => conflicting.push((
                     c.key,
                     key.to_owned(),
                     String::from_utf8_lossy(&holder).into_owned(),
                 )),
                 None => {
-                    state
-                        .drift
-                        .missing_claims
-                        .push((c.key.clone(), key.to_owned()));
+                    missing_claims.push((c.key.clone(), key.to_owned()));
                     kept.push(c);
                 }
             }
         }
         want.claims = kept;
         for m in &want.members {
-            if is_member(self.store, &m.collection, &m.sort, key.as_bytes()).await? {
+            if is_member(self.reader(), &m.collection, &m.sort, key.as_bytes()).await? {
                 have.members.push(m.clone());
-            } else if trimmed(self.store, m, key.as_bytes()).await? {
+            } else if trimmed(self.reader(), m, key.as_bytes()).await? {
                 // Trimmed from a capped collection: not drift.
                 have.members.push(m.clone());
             } else {
-                state
-                    .drift
-                    .missing_members
-                    .push((m.collection.clone(), key.to_owned()));
+                missing_members.push((m.collection.clone(), key.to_owned()));
             }
         }
+        let suspect =
+            !(conflicting.is_empty() && missing_claims.is_empty() && missing_members.is_empty());
+        if suspect && !self.has_view() {
+            // Without a view, a write may have come in between: read the
+            // suspects again between two reads of the record, and report
+            // only what is still out of step while the record is as read
+            // (a write keeps its own record's entries in step).
+            if !self.unchanged(key, Some(&bytes)).await? {
+                return Ok(());
+            }
+            let keys: Vec<String> = conflicting
+                .iter()
+                .map(|(c, _, _)| c.clone())
+                .chain(missing_claims.iter().map(|(c, _)| c.clone()))
+                .collect();
+            let mut now = self.store.get_many(&keys).await?.into_iter();
+            conflicting.retain(|(_, _, holder)| {
+                now.next().flatten().as_deref() == Some(holder.as_bytes())
+            });
+            missing_claims.retain(|_| now.next().flatten().is_none());
+            let mut still = Vec::with_capacity(missing_members.len());
+            for m in &want.members {
+                if missing_members.iter().any(|(c, _)| *c == m.collection)
+                    && !is_member(self.store, &m.collection, &m.sort, key.as_bytes()).await?
+                {
+                    still.push((m.collection.clone(), key.to_owned()));
+                }
+            }
+            missing_members = still;
+            if !self.unchanged(key, Some(&bytes)).await? {
+                return Ok(());
+            }
+        }
+        state.drift.conflicting_claims.append(&mut conflicting);
+        state.drift.missing_claims.append(&mut missing_claims);
+        state.drift.missing_members.append(&mut missing_members);
         let missing =
             have.claims.len() < want.claims.len() || have.members.len() < want.members.len();
         if state.repair && missing {
@@ -314,16 +478,22 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         match receipt {
             Some(StoredReceipt {
                 receipt: Err(e), ..
-            }) => state.drift.undecodable.push(Skipped::new(key, e)),
+            }) => {
+                state.drift.undecodable.push(Skipped::new(key, e));
+                state.unreadable += 1;
+            }
             Some(StoredReceipt {
                 receipt: Ok(r),
                 bytes,
             }) => self.pending(state, key, &bytes, &r).await?,
             None => {
-                state
-                    .drift
-                    .orphan_members
-                    .push((space.all_key(), key.to_owned()));
+                let all = space.all_key();
+                if !self.unchanged(key, None).await?
+                    || !self.still_member(&all, &[], key.as_bytes()).await?
+                {
+                    return Ok(()); // created or deleted meanwhile
+                }
+                state.drift.orphan_members.push((all, key.to_owned()));
                 if state.repair {
                     let mut b = Batch::new();
                     b.absent(key);
@@ -338,6 +508,35 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         Ok(())
     }
 
+    /// Whether the walk reads through a view of the store.
+    pub(crate) fn has_view(&self) -> bool {
+        self.view.get().is_some()
+    }
+
+    /// Whether the record at `key` still holds `bytes` (`None`: nothing),
+    /// as the walk read it: always on a view; otherwise read again, so that
+    /// a suspect found beside a write in flight is not reported.
+    pub(crate) async fn unchanged(&self, key: &str, bytes: Option<&[u8]>) -> Result<bool> {
+        if self.has_view() {
+            return Ok(true);
+        }
+        Ok(self.store.get(key).await?.as_deref() == bytes)
+    }
+
+    /// Whether `member` is still in `collection` under `sort`: always on a
+    /// view; otherwise read again.
+    pub(crate) async fn still_member(
+        &self,
+        collection: &str,
+        sort: &[u8],
+        member: &[u8],
+    ) -> Result<bool> {
+        if self.has_view() {
+            return Ok(true);
+        }
+        is_member(self.store, collection, sort, member).await
+    }
+
     /// An expired write whose receipt remains: `verify` counts what it
     /// still contributes, `reconcile` sweeps it.
     pub(crate) async fn pending(
@@ -350,11 +549,14 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         if !state.pending.insert(key.to_owned()) {
             return Ok(());
         }
+        // Counted either way: the counters it is judged against are read as
+        // they were before the sweep (through the view), or their stamps
+        // show the sweep moved them.
+        state.count(&r.facts);
         if state.repair && expire_receipt_in(self.store, self.def.space(), key, bytes, r).await? {
             return Ok(());
         }
         state.drift.expired += 1;
-        state.count(&r.facts);
         Ok(())
     }
 
@@ -441,8 +643,13 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     }
 
     /// A page of counters: each compared with what the records add up to
-    /// and, repairing, adjusted (deleted when it should be 0).
+    /// and, repairing, adjusted by the difference — only where the walk's
+    /// basis proves its measurement exact (see the module docs); the others
+    /// are reported unsettled.
     async fn counters(&self, state: &mut WalkState, page: usize) -> Result<()> {
+        if state.basis == Basis::View && state.mixed {
+            self.recount(state).await?;
+        }
         let after = state
             .cursor
             .as_deref()
@@ -462,14 +669,25 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             .map(|k| shards::keys(k, shards::shards_of(self.def, k)))
             .collect();
         let flat: Vec<String> = shard_keys.iter().flatten().cloned().collect();
-        let mut values = self.store.get_many(&flat).await?.into_iter();
-        'counter: for ((key, want), shard_keys) in batch.iter().zip(&shard_keys) {
-            // A link count must equal its collection's size, as it is now
-            // (after the repairs of this walk).
-            let want = &match crate::engine::links::collection_of_count(key) {
-                Some(collection) => i128::from(self.store.collection_len(&collection).await?),
-                None => *want,
-            };
+        // Link counts are measured against their collections' sizes, read
+        // before the counters (and, on stamps, before the stamps).
+        let mut sizes = Vec::with_capacity(keys.len());
+        for key in &keys {
+            sizes.push(match crate::engine::links::collection_of_count(key) {
+                Some(c) => Some(i128::from(self.reader().collection_len(&c).await?)),
+                None => None,
+            });
+        }
+        let mut values = self.reader().get_many(&flat).await?.into_iter();
+        let stamps = self.stamps_now(state, &flat).await?;
+        let mut stamps = stamps.into_iter();
+        for (((key, want), shard_keys), size) in batch.iter().zip(&shard_keys).zip(sizes) {
+            let want = size.unwrap_or(*want);
+            let stamps: Vec<(String, u64)> = shard_keys
+                .iter()
+                .map(|k| stamp_key(k))
+                .zip(stamps.by_ref())
+                .collect();
             // The shards that hold a value, and their sum.
             let mut held = Vec::new();
             let mut bad = None;
@@ -483,29 +701,32 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }
             if let Some((shard, e)) = bad {
                 state.drift.undecodable.push(Skipped::new(shard, e));
-                continue 'counter;
+                continue;
             }
             let total = shards::total(&held);
-            if *want == total {
+            // A total no read can return is drift even when the records
+            // add up to it.
+            let readable = i64::try_from(total).is_ok();
+            if want == total && readable {
+                continue;
+            }
+            if let Some(why) = self.unjudged(state, &stamps, held.is_empty()) {
+                state.drift.unsettled.push(Unsettled {
+                    key: key.clone(),
+                    why,
+                });
                 continue;
             }
             // A sum no counter can hold is reported, not repaired.
-            if state.repair && i64::try_from(*want).is_ok() {
-                let mut b = Batch::new();
-                if *want == 0 {
-                    for (shard, v) in &held {
-                        b.equals(shard, v.to_string().into_bytes()).delete(shard);
-                    }
-                } else {
-                    b.incr_wide(key, want - total);
-                }
-                let _ = commit(self.store, b).await?;
+            if state.repair && i64::try_from(want).is_ok() {
+                self.repair_counter(state, key, (want, total), &held, &stamps)
+                    .await?;
             }
             let actual =
                 i64::try_from(total).unwrap_or(if total < 0 { i64::MIN } else { i64::MAX });
             state.drift.counters.push(CounterDrift {
                 key: key.clone(),
-                expected: *want,
+                expected: want,
                 actual,
             });
         }
@@ -516,9 +737,148 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 state.cursor = None;
                 state.expected.clear();
                 state.pending.clear();
+                state.stamps.clear();
                 state.drift.tidy();
             }
         }
+        Ok(())
+    }
+
+    /// Adds up the counter amounts of every record again, through this
+    /// walker's view: what a walk resumed by another walker (whose records
+    /// were read through other views) does before it judges counters, so
+    /// that they are judged at one instant. Only counting: what the records
+    /// imply otherwise was judged as they were walked.
+    async fn recount(&self, state: &mut WalkState) -> Result<()> {
+        for total in state.expected.values_mut() {
+            *total = 0;
+        }
+        state.unreadable = 0;
+        let space = self.def.space();
+        let mut cursor = None;
+        loop {
+            let (keys, next) = self.discovery_page(cursor, 500).await?;
+            let mut reads = keys.clone();
+            if self.def.expiring() {
+                reads.extend(keys.iter().map(|k| space.receipt_key(k)));
+            }
+            let mut values = self.reader().get_many(&reads).await?;
+            let mut receipts = values.split_off(keys.len()).into_iter();
+            for (key, bytes) in keys.iter().zip(values) {
+                let receipt = receipts
+                    .next()
+                    .flatten()
+                    .map(|b| StoredReceipt::new(&space.receipt_key(key), b));
+                let facts = match (bytes, receipt) {
+                    (Some(bytes), _) => match self.def.stored_facts(key, &bytes) {
+                        Ok((_, facts)) => facts,
+                        Err(e) if about_the_record(&e) => {
+                            state.unreadable += 1;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    },
+                    (None, Some(StoredReceipt { receipt: Ok(r), .. })) => r.facts,
+                    (
+                        None,
+                        Some(StoredReceipt {
+                            receipt: Err(_), ..
+                        }),
+                    ) => {
+                        state.unreadable += 1;
+                        continue;
+                    }
+                    (None, None) => continue,
+                };
+                state.count(&facts);
+            }
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
+        state.view = self.view_id();
+        state.mixed = false;
+        Ok(())
+    }
+
+    /// The stamps of the counter shards at `keys` as they are now: on
+    /// [`Basis::Stamps`] the store's change stamps (read after the values);
+    /// on a view, the stamps earlier repairs left (read through the view);
+    /// otherwise zeros.
+    async fn stamps_now(&self, state: &WalkState, keys: &[String]) -> Result<Vec<u64>> {
+        let stamps = match state.basis {
+            Basis::Stamps => self.store.change_stamps(keys).await?,
+            Basis::View => {
+                let stamp_keys: Vec<String> = keys.iter().map(|k| stamp_key(k)).collect();
+                let values = self.reader().get_many(&stamp_keys).await?;
+                Some(crate::store::counter::stamps_of(values))
+            }
+            _ => None,
+        };
+        Ok(stamps.unwrap_or_else(|| vec![0; keys.len()]))
+    }
+
+    /// Why a counter that differs from its records cannot be judged, if it
+    /// cannot: `stamps` are its shards' stamps now, `absent` whether none
+    /// of its shards holds a value.
+    fn unjudged(
+        &self,
+        state: &WalkState,
+        stamps: &[(String, u64)],
+        absent: bool,
+    ) -> Option<Unjudged> {
+        if state.unreadable > 0 {
+            return Some(Unjudged::Unreadable);
+        }
+        match state.basis {
+            Basis::View => None,
+            Basis::Stamps => {
+                // A stamp not read before the records was of a counter that
+                // did not exist then: one that still does not was moved by
+                // no write (a write would have made it).
+                let moved = stamps.iter().any(|(k, now)| match state.stamps.get(k) {
+                    Some(before) => before != now,
+                    None => !absent,
+                });
+                moved.then_some(Unjudged::Moved)
+            }
+            Basis::Neither | Basis::Unchosen => Some(Unjudged::Unmeasurable),
+        }
+    }
+
+    /// Moves the counter at `key` (whose shards `held` hold values) from
+    /// `total` to `want`, conditional on its shards' stamps being `stamps`
+    /// still: a concurrent repair (or, on stamps, a write) in between fails
+    /// it, and the next walk measures again. A counter no record counts in
+    /// is deleted, if it still holds what was measured. On a view the
+    /// repair raises the stamp itself (on stamps the store does).
+    async fn repair_counter(
+        &self,
+        state: &WalkState,
+        key: &str,
+        (want, total): (i128, i128),
+        held: &[(String, i64)],
+        stamps: &[(String, u64)],
+    ) -> Result<()> {
+        let mut b = Batch::new();
+        for (stamp, n) in stamps {
+            match n {
+                0 => b.absent(stamp),
+                n => b.equals(stamp, n.to_string().into_bytes()),
+            };
+        }
+        if want == 0 {
+            for (shard, v) in held {
+                b.equals(shard, v.to_string().into_bytes()).delete(shard);
+            }
+        } else {
+            b.incr_wide(key, want - total);
+            if state.basis == Basis::View {
+                b.incr(stamp_key(key), 1);
+            }
+        }
+        let _ = commit(self.store, b).await?;
         Ok(())
     }
 }

@@ -296,6 +296,22 @@ impl Store for AnyStore {
     async fn unfinished_writes(&self) -> Result<Vec<String>> {
         each!(self, s => s.unfinished_writes().await)
     }
+
+    async fn snapshot(&self) -> Result<Option<Self>> {
+        Ok(match self {
+            AnyStore::Memory(s) => s.snapshot().await?.map(AnyStore::Memory),
+            #[cfg(feature = "redb")]
+            AnyStore::Redb(s) => s.snapshot().await?.map(AnyStore::Redb),
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.snapshot().await?.map(AnyStore::Redis),
+            #[cfg(feature = "redis-cluster")]
+            AnyStore::Cluster(s) => s.snapshot().await?.map(AnyStore::Cluster),
+        })
+    }
+
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        each!(self, s => s.change_stamps(keys).await)
+    }
 }
 
 #[cfg(test)]

@@ -93,3 +93,90 @@ pub fn counter_increments(mut delta: i128) -> Vec<i64> {
     }
     parts
 }
+
+/// The key of the change stamp of the counter stored at `key`, on the
+/// stores that keep stamps (Redis and Redis Cluster; see
+/// [`Store::change_stamps`](crate::Store::change_stamps)). It starts with
+/// `~`, outside every namespace, so no scan of derived keys meets it, and
+/// it has the counter's hash tag (the counter key itself when it has none),
+/// so the two share a cluster slot.
+///
+/// ```ignore
+/// assert_eq!(stamp_key("shop:user#count:total"), "~{shop:user#count:total}");
+/// assert_eq!(stamp_key("shop:o#count:per:{u1}"), "~shop:o#count:per:{u1}");
+/// ```
+pub(crate) fn stamp_key(key: &str) -> String {
+    let tagged = key
+        .find('{')
+        .is_some_and(|open| key[open + 1..].find('}').is_some_and(|len| len > 0));
+    if tagged {
+        format!("~{key}")
+    } else {
+        format!("~{{{key}}}")
+    }
+}
+
+/// `batch` with the change stamp of every counter it increments raised by
+/// one, in the same commit: what a store that keeps stamps commits.
+#[cfg(feature = "redis")]
+pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
+    let mut stamps: Vec<String> = batch
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            crate::store::Op::Incr { key, .. } => Some(stamp_key(key)),
+            _ => None,
+        })
+        .collect();
+    stamps.sort_unstable();
+    stamps.dedup();
+    for stamp in stamps {
+        batch.incr(stamp, 1);
+    }
+    batch
+}
+
+/// The stamps read at the stamp keys: 0 where none is stored, and the
+/// highest stamp for a value that is not one (a tampered key can never
+/// prove that nothing moved).
+pub(crate) fn stamps_of(values: Vec<Option<Vec<u8>>>) -> Vec<u64> {
+    values
+        .into_iter()
+        .map(|v| match v {
+            None => 0,
+            Some(bytes) => counter_value(&bytes)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(u64::MAX),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_shares_its_counters_hash_tag() {
+        assert_eq!(stamp_key("s:user#count:total"), "~{s:user#count:total}");
+        assert_eq!(stamp_key("s:o#count:per:{u1}"), "~s:o#count:per:{u1}");
+        // An empty tag is no tag: Redis hashes the whole key.
+        assert_eq!(stamp_key("s:o#count:per:{}"), "~{s:o#count:per:{}}");
+    }
+
+    #[test]
+    #[cfg(feature = "redis")]
+    fn every_counter_a_batch_moves_gets_one_stamp_increment() {
+        let mut b = crate::store::Batch::new();
+        b.incr("c", 1)
+            .incr("c", 2)
+            .put("v", b"x".to_vec(), None)
+            .incr("d", -1);
+        let b = stamped(b);
+        let stamps: Vec<&str> = b.ops()[4..].iter().map(|op| op.key()).collect();
+        assert_eq!(stamps, ["~{c}", "~{d}"]);
+        assert_eq!(
+            stamps_of(vec![None, Some(b"7".to_vec()), Some(b"x".to_vec())]),
+            [0, 7, u64::MAX]
+        );
+    }
+}

@@ -13,7 +13,7 @@ use crate::store::{
     encode_entry, entry_bounds, member_keys, page_from_entries, scan_count, scan_page,
 };
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Inner {
     values: HashMap<String, (Vec<u8>, Option<u64>)>,
     sets: HashMap<String, (BTreeSet<Vec<u8>>, Option<u64>)>,
@@ -134,6 +134,8 @@ impl Inner {
 pub struct MemoryStore {
     inner: Arc<Mutex<Inner>>,
     clock: Arc<dyn Clock>,
+    /// A [`Store::snapshot`] view: its commits fail.
+    frozen: bool,
 }
 
 impl Default for MemoryStore {
@@ -153,6 +155,7 @@ impl MemoryStore {
         MemoryStore {
             inner: Arc::default(),
             clock: Arc::new(clock),
+            frozen: false,
         }
     }
 
@@ -169,6 +172,13 @@ impl MemoryStore {
 
     /// Checks and applies `batch` while the lock is held.
     fn commit_locked(&self, inner: &mut Inner, batch: Batch) -> Result<Outcome> {
+        if self.frozen {
+            return Err(crate::Error::backend(
+                "memory",
+                "commit",
+                "this is a read-only snapshot of the store (`Store::snapshot`)",
+            ));
+        }
         let now = self.clock.now_ms();
         let outcome = check(&batch, |k, _| Ok(inner.held(k, now)))?;
         if !outcome.is_applied() {
@@ -320,6 +330,17 @@ impl Store for MemoryStore {
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
         Ok(self.scan_now(prefix, cursor.as_deref(), count))
+    }
+
+    /// A copy of every entry, taken under the lock: maintenance on a
+    /// memory store holds its data twice while it runs.
+    async fn snapshot(&self) -> Result<Option<Self>> {
+        let copy = self.lock().clone();
+        Ok(Some(MemoryStore {
+            inner: Arc::new(Mutex::new(copy)),
+            clock: Arc::clone(&self.clock),
+            frozen: true,
+        }))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {

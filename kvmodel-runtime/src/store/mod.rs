@@ -414,6 +414,32 @@ pub trait Store: Clone + Send + Sync + 'static {
         async { Ok(Vec::new()) }
     }
 
+    /// Maintenance: a read-only view of the whole store as it is now, or
+    /// `None` when the store cannot give one (the default, and Redis).
+    /// Every read of the view sees the data of that one instant, whatever
+    /// is committed meanwhile; a commit to the view fails. `verify` and
+    /// `reconcile` measure a counter against the records of one view, so
+    /// that their measurement holds beside live writers: memory copies its
+    /// data, redb keeps a read transaction open.
+    fn snapshot(&self) -> impl Future<Output = Result<Option<Self>>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Maintenance: the change stamp of the counter at each of `keys`, or
+    /// `None` when the store keeps none (the default). A store that keeps
+    /// them raises a counter's stamp in every commit that moves it and
+    /// never lowers it (0: never moved), so equal stamps read before and
+    /// after a measurement prove nothing moved the counter meanwhile.
+    /// Redis and Redis Cluster keep them (they have no
+    /// [`snapshot`](Store::snapshot)).
+    fn change_stamps(
+        &self,
+        keys: &[String],
+    ) -> impl Future<Output = Result<Option<Vec<u64>>>> + Send {
+        let _ = keys;
+        async { Ok(None) }
+    }
+
     /// The counter at `key` (absent counts as 0).
     fn counter(&self, key: &str) -> impl Future<Output = Result<i64>> + Send {
         async move {

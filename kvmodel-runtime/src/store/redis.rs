@@ -318,6 +318,7 @@ impl Store for RedisStore {
         if batch.is_empty() {
             return Ok(Outcome::Applied);
         }
+        let batch = crate::store::counter::stamped(batch);
         let (keys, argv) = Self::encode(&batch);
         let reply = self.eval(&keys, &argv).await?;
         let Value::Array(items) = &reply else {
@@ -350,6 +351,15 @@ impl Store for RedisStore {
         let mut cmd = redis::cmd("GET");
         cmd.arg(key);
         self.query(&cmd, "read a value").await
+    }
+
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        let stamps: Vec<String> = keys
+            .iter()
+            .map(|k| crate::store::counter::stamp_key(k))
+            .collect();
+        let values = self.get_many(&stamps).await?;
+        Ok(Some(crate::store::counter::stamps_of(values)))
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {

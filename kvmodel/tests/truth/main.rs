@@ -1,13 +1,16 @@
 //! Derived data never lies about the records: listings check every member
 //! against its record, expiry reaches indexes and counters, one corrupt
-//! record stops nothing, and maintenance finds orphans. Every case runs on
-//! the in-memory, embedded and Redis stores.
+//! record stops nothing, maintenance finds orphans and, beside live writers
+//! or with an older schema, adds no drift. Every case runs on the
+//! in-memory, embedded and Redis stores.
 
 mod cases;
+mod live;
 mod matchers;
 mod model;
 
 use cases::*;
+use live::*;
 
 kvmodel_runtime::on_every_backend!(
     recreated_session_leaves_its_old_user,
@@ -20,4 +23,6 @@ kvmodel_runtime::on_every_backend!(
     concurrent_writes_keep_receipts_true,
     records_without_receipts_are_repaired,
     every_write_path_keeps_receipts,
+    reconcile_beside_writers_adds_no_drift,
+    maintenance_changes_nothing_it_cannot_judge,
 );

@@ -28,6 +28,7 @@ use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::Result;
 use crate::store::batch::Batch;
+use crate::store::counter::stamp_key;
 use crate::store::{RangeRequest, RangeResult, Store};
 
 /// Members per page of a collection walk.
@@ -95,7 +96,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         count: usize,
     ) -> Result<(Vec<(String, Kind)>, Option<Vec<u8>>)> {
         let page = self
-            .store
+            .reader()
             .scan(&self.def.space().derived_prefix(), cursor, count)
             .await?;
         let keys = page
@@ -113,6 +114,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let mut claims = Vec::new();
         let mut receipts = Vec::new();
         let (mut edges, mut registries) = (Vec::new(), Vec::new());
+        let mut counters = Vec::new();
         for (key, kind) in keys {
             state.examined += 1;
             match kind {
@@ -121,6 +123,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 // Counters no record contributes to must be 0 (the shards
                 // of a sharded counter count as that counter).
                 Kind::Counter => {
+                    counters.push(key.clone());
                     let counter = shards::counter_of(self.def, key);
                     state.expected.entry(counter).or_insert(0);
                 }
@@ -133,6 +136,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
                 // Checked with the counters against its collection's size.
                 Kind::LinkCount => {
+                    counters.push(key.clone());
                     state.expected.entry(key).or_insert(0);
                 }
                 Kind::Edge => edges.push(key),
@@ -143,10 +147,17 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         self.check_registries(state, &registries).await?;
         self.check_claims(state, &claims).await?;
         self.check_receipts(state, &receipts).await?;
+        // The stamps of the counters met, after this page's repairs and
+        // before the first record is read (see the walk's basis).
+        if let Some(stamps) = self.store.change_stamps(&counters).await? {
+            for (key, stamp) in counters.into_iter().zip(stamps) {
+                state.stamps.entry(stamp_key(&key)).or_insert(stamp);
+            }
+        }
         match next {
             Some(n) => state.cursor = Some(n),
             None => {
-                state.phase = Phase::Counters;
+                state.phase = Phase::Records;
                 state.cursor = None;
             }
         }
@@ -163,7 +174,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         if self.def.expiring() {
             reads.extend(keys.iter().map(|k| space.receipt_key(k)));
         }
-        let mut records = self.store.get_many(&reads).await?;
+        let mut records = self.reader().get_many(&reads).await?;
         let receipts = records
             .split_off(keys.len())
             .into_iter()
@@ -180,7 +191,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let space = self.def.space();
         let mut after = None;
         loop {
-            let range = page(self.store, collection, after.take()).await?;
+            let range = page(self.reader(), collection, after.take()).await?;
             let keys: Vec<String> = range
                 .members
                 .iter()
@@ -190,6 +201,11 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             let rows = range.members.iter().zip(&keys).zip(records).zip(receipts);
             for (((m, key), record), receipt) in rows {
                 let mut fix = Batch::new();
+                let read = if self.has_view() {
+                    None
+                } else {
+                    record.clone()
+                };
                 let orphan = match (record, &receipt) {
                     (Some(bytes), _) => match self.def.stored_facts(key, &bytes) {
                         Ok((_, facts)) => {
@@ -227,7 +243,10 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                         true
                     }
                 };
-                if orphan {
+                if orphan
+                    && self.still_member(collection, &m.sort, &m.member).await?
+                    && self.unchanged(key, read.as_deref()).await?
+                {
                     state
                         .drift
                         .orphan_members
@@ -251,14 +270,14 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let ledger = space.ledger_key();
         let mut after = None;
         loop {
-            let range = page(self.store, &ledger, after.take()).await?;
+            let range = page(self.reader(), &ledger, after.take()).await?;
             let keys: Vec<String> = range
                 .members
                 .iter()
                 .map(|m| String::from_utf8_lossy(&m.member).into_owned())
                 .collect();
             let receipt_keys: Vec<String> = keys.iter().map(|k| space.receipt_key(k)).collect();
-            let receipts = self.store.get_many(&receipt_keys).await?;
+            let receipts = self.reader().get_many(&receipt_keys).await?;
             for ((m, key), stored) in range.members.iter().zip(&keys).zip(receipts) {
                 let matches = stored
                     .as_deref()
@@ -292,18 +311,23 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         if claims.is_empty() {
             return Ok(());
         }
-        let holders = self.store.get_many(claims).await?;
+        let holders = self.reader().get_many(claims).await?;
         let owners: Vec<String> = holders
             .iter()
             .map(|h| String::from_utf8_lossy(h.as_deref().unwrap_or_default()).into_owned())
             .collect();
-        let records = self.store.get_many(&owners).await?;
+        let records = self.reader().get_many(&owners).await?;
         for (((claim, holder), owner), record) in
             claims.iter().zip(holders).zip(&owners).zip(records)
         {
             let Some(holder) = holder else { continue };
             let mut fix = Batch::new();
             fix.equals(claim, holder.clone());
+            let read = if self.has_view() {
+                None
+            } else {
+                record.clone()
+            };
             let orphan = match record {
                 _ if owner.as_bytes() != holder.as_slice() => true,
                 None => {
@@ -322,7 +346,10 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                     Err(e) => return Err(e),
                 },
             };
-            if orphan {
+            if orphan
+                && self.unchanged(claim, Some(&holder)).await?
+                && self.unchanged(owner, read.as_deref()).await?
+            {
                 state
                     .drift
                     .orphan_claims
@@ -350,7 +377,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         }
         let mut reads = keys.clone();
         reads.extend(keys.iter().map(|k| space.receipt_key(k)));
-        let mut records = self.store.get_many(&reads).await?;
+        let mut records = self.reader().get_many(&reads).await?;
         let receipts = records.split_off(keys.len());
         for ((key, record), stored) in keys.iter().zip(records).zip(receipts) {
             let (None, Some(bytes)) = (record, stored) else {
@@ -364,7 +391,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
             };
             let ledger = space.ledger_key();
-            if !is_member(self.store, &ledger, &due(r.at), key.as_bytes()).await? {
+            if !is_member(self.reader(), &ledger, &due(r.at), key.as_bytes()).await? {
                 state.drift.receipts.push(key.clone());
             }
             self.pending(state, key, &bytes, &r).await?;

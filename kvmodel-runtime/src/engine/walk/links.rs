@@ -104,13 +104,13 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         };
         let mut after = None;
         loop {
-            let range = page(self.store, collection, after.take()).await?;
+            let range = page(self.reader(), collection, after.take()).await?;
             let edge_keys: Vec<String> = range
                 .members
                 .iter()
                 .map(|m| String::from_utf8_lossy(&m.sort).into_owned())
                 .collect();
-            let edges = self.store.get_many(&edge_keys).await?;
+            let edges = self.reader().get_many(&edge_keys).await?;
             let mut checked = Vec::with_capacity(edges.len());
             for (key, bytes) in edge_keys.iter().zip(edges) {
                 match read_edge(key, bytes) {
@@ -133,7 +133,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 far_keys.push(far);
                 far_keys.push(far_reg);
             }
-            let mut far_read = self.store.get_many(&far_keys).await?.into_iter();
+            let mut far_read = self.reader().get_many(&far_keys).await?.into_iter();
             for ((m, edge_key), e) in range.members.iter().zip(&edge_keys).zip(checked) {
                 let (far_rec, far_reg_bytes) =
                     (far_read.next().flatten(), far_read.next().flatten());
@@ -184,7 +184,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         if edges.is_empty() {
             return Ok(());
         }
-        let values = self.store.get_many(edges).await?;
+        let values = self.reader().get_many(edges).await?;
         for (edge_key, bytes) in edges.iter().zip(values) {
             let value = match read_edge(edge_key, bytes) {
                 Ok(Some(v)) => v,
@@ -263,7 +263,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let mut req = RangeRequest::all(2);
         req.lower = std::ops::Bound::Included(sort.as_bytes().to_vec());
         req.upper = std::ops::Bound::Included(sort.as_bytes().to_vec());
-        let range = self.store.range(collection, req).await?;
+        let range = self.reader().range(collection, req).await?;
         Ok(range.members.iter().any(|m| m.member == member.as_bytes()))
     }
 

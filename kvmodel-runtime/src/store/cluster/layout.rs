@@ -62,6 +62,17 @@ impl RedisClusterStore {
     /// record's slot.
     pub(crate) fn phys(&self, key: &str) -> String {
         let prefix = &self.inner.prefix;
+        // A counter's change stamp (`~{counter}`, or `~counter` for a
+        // counter with a hash tag) keeps its counter's slot: the prefix goes
+        // inside.
+        if let Some(rest) = key.strip_prefix('~') {
+            return match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+                Some(counter) if crate::store::counter::stamp_key(counter) == key => {
+                    format!("~{{{}}}", self.phys(counter))
+                }
+                _ => format!("~{}", self.phys(rest)),
+            };
+        }
         match receipt_record(key) {
             Some((record, at)) => {
                 let slot = slot_of(&format!("{prefix}{record}"));

@@ -306,8 +306,17 @@ impl Store for RedisClusterStore {
         if batch.is_empty() {
             return Ok(Outcome::Applied);
         }
-        let batch = self.physical(batch)?;
+        let batch = self.physical(crate::store::counter::stamped(batch))?;
         self.commit_physical(batch).await
+    }
+
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        let stamps: Vec<String> = keys
+            .iter()
+            .map(|k| crate::store::counter::stamp_key(k))
+            .collect();
+        let values = self.get_many(&stamps).await?;
+        Ok(Some(crate::store::counter::stamps_of(values)))
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {

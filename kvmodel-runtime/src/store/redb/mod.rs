@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use redb::{Database, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition};
 
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -61,6 +61,9 @@ pub struct RedbStore {
     /// Whether any collection ever had an expiry; until then the `set_ttl`
     /// table is not opened at all, which saves a table open per call.
     collection_ttls: Arc<AtomicBool>,
+    /// A [`Store::snapshot`] view: the read transaction every read uses;
+    /// commits fail.
+    pinned: Option<Arc<redb::ReadTransaction>>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -153,6 +156,7 @@ impl RedbStore {
             path: Arc::from(path),
             clock: Arc::new(CallerClock(clock)),
             collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
+            pinned: None,
         })
     }
 
@@ -170,12 +174,23 @@ impl RedbStore {
         guarded(&self.path, doing, f)
     }
 
+    /// A write transaction, unless this is a snapshot view.
+    fn begin_write(&self) -> Result<redb::WriteTransaction> {
+        if self.pinned.is_some() {
+            return Err(Error::backend(
+                "redb",
+                "commit",
+                "this is a read-only snapshot of the store (`Store::snapshot`)",
+            ));
+        }
+        self.db
+            .begin_write()
+            .map_err(e("begin a write transaction"))
+    }
+
     fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
         let now = self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_write()
-            .map_err(e("begin a write transaction"))?;
+        let txn = self.begin_write()?;
         let outcome = Writer::open(&txn, self, now)?.commit_batch(&batch)?;
         if outcome.is_applied() {
             txn.commit().map_err(e("commit a batch"))?;
@@ -192,10 +207,7 @@ impl RedbStore {
         plan: impl FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>>,
     ) -> Result<(Outcome, T)> {
         let now = self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_write()
-            .map_err(e("begin a write transaction"))?;
+        let txn = self.begin_write()?;
         let (outcome, t) = {
             let mut w = Writer::open(&txn, self, now)?;
             let values = keys.iter().map(|k| w.get(k)).collect::<Result<Vec<_>>>()?;
@@ -347,6 +359,19 @@ impl Store for RedbStore {
             None => None,
         };
         self.guarded("read", || self.scan_now(prefix, after.as_deref(), count))
+    }
+
+    /// A read transaction kept open: redb keeps the pages it sees until
+    /// the view is dropped, so a long walk holds back the reuse of the
+    /// pages written meanwhile.
+    async fn snapshot(&self) -> Result<Option<Self>> {
+        let txn = self.guarded("read", || {
+            self.db.begin_read().map_err(e("begin a read transaction"))
+        })?;
+        Ok(Some(RedbStore {
+            pinned: Some(Arc::new(txn)),
+            ..self.clone()
+        }))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

@@ -1,7 +1,8 @@
 //! The read transactions of [`RedbStore`]: point lookups, pages of a
 //! collection with the values they name, counts and maintenance scans.
 
-use std::ops::Bound;
+use std::ops::{Bound, Deref};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
@@ -13,14 +14,30 @@ use crate::store::{
     scan_count, scan_page, split_entry,
 };
 
+/// A read transaction of the store: its own, or the one a
+/// [`Store::snapshot`](crate::Store::snapshot) view keeps open.
+pub(super) enum ReadTxn {
+    Fresh(ReadTransaction),
+    Pinned(Arc<ReadTransaction>),
+}
+
+impl Deref for ReadTxn {
+    type Target = ReadTransaction;
+
+    fn deref(&self) -> &ReadTransaction {
+        match self {
+            ReadTxn::Fresh(t) => t,
+            ReadTxn::Pinned(t) => t,
+        }
+    }
+}
+
 impl RedbStore {
-    /// The `kv` table in a fresh read transaction.
+    /// The `kv` table in a read transaction.
     pub(super) fn kv_reader(&self) -> Result<redb::ReadOnlyTable<&'static str, &'static [u8]>> {
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
-        txn.open_table(KV).map_err(e("open table kv"))
+        self.begin_read()?
+            .open_table(KV)
+            .map_err(e("open table kv"))
     }
 
     /// Whether collection `key` has an expiry that has passed (only looked
@@ -96,8 +113,16 @@ impl RedbStore {
         Ok(if seen > req.limit { last } else { None })
     }
 
-    pub(super) fn begin_read(&self) -> Result<ReadTransaction> {
-        self.db.begin_read().map_err(e("begin a read transaction"))
+    /// A read transaction: a fresh one, or the one a snapshot keeps.
+    pub(super) fn begin_read(&self) -> Result<ReadTxn> {
+        match &self.pinned {
+            Some(txn) => Ok(ReadTxn::Pinned(Arc::clone(txn))),
+            None => Ok(ReadTxn::Fresh(
+                self.db
+                    .begin_read()
+                    .map_err(e("begin a read transaction"))?,
+            )),
+        }
     }
 
     /// A page of collection `key`. An entry that does not decode is left
@@ -105,7 +130,7 @@ impl RedbStore {
     pub(super) fn range_now(&self, key: &str, req: &RangeRequest) -> Result<RangeResult> {
         let now = self.clock.now_ms();
         let mut members = Vec::with_capacity(req.limit.min(1024));
-        let next = self.walk_range(&self.begin_read()?, key, req, now, |entry| {
+        let next = self.walk_range(&*self.begin_read()?, key, req, now, |entry| {
             if let Ok(m) = decode_entry(entry) {
                 members.push(m);
             }
@@ -169,10 +194,7 @@ impl RedbStore {
     /// in the B-tree, without reading any value.
     pub(super) fn collection_len_now(&self, key: &str) -> Result<u64> {
         let now = self.clock.now_ms();
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
+        let txn = self.begin_read()?;
         if self.collection_expired(&txn, key, now)? {
             return Ok(0);
         }
@@ -199,10 +221,7 @@ impl RedbStore {
     ) -> Result<ScanPage> {
         let now = self.clock.now_ms();
         let count = scan_count(count);
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(e("begin a read transaction"))?;
+        let txn = self.begin_read()?;
         let start = match after {
             Some(a) if a >= prefix => a,
             _ => prefix,
