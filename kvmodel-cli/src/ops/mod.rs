@@ -228,3 +228,20 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     };
     Ok(n.saturating_mul(factor))
 }
+
+/// What the unit tests of the commands share.
+#[cfg(test)]
+pub mod testing {
+    use kvmodel_runtime::engine::def::ModelDef;
+
+    /// The entity `entity` of the schema file at `path` (from the
+    /// repository's root), as the commands lower it.
+    pub fn def(path: &str, entity: &str) -> ModelDef {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(path);
+        let schema = kvmodel_build::load_file(&path).unwrap();
+        let model = kvmodel_build::runtime_model::lower(&schema.model).unwrap();
+        ModelDef::new(model.entity(entity).unwrap().clone())
+    }
+}

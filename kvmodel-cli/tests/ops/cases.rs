@@ -535,3 +535,48 @@ pub async fn compressed_records_are_verified_and_inspected(b: Backend) {
     assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
     assert!(out(&o).contains("social:post:long"), "{}", out(&o));
 }
+
+/// `inspect --counter` reads a sharded counter as the repository does:
+/// every shard, summed.
+pub async fn inspect_sums_every_shard_of_a_counter(b: Backend) {
+    use kvmodel_examples::social::{Like, LikeKeys, LikeRepo};
+    let store = b.open().await;
+    let likes = LikeRepo::new(store.clone());
+    for i in 0..50 {
+        likes
+            .create(&Like {
+                post_id: "p1".into(),
+                user_id: format!("u{i}"),
+                at: ts("2026-03-01T10:00:00Z"),
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(likes.count_per_post("p1").await.unwrap(), 50);
+    let shard0 = store
+        .counter(&LikeKeys::counter_per_post("p1"))
+        .await
+        .unwrap();
+    assert!(shard0 < 50, "shard 0 holds a part: {shard0}");
+    drop((likes, store));
+    let url = b.url();
+    let social = |more: &[&'static str]| -> Value {
+        let mut args = vec![
+            "inspect",
+            "--schema",
+            "schemas/social.yaml",
+            "--store",
+            &url,
+        ];
+        args.extend_from_slice(more);
+        let o = kvmodel(&args);
+        assert_eq!(code(&o), 0, "{}", err(&o));
+        serde_json::from_str(&out(&o)).unwrap()
+    };
+    let doc = social(&["Like", "--counter", "per_post", "p1"]);
+    assert_eq!(doc["value"], 50, "{doc}");
+    let shards = doc["shards"].as_array().unwrap();
+    let sum: i64 = shards.iter().map(|s| s["value"].as_i64().unwrap()).sum();
+    assert_eq!(sum, 50, "{doc}");
+    assert_eq!(social(&["Like", "--counter", "total"])["value"], 50);
+}

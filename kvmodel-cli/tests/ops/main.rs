@@ -47,6 +47,7 @@ on_every_store!(
     a_saved_verify_resumes,
     inspect_reads_through_the_schema,
     compressed_records_are_verified_and_inspected,
+    inspect_sums_every_shard_of_a_counter,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
