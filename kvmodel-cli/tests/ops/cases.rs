@@ -580,3 +580,41 @@ pub async fn inspect_sums_every_shard_of_a_counter(b: Backend) {
     assert_eq!(sum, 50, "{doc}");
     assert_eq!(social(&["Like", "--counter", "total"])["value"], 50);
 }
+
+/// `migrate --dry-run` says what it would rewrite, on standard output and
+/// in its progress, and writes nothing.
+pub async fn a_dry_run_migration_says_what_it_would_do(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 10).await;
+    drop(store);
+    let url = b.url();
+    let o = kvmodel(&ops("migrate", &url, &["--dry-run"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert_eq!(
+        out(&o),
+        "migrate --dry-run: nothing was written\n\
+         User (version 2): 10 visited, would rewrite 10\n\
+         Product (version 1): 0 visited, would rewrite 0\n\
+         Order (version 1): 0 visited, would rewrite 0\n"
+    );
+    assert!(
+        err(&o)
+            .lines()
+            .any(|l| l == "migrate --dry-run User: 10 visited, would rewrite 10"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("rewritten"), "{}", err(&o));
+    let o = kvmodel(&ops("migrate", &url, &["--dry-run", "--format", "json"]));
+    assert_eq!(code(&o), 0);
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(doc["dry_run"], true);
+
+    let store = b.open().await;
+    assert!(ledger::runs(&store, "shop", 10).await.unwrap().is_empty());
+    let users = UserRepo::new(store.clone());
+    assert!(matches!(
+        users.count_by_status(UserStatus::Active).await,
+        Err(Error::NotReadable { since: 2, .. })
+    ));
+}

@@ -48,6 +48,7 @@ on_every_store!(
     inspect_reads_through_the_schema,
     compressed_records_are_verified_and_inspected,
     inspect_sums_every_shard_of_a_counter,
+    a_dry_run_migration_says_what_it_would_do,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
