@@ -57,14 +57,7 @@ pub struct InspectArgs {
 /// Prints what was asked for as JSON; exit 0.
 pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
-    let Some(model) = cx.model.entity(&args.entity).cloned() else {
-        return Err(fail(format_args!(
-            "`{}` declares no entity `{}`; it declares {}",
-            cx.schema,
-            args.entity,
-            cx.known()
-        )));
-    };
+    let model = cx.entity(&args.entity)?;
     let def = ModelDef::new(model.clone());
     let doc = if let Some(name) = &args.index {
         let ix = model
@@ -111,19 +104,8 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         let all = def.space().all_key();
         page(&cx, &def, &args, &all, "all", "").await?
     } else {
-        let fields = model.key_fields();
-        if fields.is_empty() || !args.values.len().is_multiple_of(fields.len()) {
-            return Err(fail(format_args!(
-                "a `{}` key has {} part(s) ({}); give them for each record",
-                model.name,
-                fields.len(),
-                fields.join(", ")
-            )));
-        }
         let mut records = Vec::new();
-        for parts in args.values.chunks(fields.len()) {
-            let values = typed(&model, &fields, parts)?;
-            let key = model.key_of_parts(&values).map_err(fail)?;
+        for key in record_keys(&model, &args.values)? {
             records.push(read(&cx, &def, &key).await?);
         }
         json!({ "entity": model.name, "records": records })
@@ -133,6 +115,27 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     ))?;
     Ok(0)
+}
+
+/// The keys of the records whose key parts are `values` (one per
+/// placeholder of the key template, in order; several records in turn).
+pub(super) fn record_keys(model: &EntityModel, values: &[String]) -> Result<Vec<String>, Fail> {
+    let fields = model.key_fields();
+    if fields.is_empty() || !values.len().is_multiple_of(fields.len()) {
+        return Err(fail(format_args!(
+            "a `{}` key has {} part(s) ({}); give them for each record",
+            model.name,
+            fields.len(),
+            fields.join(", ")
+        )));
+    }
+    values
+        .chunks(fields.len())
+        .map(|parts| {
+            let values = typed(model, &fields, parts)?;
+            model.key_of_parts(&values).map_err(fail)
+        })
+        .collect()
 }
 
 /// The counter `name` of `entity` at `key`, spread over `shards` keys, read

@@ -1,19 +1,28 @@
 //! Maintenance of a live store through a schema: `verify`, `reconcile`,
-//! `migrate` and `inspect`. The schema is lowered to the runtime's model
-//! and the runtime's walks do the work (the same code generated
+//! `migrate`, `inspect` and `purge`. The schema is lowered to the runtime's
+//! model and the runtime's walks do the work (the same code generated
 //! repositories run); this module parses arguments, shows progress, saves
 //! checkpoints and prints reports.
 //!
 //! Exit codes: 0 done (verify: no drift), 1 problems found (drift, records
-//! a migration left behind, problems reconcile cannot repair), 2 usage or
-//! I/O errors (a bad schema, a store that cannot be opened), 3 refused
-//! (another migration holds the lease), 130 interrupted (resumable).
+//! a migration left behind, problems reconcile cannot repair, a record
+//! purge found changed at every attempt), 2 usage or I/O errors (a bad
+//! schema, a store that cannot be opened), 3 refused (another migration
+//! holds the lease; `purge` was given a record that reads, so nothing was
+//! purged), 130 interrupted (resumable).
 
 mod inspect;
 mod migrate;
 mod progress;
+mod purge;
 mod report;
 mod walk;
+
+/// The expiring entity the tests of `purge` write, shared with the
+/// end-to-end tests.
+#[cfg(test)]
+#[path = "../../tests/ops/visit.rs"]
+mod visit;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,13 +34,15 @@ use kvmodel_runtime::model::{EntityModel, Model};
 
 pub use inspect::{InspectArgs, inspect};
 pub use migrate::{MigrateArgs, migrate};
+pub use purge::{PurgeArgs, purge};
 pub use walk::{ReconcileArgs, VerifyArgs, reconcile, verify};
 
 /// Exit code: problems found.
 pub const PROBLEMS: u8 = 1;
 /// Exit code: usage, schema or I/O error.
 pub const FAILED: u8 = 2;
-/// Exit code: refused, another runner holds the migration lease.
+/// Exit code: refused, another runner holds the migration lease, or
+/// `purge` was given a record that reads.
 pub const REFUSED: u8 = 3;
 /// Exit code: interrupted; run the command again to resume.
 pub const INTERRUPTED: u8 = 130;
@@ -162,6 +173,18 @@ impl Context {
             .filter(|e| names.is_empty() || names.contains(&e.name))
             .cloned()
             .collect())
+    }
+
+    /// The entity named `name`; an unknown name is an error that lists the
+    /// known ones.
+    pub fn entity(&self, name: &str) -> Result<EntityModel, Fail> {
+        self.model.entity(name).cloned().ok_or_else(|| {
+            fail(format_args!(
+                "`{}` declares no entity `{name}`; it declares {}",
+                self.schema,
+                self.known()
+            ))
+        })
     }
 
     /// The entity names, for messages.
