@@ -545,8 +545,10 @@ async fn damage_record(b: &Backend, key: &str) {
 }
 
 /// `purge` removes a record that cannot be read with the claim and
-/// members found to point to it; a dry run writes nothing; a record that
-/// reads is refused (exit 3) and then nothing is purged. What the record
+/// members found to point to it (a user's claim; an order's relation
+/// members, of an order damaged and of one written by hand); a dry run
+/// writes nothing; a record that reads is refused (exit 3) and then nothing
+/// is purged. What the record
 /// added to counters cannot be known without a receipt: `reconcile` puts
 /// the counters back in step, and `verify` is clean.
 pub async fn purge_removes_what_cannot_be_read(b: Backend) {
@@ -605,6 +607,51 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     assert_eq!(store.get(&key).await.unwrap(), None);
     assert_eq!(store.get(&claim).await.unwrap(), None);
     assert_eq!(store.collection_len(&UserKeys::all()).await.unwrap(), 3);
+    // An order damaged behind the store's back, and one written by hand
+    // with its entries: their relation members go with them.
+    let mut batch = Batch::new();
+    let forged = OrderKeys::record("o7");
+    batch
+        .put(&forged, b"\x00not a record".to_vec(), None)
+        .add(OrderKeys::all(), Vec::new(), forged.clone().into_bytes())
+        .add(
+            OrderKeys::relation_user("u2"),
+            kvmodel::__private::sort_of(&ts("2026-03-03T10:00:00Z")),
+            forged.clone().into_bytes(),
+        );
+    assert!(store.commit(batch).await.unwrap().is_applied());
+    drop(store);
+    damage_record(&b, &OrderKeys::record("o1")).await;
+    let o = kvmodel(&ops("purge", &url, &["Order", "o1", "o7"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        "  removed record shop:order:o1 and its member of shop:order#all",
+        "  removed member of shop:order#rel:user:u1",
+        "  removed record shop:order:o7 and its member of shop:order#all",
+        "  removed member of shop:order#rel:user:u2",
+        "purge: 2 purged, 0 not found",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let store = b.open().await;
+    let members = store
+        .range(
+            &OrderKeys::relation_user("u2"),
+            kvmodel::RangeRequest::all(10),
+        )
+        .await
+        .unwrap()
+        .members;
+    assert_eq!(members.len(), 1, "o2 only");
+    assert_eq!(store.collection_len(&OrderKeys::all()).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .collection_len(&OrderKeys::relation_user("u1"))
+            .await
+            .unwrap(),
+        0
+    );
     drop(store);
     let o = kvmodel(&ops("verify", &url, &["-q", "--format", "json"]));
     assert_eq!(code(&o), 1);
@@ -616,7 +663,12 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
         .flat_map(|e| e["problems"].as_array().unwrap())
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["counter", "counter"], "{}", out(&o));
+    assert_eq!(
+        kinds,
+        ["counter", "counter", "counter", "counter"],
+        "what the user and the order added to counters: {}",
+        out(&o)
+    );
     assert_eq!(code(&kvmodel(&ops("reconcile", &url, &["-q"]))), 0);
     let o = kvmodel(&ops("verify", &url, &["-q"]));
     assert_eq!(code(&o), 0, "{}", out(&o));
