@@ -71,6 +71,7 @@ pub enum Format {
 }
 
 /// A failure that ends a command: its message is printed, its code returned.
+#[derive(Debug)]
 pub struct Fail(pub u8);
 
 /// Prints `error: {msg}` and fails with code 2.
@@ -256,15 +257,20 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 pub mod testing {
     use kvmodel_runtime::engine::def::ModelDef;
+    use kvmodel_runtime::model::Model;
 
-    /// The entity `entity` of the schema file at `path` (from the
-    /// repository's root), as the commands lower it.
-    pub fn def(path: &str, entity: &str) -> ModelDef {
+    /// The schema file at `path` (from the repository's root), lowered as
+    /// the commands lower it.
+    pub fn model(path: &str) -> Model {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("..")
             .join(path);
         let schema = kvmodel_build::load_file(&path).unwrap();
-        let model = kvmodel_build::runtime_model::lower(&schema.model).unwrap();
-        ModelDef::new(model.entity(entity).unwrap().clone())
+        kvmodel_build::runtime_model::lower(&schema.model).unwrap()
+    }
+
+    /// The entity `entity` of the schema file at `path`.
+    pub fn def(path: &str, entity: &str) -> ModelDef {
+        ModelDef::new(model(path).entity(entity).unwrap().clone())
     }
 }

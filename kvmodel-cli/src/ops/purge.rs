@@ -4,6 +4,7 @@
 //! refused: removing it is a `delete`, which the program does with its
 //! relations' `on_delete` rules.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -12,8 +13,10 @@ use serde_json::{Value, json};
 use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::engine::MAX_ATTEMPTS;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::on_delete::OnDelete;
 use kvmodel_runtime::engine::orphans::{self, Found, Purge};
-use kvmodel_runtime::{AnyStore, Error};
+use kvmodel_runtime::model::{EntityModel, Model, parse_arg};
+use kvmodel_runtime::{AnyStore, Error, Store};
 
 use super::inspect::record_keys;
 use super::{Context, Fail, Format, PROBLEMS, REFUSED, print, store_error};
@@ -61,6 +64,23 @@ pub enum Outcome {
     KeptChanging,
 }
 
+/// Records of another entity that a relation lists under a purged record
+/// (its children): a purge leaves them, whatever the relation's
+/// `on_delete` says.
+#[derive(Debug)]
+pub struct Left {
+    /// The children's entity.
+    pub entity: String,
+    /// The relation.
+    pub relation: String,
+    /// What the program's delete of the parent does to them.
+    pub on_delete: OnDelete,
+    /// The relation's collection of the purged record's children.
+    pub collection: String,
+    /// How many it lists.
+    pub records: u64,
+}
+
 /// Every record key given, with what became of it.
 pub struct Report {
     /// The entity.
@@ -75,6 +95,8 @@ pub struct Report {
     pub dry_run: bool,
     /// Per key, in the order given.
     pub outcomes: Vec<(String, Outcome)>,
+    /// Per purged record key, the children its relations list.
+    pub left: BTreeMap<String, Vec<Left>>,
 }
 
 impl Report {
@@ -102,12 +124,8 @@ impl Report {
 /// Purges the records given; exit 0, 1 or 3 (see [`Report::code`]).
 pub async fn purge(args: PurgeArgs) -> Result<u8, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
-    let model = cx.entity(&args.entity)?;
-    let keys = record_keys(&model, &args.values)?;
-    let def = ModelDef::new(model);
-    let report = purge_keys(&cx.store, &def, &keys, args.dry_run)
-        .await
-        .map_err(store_error)?;
+    let entity = cx.entity(&args.entity)?;
+    let report = purge_keys(&cx.store, &cx.model, &entity, &args.values, args.dry_run).await?;
     match args.format {
         Format::Text => print(&text(&report))?,
         Format::Json => print(&format!(
@@ -118,11 +136,82 @@ pub async fn purge(args: PurgeArgs) -> Result<u8, Fail> {
     Ok(report.code())
 }
 
-/// Judges every key first: when any holds a record that reads (or one
-/// newer than the schema), nothing is purged. Then purges each (with
+/// Purges the records of `entity` (of `model`) whose key parts are
+/// `values`. Judges every key first: when any holds a record that reads (or
+/// one newer than the schema), nothing is purged. Then purges each (with
 /// `dry_run`, plans only), planning again when a writer changed a record
-/// between the plan and its commit.
+/// between the plan and its commit, and counts the children each purged
+/// record's relations list.
 pub async fn purge_keys(
+    store: &AnyStore,
+    model: &Model,
+    entity: &EntityModel,
+    values: &[String],
+    dry_run: bool,
+) -> Result<Report, Fail> {
+    let keys = record_keys(entity, values)?;
+    let def = ModelDef::new(entity.clone());
+    let mut report = judge_and_purge(store, &def, &keys, dry_run)
+        .await
+        .map_err(store_error)?;
+    let parts = values.len() / keys.len().max(1);
+    for ((key, outcome), id) in report.outcomes.iter().zip(values.chunks(parts)) {
+        if let (Outcome::Purged(_), [id]) = (outcome, id) {
+            let left = children(store, model, entity, id).await?;
+            if !left.is_empty() {
+                report.left.insert(key.clone(), left);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The children that the relations of `model` list under the record of
+/// `parent` whose id is `id`.
+async fn children(
+    store: &AnyStore,
+    model: &Model,
+    parent: &EntityModel,
+    id: &str,
+) -> Result<Vec<Left>, Fail> {
+    let mut left = Vec::new();
+    for child in &model.entities {
+        for r in child
+            .relations
+            .iter()
+            .filter(|r| r.belongs_to == parent.name)
+        {
+            // The parent's id as the child's field holds it (a schema
+            // whose types disagree names no collection to count).
+            let Some(field) = child.field(&r.by) else {
+                continue;
+            };
+            let Ok(value) = parse_arg(&field.ty, id) else {
+                continue;
+            };
+            let Ok(collection) = child.relation_key(&r.name, &value) else {
+                continue;
+            };
+            let records = store
+                .collection_len(&collection)
+                .await
+                .map_err(store_error)?;
+            if records > 0 {
+                left.push(Left {
+                    entity: child.name.clone(),
+                    relation: r.name.clone(),
+                    on_delete: r.on_delete,
+                    collection,
+                    records,
+                });
+            }
+        }
+    }
+    Ok(left)
+}
+
+/// Judges every key, then purges each unless one was refused or `dry_run`.
+async fn judge_and_purge(
     store: &AnyStore,
     def: &ModelDef,
     keys: &[String],
@@ -156,6 +245,7 @@ pub async fn purge_keys(
         listing: def.space().all_key(),
         dry_run: dry_run || refused,
         outcomes,
+        left: BTreeMap::new(),
     })
 }
 
@@ -219,6 +309,9 @@ pub fn text(r: &Report) -> String {
                 for line in removed(p, &r.listing) {
                     out.push_str(&format!("  {remove} {line}\n"));
                 }
+                for l in r.left.get(key).into_iter().flatten() {
+                    out.push_str(&format!("  {}\n", left_line(l, r.dry_run)));
+                }
                 if !p.counters_known && r.counted {
                     out.push_str(&format!(
                         "  what it added to counters cannot be known without its receipt: run \
@@ -276,6 +369,26 @@ pub fn text(r: &Report) -> String {
     out
 }
 
+/// The children a purge leaves, in words.
+fn left_line(l: &Left, dry_run: bool) -> String {
+    let verb = if dry_run { "would leave" } else { "left" };
+    let action = match l.on_delete {
+        OnDelete::Keep => "on_delete: keep, so they stay".to_owned(),
+        OnDelete::Restrict => {
+            "on_delete: restrict, so the program's delete would refuse: delete or purge them"
+                .to_owned()
+        }
+        OnDelete::Cascade => {
+            "on_delete: cascade, so the program's delete would delete them: delete or purge them"
+                .to_owned()
+        }
+    };
+    format!(
+        "{verb} {} record(s) of {} in {} (relation `{}`, {action})",
+        l.records, l.entity, l.collection, l.relation
+    )
+}
+
 /// What a purge removes, one line each.
 fn removed(p: &Purge, listing: &str) -> Vec<String> {
     let mut lines = Vec::new();
@@ -319,6 +432,13 @@ pub fn json(r: &Report) -> Value {
                     "amount": i64::try_from(c.delta).map_or_else(|_| json!(c.delta.to_string()), |d| json!(d)),
                 })).collect::<Vec<_>>(),
                 "counters_known": p.counters_known || !r.counted,
+                "children": r.left.get(key).into_iter().flatten().map(|l| json!({
+                    "entity": l.entity,
+                    "relation": l.relation,
+                    "on_delete": l.on_delete.as_str(),
+                    "collection": l.collection,
+                    "records": l.records,
+                })).collect::<Vec<_>>(),
             }),
             Outcome::Nothing => json!({ "key": key, "outcome": "not_found" }),
             Outcome::Refused { version, newer } => json!({
@@ -346,11 +466,11 @@ pub fn json(r: &Report) -> Value {
 #[cfg(test)]
 mod tests {
     use kvmodel::{Batch, Store};
-    use kvmodel_examples::shop::{User, UserKeys, UserRepo, UserStatus};
+    use kvmodel_examples::shop::{Order, OrderRepo, User, UserKeys, UserRepo, UserStatus};
     use kvmodel_runtime::engine::walk::Walker;
 
     use super::*;
-    use crate::ops::testing::def;
+    use crate::ops::testing::{def, model};
 
     use crate::ops::visit::{Visit, VisitKeys, VisitRepo, visit};
 
@@ -384,6 +504,26 @@ mod tests {
         store
     }
 
+    const SHOP: &str = "schemas/shop.yaml";
+    const VISITS: &str = "kvmodel-cli/tests/ops/visits.yaml";
+
+    /// `purge` of the records of `entity` (in the schema at `path`) whose
+    /// key parts are `values`.
+    async fn run(
+        store: &AnyStore,
+        path: &str,
+        entity: &str,
+        values: &[&str],
+        dry_run: bool,
+    ) -> Report {
+        let model = model(path);
+        let entity = model.entity(entity).unwrap().clone();
+        let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        purge_keys(store, &model, &entity, &values, dry_run)
+            .await
+            .unwrap()
+    }
+
     fn purged(r: &Report, i: usize) -> &Purge {
         match &r.outcomes[i].1 {
             Outcome::Purged(p) => p,
@@ -394,13 +534,20 @@ mod tests {
     #[tokio::test]
     async fn an_unreadable_record_goes_with_its_claim_and_members() {
         let store = users().await;
-        let def = def("schemas/shop.yaml", "User");
+        OrderRepo::new(store.clone())
+            .create(&Order {
+                id: "o1".into(),
+                user_id: "u1".into(),
+                total_cents: 100,
+                created_at: "2026-03-02T10:00:00Z".parse().unwrap(),
+            })
+            .await
+            .unwrap();
+        let def = def(SHOP, "User");
         let key = UserKeys::record("u1");
         let claim = UserKeys::by_email("u1@example.com");
 
-        let r = purge_keys(&store, &def, std::slice::from_ref(&key), true)
-            .await
-            .unwrap();
+        let r = run(&store, SHOP, "User", &["u1"], true).await;
         assert_eq!(r.code(), 0);
         let p = purged(&r, 0);
         assert!(p.record && !p.counters_known);
@@ -414,6 +561,9 @@ mod tests {
         for line in [
             format!("  would remove record {key} and its member of shop:user#all"),
             format!("  would remove claim {claim}"),
+            "  would leave 1 record(s) of Order in shop:order#rel:user:u1 (relation `user`, \
+             on_delete: keep, so they stay)"
+                .to_owned(),
             "  what it added to counters cannot be known without its receipt: run \
              `kvmodel reconcile --entity User` to bring them back in step"
                 .to_owned(),
@@ -424,10 +574,7 @@ mod tests {
         assert!(store.get(&key).await.unwrap().is_some(), "a dry run");
         assert!(store.get(&claim).await.unwrap().is_some(), "a dry run");
 
-        let absent = UserKeys::record("u9");
-        let r = purge_keys(&store, &def, &[key.clone(), absent], false)
-            .await
-            .unwrap();
+        let r = run(&store, SHOP, "User", &["u1", "u9"], false).await;
         assert_eq!(r.code(), 0);
         assert!(matches!(r.outcomes[1].1, Outcome::Nothing));
         let text = super::text(&r);
@@ -463,14 +610,13 @@ mod tests {
     #[tokio::test]
     async fn a_record_that_reads_or_is_newer_is_refused_and_nothing_goes() {
         let store = users().await;
-        let def = def("schemas/shop.yaml", "User");
         put(&store, &UserKeys::record("u3"), br#"{"v":3,"d":{}}"#).await;
         let keys = [
             UserKeys::record("u1"),
             UserKeys::record("u2"),
             UserKeys::record("u3"),
         ];
-        let r = purge_keys(&store, &def, &keys, false).await.unwrap();
+        let r = run(&store, SHOP, "User", &["u1", "u2", "u3"], false).await;
         assert_eq!(r.code(), REFUSED);
         assert!(matches!(
             r.outcomes[1].1,
@@ -522,10 +668,8 @@ mod tests {
         }
         let key = VisitKeys::record("b");
         put(&store, &key, b"\x00not a record").await;
-        let def = def("kvmodel-cli/tests/ops/visits.yaml", "Visit");
-        let r = purge_keys(&store, &def, std::slice::from_ref(&key), false)
-            .await
-            .unwrap();
+        let def = def(VISITS, "Visit");
+        let r = run(&store, VISITS, "Visit", &["b"], false).await;
         assert_eq!(r.code(), 0);
         let p = purged(&r, 0);
         assert!(p.record && p.receipt && p.counters_known);

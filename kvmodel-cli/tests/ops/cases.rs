@@ -568,6 +568,9 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     for line in [
         format!("  would remove record {key} and its member of shop:user#all"),
         format!("  would remove claim {claim}"),
+        "  would leave 1 record(s) of Order in shop:order#rel:user:u1 (relation `user`, \
+         on_delete: keep, so they stay)"
+            .to_owned(),
         "purge: 1 would be purged, 0 not found; nothing was written".to_owned(),
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
@@ -601,6 +604,16 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     assert_eq!(doc["records"][0]["outcome"], "purged");
     assert_eq!(doc["records"][0]["claims"][0], claim.as_str());
     assert_eq!(doc["records"][0]["counters_known"], false);
+    let children = &doc["records"][0]["children"][0];
+    assert_eq!(
+        (
+            &children["entity"],
+            &children["relation"],
+            &children["records"]
+        ),
+        (&Value::from("Order"), &Value::from("user"), &Value::from(1)),
+        "{doc}"
+    );
     assert_eq!(doc["records"][1]["outcome"], "not_found");
 
     let store = b.open().await;
