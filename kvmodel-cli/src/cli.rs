@@ -1,8 +1,9 @@
 //! Commands and exit codes: 0 success, 1 problems found (schema errors,
 //! `--check` differences, `--deny-warnings` warnings, drift in a store), 2
-//! usage or I/O errors, 3 refused (another migration holds the lease), 4
-//! unsettled (counters writers moved while a walk measured them), 130
-//! interrupted (run the command again to resume).
+//! usage or I/O errors, 3 refused (another migration holds the lease, or
+//! `purge` was given a record that reads), 4 unsettled (counters writers
+//! moved while a walk measured them), 130 interrupted (run the command
+//! again to resume).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use kvmodel_build::{Schema, keys::Format};
 #[derive(Debug, Parser)]
 #[command(name = "kvmodel", version, about, long_about = None)]
 #[command(
-    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease), 4 unsettled (verify/reconcile: writers moved counters while they were measured; run again), 130 interrupted (run again to resume)."
+    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease, or purge was given a record that reads), 4 unsettled (verify/reconcile: writers moved counters while they were measured; run again), 130 interrupted (run again to resume)."
 )]
 struct Cli {
     /// When to color diagnostics.
@@ -95,6 +96,14 @@ enum Command {
     /// Look at live data through a schema: records by key, a unique lookup,
     /// a page of an index or relation, a counter, as JSON.
     Inspect(crate::ops::InspectArgs),
+    /// Remove records that cannot be read (bytes that do not decode,
+    /// another key's record), with the claims, index and relation members
+    /// and counter amounts found to point to them; a record that reads is
+    /// refused (exit 3): delete it through the program.
+    #[command(
+        after_help = "Exit codes: 0 every record given was purged or was not there, 1 a record kept changing (run again), 2 usage or I/O error, 3 refused: a record given reads, or is at a version newer than the schema (then nothing is purged)."
+    )]
+    Purge(crate::ops::PurgeArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
         /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
@@ -303,6 +312,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
         Command::Reconcile(args) => exit(crate::ops::run(crate::ops::reconcile(args))),
         Command::Migrate(args) => exit(crate::ops::run(crate::ops::migrate(args))),
         Command::Inspect(args) => exit(crate::ops::run(crate::ops::inspect(args))),
+        Command::Purge(args) => exit(crate::ops::run(crate::ops::purge(args))),
         Command::Keys { schemas, format } => {
             let format = match format {
                 KeysFormat::Text => Format::Text,

@@ -37,6 +37,7 @@ fn help_texts() {
         &["reconcile", "--help"],
         &["migrate", "--help"],
         &["inspect", "--help"],
+        &["purge", "--help"],
         &["diff", "--help"],
         &["proto", "--help"],
     ] {

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::codec::key::Derived;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::shards;
 use kvmodel_runtime::engine::state;
 use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
-use kvmodel_runtime::store::counter::read_counter;
-use kvmodel_runtime::{Date, RangeRequest, Store, Timestamp};
+use kvmodel_runtime::{AnyStore, Date, RangeRequest, Store, Timestamp};
 
 use super::{Context, Fail, fail, print, store_error};
 
@@ -37,7 +37,8 @@ pub struct InspectArgs {
     /// Read a page of this relation (the value is the parent's id).
     #[arg(long, value_name = "NAME", conflicts_with = "counter")]
     pub relation: Option<String>,
-    /// Read this counter (the values are its groups: a field's value, a
+    /// Read this counter as the repository reads it, every shard of a
+    /// sharded one summed (the values are its groups: a field's value, a
     /// timestamp for `hour(…)`, a date for `day(…)` and `month(…)`).
     #[arg(long, value_name = "NAME")]
     pub counter: Option<String>,
@@ -56,14 +57,7 @@ pub struct InspectArgs {
 /// Prints what was asked for as JSON; exit 0.
 pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
-    let Some(model) = cx.model.entity(&args.entity).cloned() else {
-        return Err(fail(format_args!(
-            "`{}` declares no entity `{}`; it declares {}",
-            cx.schema,
-            args.entity,
-            cx.known()
-        )));
-    };
+    let model = cx.entity(&args.entity)?;
     let def = ModelDef::new(model.clone());
     let doc = if let Some(name) = &args.index {
         let ix = model
@@ -105,29 +99,13 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         let groups = grouped(&model, "counter", name, &c.group_by, &args.values)?;
         readable(&cx, &def, &args, Derived::Counter, name, c.since).await?;
         let key = model.counter_key(name, &groups).map_err(fail)?;
-        let bytes = cx.store.get(&key).await.map_err(store_error)?;
-        let value = match bytes {
-            Some(b) => read_counter(&key, &b).map_err(store_error)?,
-            None => 0,
-        };
-        json!({ "entity": model.name, "counter": name, "key": key, "value": value })
+        counter(&cx.store, &model.name, name, &key, c.shards).await?
     } else if args.values.is_empty() {
         let all = def.space().all_key();
         page(&cx, &def, &args, &all, "all", "").await?
     } else {
-        let fields = model.key_fields();
-        if fields.is_empty() || !args.values.len().is_multiple_of(fields.len()) {
-            return Err(fail(format_args!(
-                "a `{}` key has {} part(s) ({}); give them for each record",
-                model.name,
-                fields.len(),
-                fields.join(", ")
-            )));
-        }
         let mut records = Vec::new();
-        for parts in args.values.chunks(fields.len()) {
-            let values = typed(&model, &fields, parts)?;
-            let key = model.key_of_parts(&values).map_err(fail)?;
+        for key in record_keys(&model, &args.values)? {
             records.push(read(&cx, &def, &key).await?);
         }
         json!({ "entity": model.name, "records": records })
@@ -137,6 +115,58 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     ))?;
     Ok(0)
+}
+
+/// The keys of the records whose key parts are `values` (one per
+/// placeholder of the key template, in order; several records in turn).
+pub(super) fn record_keys(model: &EntityModel, values: &[String]) -> Result<Vec<String>, Fail> {
+    let fields = model.key_fields();
+    if fields.is_empty() || !values.len().is_multiple_of(fields.len()) {
+        return Err(fail(format_args!(
+            "a `{}` key has {} part(s) ({}); give them for each record",
+            model.name,
+            fields.len(),
+            fields.join(", ")
+        )));
+    }
+    values
+        .chunks(fields.len())
+        .map(|parts| {
+            let values = typed(model, &fields, parts)?;
+            model.key_of_parts(&values).map_err(fail)
+        })
+        .collect()
+}
+
+/// The counter `name` of `entity` at `key`, spread over `shards` keys, read
+/// as the repository reads it (every shard, summed): its value and, when
+/// sharded, what each shard holds. A total a read cannot return is shown
+/// with the error the repository's read fails with.
+async fn counter(
+    store: &AnyStore,
+    entity: &str,
+    name: &str,
+    key: &str,
+    shards: u32,
+) -> Result<Value, Fail> {
+    let values = shards::read(store, key, shards)
+        .await
+        .map_err(store_error)?;
+    let mut doc = json!({ "entity": entity, "counter": name, "key": key });
+    match shards::sum(key, shards, &values) {
+        Ok(value) => doc["value"] = json!(value),
+        Err(e) => {
+            doc["value"] = Value::Null;
+            doc["error"] = Value::String(e.to_string());
+        }
+    }
+    if shards > 1 {
+        doc["shards"] = values
+            .iter()
+            .map(|(k, v)| json!({ "key": k, "value": v }))
+            .collect();
+    }
+    Ok(doc)
 }
 
 /// Refuses `text` unless it names a bucket of the time group `bucket` of
@@ -338,4 +368,50 @@ async fn page(
         doc["skipped"] = Value::Array(stale);
     }
     Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use kvmodel_examples::social::{Like, LikeRepo};
+
+    use super::*;
+    use crate::ops::testing::def;
+
+    /// A counter spread over 16 shards is read as the repository reads
+    /// it: every shard, summed (shard 0 alone holds a part).
+    #[tokio::test]
+    async fn a_sharded_counter_is_the_sum_of_its_shards() {
+        let store = AnyStore::open("memory:").await.unwrap();
+        let likes = LikeRepo::new(store.clone());
+        for i in 0..50 {
+            likes
+                .create(&Like {
+                    post_id: "p1".into(),
+                    user_id: format!("u{i}"),
+                    at: "2026-03-01T10:00:00Z".parse().unwrap(),
+                })
+                .await
+                .unwrap();
+        }
+        let def = def("schemas/social.yaml", "Like");
+        let key = def.model().counter_key("per_post", &[json!("p1")]).unwrap();
+        let Ok(doc) = counter(&store, "Like", "per_post", &key, 16).await else {
+            panic!("the counter reads");
+        };
+        assert_eq!(doc["value"], 50);
+        assert_eq!(likes.count_per_post("p1").await.unwrap(), 50);
+        let shards = doc["shards"].as_array().unwrap();
+        assert!(shards.len() > 1, "{doc}");
+        let sum: i64 = shards.iter().map(|s| s["value"].as_i64().unwrap()).sum();
+        assert_eq!(sum, 50);
+        assert!(
+            store.counter(&key).await.unwrap() < 50,
+            "shard 0 holds a part"
+        );
+        let total = def.model().counter_key("total", &[]).unwrap();
+        let Ok(doc) = counter(&store, "Like", "total", &total, 8).await else {
+            panic!("the counter reads");
+        };
+        assert_eq!(doc["value"], 50);
+    }
 }

@@ -234,10 +234,14 @@ pub async fn migrate(args: MigrateArgs) -> Result<u8, Fail> {
     }
     match args.format {
         Format::Text => print(&text(&run, args.dry_run))?,
-        Format::Json => print(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&run).unwrap_or_default()
-        ))?,
+        Format::Json => {
+            let mut doc = serde_json::to_value(&run).unwrap_or_default();
+            doc["dry_run"] = serde_json::Value::Bool(args.dry_run);
+            print(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            ))?
+        }
     }
     Ok(code)
 }
@@ -273,7 +277,12 @@ async fn migrate_entities(
         st.rewritten = er.rewritten;
         st.duplicates = er.duplicates.clone();
         st.oldest_left = er.oldest_left;
-        let label = format!("migrate {}", model.name);
+        let command = if args.dry_run {
+            "migrate --dry-run"
+        } else {
+            "migrate"
+        };
+        let label = format!("{command} {}", model.name);
         while !st.done {
             walker.migrate_step(&mut st, args.page_size).await?;
             progress.update(&label, st.visited, Some(total));
@@ -318,8 +327,9 @@ async fn migrate_entities(
             }
         }
         progress.done(&format!(
-            "{label}: {} visited, {} rewritten",
-            st.visited, st.rewritten
+            "{label}: {} visited, {}",
+            st.visited,
+            rewritten(st.rewritten, args.dry_run)
         ));
     }
     Ok(None)
@@ -338,11 +348,14 @@ fn text(run: &Run, dry_run: bool) -> String {
             outcome(run.outcome)
         ));
     }
-    let verb = if dry_run { "to rewrite" } else { "rewritten" };
+    let stays = if dry_run { "would stay" } else { "stays" };
     for e in &run.entities {
         out.push_str(&format!(
-            "{} (version {}): {} visited, {} {verb}",
-            e.entity, e.version, e.visited, e.rewritten
+            "{} (version {}): {} visited, {}",
+            e.entity,
+            e.version,
+            e.visited,
+            rewritten(e.rewritten, dry_run)
         ));
         if e.skipped > 0 {
             out.push_str(&format!(", {} unreadable", e.skipped));
@@ -353,13 +366,23 @@ fn text(run: &Run, dry_run: bool) -> String {
         out.push('\n');
         for d in &e.duplicates {
             out.push_str(&format!(
-                "  duplicate {} `{}`: {} has the value {} holds; it stays at its version until \
-                 one of them changes\n",
+                "  duplicate {} `{}`: {} has the value {} holds; it {stays} at its version \
+                 until one of them changes\n",
                 d.index, d.value, d.record, d.holder
             ));
         }
     }
     out
+}
+
+/// `n` records rewritten, in words: what a dry run would do is said as
+/// such.
+fn rewritten(n: u64, dry_run: bool) -> String {
+    if dry_run {
+        format!("would rewrite {n}")
+    } else {
+        format!("{n} rewritten")
+    }
 }
 
 /// An outcome in words.

@@ -1,21 +1,30 @@
 //! Maintenance of a live store through a schema: `verify`, `reconcile`,
-//! `migrate` and `inspect`. The schema is lowered to the runtime's model
-//! and the runtime's walks do the work (the same code generated
+//! `migrate`, `inspect` and `purge`. The schema is lowered to the runtime's
+//! model and the runtime's walks do the work (the same code generated
 //! repositories run); this module parses arguments, shows progress, saves
 //! checkpoints and prints reports.
 //!
 //! Exit codes: 0 done (verify: no drift), 1 problems found (drift, records
-//! a migration left behind, problems reconcile cannot repair), 2 usage or
-//! I/O errors (a bad schema, a store that cannot be opened), 3 refused
-//! (another migration holds the lease), 4 unsettled (`verify`/`reconcile`
-//! found nothing else, but writers moved some counters while they were
-//! measured: run again), 130 interrupted (resumable).
+//! a migration left behind, problems reconcile cannot repair, a record
+//! purge found changed at every attempt), 2 usage or I/O errors (a bad
+//! schema, a store that cannot be opened), 3 refused (another migration
+//! holds the lease; `purge` was given a record that reads, so nothing was
+//! purged), 4 unsettled (`verify`/`reconcile` found nothing else, but
+//! writers moved some counters while they were measured: run again), 130
+//! interrupted (resumable).
 
 mod inspect;
 mod migrate;
 mod progress;
+mod purge;
 mod report;
 mod walk;
+
+/// The expiring entity the tests of `purge` write, shared with the
+/// end-to-end tests.
+#[cfg(test)]
+#[path = "../../tests/ops/visit.rs"]
+mod visit;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,13 +36,15 @@ use kvmodel_runtime::model::{EntityModel, Model};
 
 pub use inspect::{InspectArgs, inspect};
 pub use migrate::{MigrateArgs, migrate};
+pub use purge::{PurgeArgs, purge};
 pub use walk::{ReconcileArgs, VerifyArgs, reconcile, verify};
 
 /// Exit code: problems found.
 pub const PROBLEMS: u8 = 1;
 /// Exit code: usage, schema or I/O error.
 pub const FAILED: u8 = 2;
-/// Exit code: refused, another runner holds the migration lease.
+/// Exit code: refused, another runner holds the migration lease, or
+/// `purge` was given a record that reads.
 pub const REFUSED: u8 = 3;
 /// Exit code: `verify`/`reconcile` found no problem but could not judge
 /// some counters (writers moved them while they were measured): run again.
@@ -65,6 +76,7 @@ pub enum Format {
 }
 
 /// A failure that ends a command: its message is printed, its code returned.
+#[derive(Debug)]
 pub struct Fail(pub u8);
 
 /// Prints `error: {msg}` and fails with code 2.
@@ -169,6 +181,18 @@ impl Context {
             .collect())
     }
 
+    /// The entity named `name`; an unknown name is an error that lists the
+    /// known ones.
+    pub fn entity(&self, name: &str) -> Result<EntityModel, Fail> {
+        self.model.entity(name).cloned().ok_or_else(|| {
+            fail(format_args!(
+                "`{}` declares no entity `{name}`; it declares {}",
+                self.schema,
+                self.known()
+            ))
+        })
+    }
+
     /// The entity names, for messages.
     pub fn known(&self) -> String {
         self.model
@@ -232,4 +256,26 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
         }
     };
     Ok(n.saturating_mul(factor))
+}
+
+/// What the unit tests of the commands share.
+#[cfg(test)]
+pub mod testing {
+    use kvmodel_runtime::engine::def::ModelDef;
+    use kvmodel_runtime::model::Model;
+
+    /// The schema file at `path` (from the repository's root), lowered as
+    /// the commands lower it.
+    pub fn model(path: &str) -> Model {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(path);
+        let schema = kvmodel_build::load_file(&path).unwrap();
+        kvmodel_build::runtime_model::lower(&schema.model).unwrap()
+    }
+
+    /// The entity `entity` of the schema file at `path`.
+    pub fn def(path: &str, entity: &str) -> ModelDef {
+        ModelDef::new(model(path).entity(entity).unwrap().clone())
+    }
 }

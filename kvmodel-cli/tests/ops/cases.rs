@@ -537,3 +537,291 @@ pub async fn compressed_records_are_verified_and_inspected(b: Backend) {
     assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
     assert!(out(&o).contains("social:post:long"), "{}", out(&o));
 }
+
+/// Overwrites the record at `key` with bytes no schema reads.
+async fn damage_record(b: &Backend, key: &str) {
+    let store = b.open().await;
+    let mut batch = Batch::new();
+    batch.put(key, b"\x00not a record".to_vec(), None);
+    assert!(store.commit(batch).await.unwrap().is_applied());
+}
+
+/// `purge` removes a record that cannot be read with the claim and
+/// members found to point to it (a user's claim; an order's relation
+/// members, of an order damaged and of one written by hand); a dry run
+/// writes nothing; a record that reads is refused (exit 3) and then nothing
+/// is purged. What the record
+/// added to counters cannot be known without a receipt: `reconcile` puts
+/// the counters back in step, and `verify` is clean.
+pub async fn purge_removes_what_cannot_be_read(b: Backend) {
+    populate(&b).await;
+    let key = UserKeys::record("u1");
+    let claim = UserKeys::by_email("u1@example.com");
+    damage_record(&b, &key).await;
+    let url = b.url();
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 1);
+    assert!(out(&o).contains("shop:user:u1"), "{}", out(&o));
+    let before = out(&o);
+
+    let o = kvmodel(&ops("purge", &url, &["User", "u1", "--dry-run"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        format!("  would remove record {key} and its member of shop:user#all"),
+        format!("  would remove claim {claim}"),
+        "  would leave 1 record(s) of Order in shop:order#rel:user:u1 (relation `user`, \
+         on_delete: keep, so they stay)"
+            .to_owned(),
+        "purge: 1 would be purged, 0 not found; nothing was written".to_owned(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    assert_eq!(out(&kvmodel(&ops("verify", &url, &["-q"]))), before);
+
+    let o = kvmodel(&ops("purge", &url, &["User", "u1", "u2"]));
+    assert_eq!(code(&o), 3, "{}{}", out(&o), err(&o));
+    assert!(
+        out(&o).contains("refused shop:user:u2: it reads (version 2)"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o)
+            .ends_with("purge: 1 would be purged, 0 not found, 1 refused; nothing was written\n"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(out(&kvmodel(&ops("verify", &url, &["-q"]))), before);
+
+    let o = kvmodel(&ops(
+        "purge",
+        &url,
+        &["User", "u1", "u9", "--format", "json"],
+    ));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(doc["purged"], 1);
+    assert_eq!(doc["not_found"], 1);
+    assert_eq!(doc["records"][0]["outcome"], "purged");
+    assert_eq!(doc["records"][0]["claims"][0], claim.as_str());
+    assert_eq!(doc["records"][0]["counters_known"], false);
+    let children = &doc["records"][0]["children"][0];
+    assert_eq!(
+        (
+            &children["entity"],
+            &children["relation"],
+            &children["records"]
+        ),
+        (&Value::from("Order"), &Value::from("user"), &Value::from(1)),
+        "{doc}"
+    );
+    assert_eq!(doc["records"][1]["outcome"], "not_found");
+
+    let store = b.open().await;
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert_eq!(store.get(&claim).await.unwrap(), None);
+    assert_eq!(store.collection_len(&UserKeys::all()).await.unwrap(), 3);
+    // An order damaged behind the store's back, and one written by hand
+    // with its entries: their relation members go with them.
+    let mut batch = Batch::new();
+    let forged = OrderKeys::record("o7");
+    batch
+        .put(&forged, b"\x00not a record".to_vec(), None)
+        .add(OrderKeys::all(), Vec::new(), forged.clone().into_bytes())
+        .add(
+            OrderKeys::relation_user("u2"),
+            kvmodel::__private::sort_of(&ts("2026-03-03T10:00:00Z")),
+            forged.clone().into_bytes(),
+        );
+    assert!(store.commit(batch).await.unwrap().is_applied());
+    drop(store);
+    damage_record(&b, &OrderKeys::record("o1")).await;
+    let o = kvmodel(&ops("purge", &url, &["Order", "o1", "o7"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        "  removed record shop:order:o1 and its member of shop:order#all",
+        "  removed member of shop:order#rel:user:u1",
+        "  removed record shop:order:o7 and its member of shop:order#all",
+        "  removed member of shop:order#rel:user:u2",
+        "purge: 2 purged, 0 not found",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let store = b.open().await;
+    let members = store
+        .range(
+            &OrderKeys::relation_user("u2"),
+            kvmodel::RangeRequest::all(10),
+        )
+        .await
+        .unwrap()
+        .members;
+    assert_eq!(members.len(), 1, "o2 only");
+    assert_eq!(store.collection_len(&OrderKeys::all()).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .collection_len(&OrderKeys::relation_user("u1"))
+            .await
+            .unwrap(),
+        0
+    );
+    drop(store);
+    let o = kvmodel(&ops("verify", &url, &["-q", "--format", "json"]));
+    assert_eq!(code(&o), 1);
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    let kinds: Vec<&str> = doc["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["problems"].as_array().unwrap())
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["counter", "counter", "counter", "counter"],
+        "what the user and the order added to counters: {}",
+        out(&o)
+    );
+    assert_eq!(code(&kvmodel(&ops("reconcile", &url, &["-q"]))), 0);
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    let o = kvmodel(&ops("purge", &url, &["User", "u1"]));
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        out(&o),
+        "nothing to purge at shop:user:u1: no record\npurge: 0 purged, 1 not found\n"
+    );
+}
+
+/// An expiring record's receipt lists what it added: `purge` takes back
+/// exactly that, counters included, and `verify` is clean at once.
+pub async fn purge_takes_back_what_a_receipt_lists(b: Backend) {
+    use super::visit::{VisitKeys, VisitRepo, visit};
+    let store = b.open().await;
+    let repo = VisitRepo::new(store.clone());
+    for (id, seconds) in [("a", 10), ("b", 20), ("c", 30)] {
+        repo.create(&visit(id, "home", seconds)).await.unwrap();
+    }
+    drop((repo, store));
+    damage_record(&b, &VisitKeys::record("b")).await;
+    let url = b.url();
+    let visits = |command: &'static str, more: &[&'static str]| {
+        let mut args = vec![
+            command,
+            "--schema",
+            "kvmodel-cli/tests/ops/visits.yaml",
+            "--store",
+            &url,
+        ];
+        args.extend_from_slice(more);
+        kvmodel(&args)
+    };
+    let o = visits("purge", &["Visit", "b"]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        "  removed record visits:visit:b and its member of visits:visit#all",
+        "  removed its expiry receipt and ledger entry",
+        "  removed claim visits:visit#uniq:by_token:t-b",
+        "  removed member of visits:visit#idx:by_page:home",
+        "  removed 1 from counter visits:visit#count:per_page:home",
+        "  removed 20 from counter visits:visit#count:seconds_per_page:home",
+        "  removed 1 from counter visits:visit#count:total",
+        "purge: 1 purged, 0 not found",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let o = visits("verify", &["-q"]);
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    let store = b.open().await;
+    let repo = VisitRepo::new(store.clone());
+    assert_eq!(repo.count_per_page("home").await.unwrap(), 2);
+    assert_eq!(repo.sum_seconds_per_page("home").await.unwrap(), 40);
+    assert_eq!(repo.count_total().await.unwrap(), 2);
+    assert_eq!(repo.find_by_token("t-b").await.unwrap(), None);
+}
+
+/// `inspect --counter` reads a sharded counter as the repository does:
+/// every shard, summed.
+pub async fn inspect_sums_every_shard_of_a_counter(b: Backend) {
+    use kvmodel_examples::social::{Like, LikeKeys, LikeRepo};
+    let store = b.open().await;
+    let likes = LikeRepo::new(store.clone());
+    for i in 0..50 {
+        likes
+            .create(&Like {
+                post_id: "p1".into(),
+                user_id: format!("u{i}"),
+                at: ts("2026-03-01T10:00:00Z"),
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(likes.count_per_post("p1").await.unwrap(), 50);
+    let shard0 = store
+        .counter(&LikeKeys::counter_per_post("p1"))
+        .await
+        .unwrap();
+    assert!(shard0 < 50, "shard 0 holds a part: {shard0}");
+    drop((likes, store));
+    let url = b.url();
+    let social = |more: &[&'static str]| -> Value {
+        let mut args = vec![
+            "inspect",
+            "--schema",
+            "schemas/social.yaml",
+            "--store",
+            &url,
+        ];
+        args.extend_from_slice(more);
+        let o = kvmodel(&args);
+        assert_eq!(code(&o), 0, "{}", err(&o));
+        serde_json::from_str(&out(&o)).unwrap()
+    };
+    let doc = social(&["Like", "--counter", "per_post", "p1"]);
+    assert_eq!(doc["value"], 50, "{doc}");
+    let shards = doc["shards"].as_array().unwrap();
+    let sum: i64 = shards.iter().map(|s| s["value"].as_i64().unwrap()).sum();
+    assert_eq!(sum, 50, "{doc}");
+    assert_eq!(social(&["Like", "--counter", "total"])["value"], 50);
+}
+
+/// `migrate --dry-run` says what it would rewrite, on standard output and
+/// in its progress, and writes nothing.
+pub async fn a_dry_run_migration_says_what_it_would_do(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 10).await;
+    drop(store);
+    let url = b.url();
+    let o = kvmodel(&ops("migrate", &url, &["--dry-run"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert_eq!(
+        out(&o),
+        "migrate --dry-run: nothing was written\n\
+         User (version 2): 10 visited, would rewrite 10\n\
+         Product (version 1): 0 visited, would rewrite 0\n\
+         Order (version 1): 0 visited, would rewrite 0\n"
+    );
+    assert!(
+        err(&o)
+            .lines()
+            .any(|l| l == "migrate --dry-run User: 10 visited, would rewrite 10"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("rewritten"), "{}", err(&o));
+    let o = kvmodel(&ops("migrate", &url, &["--dry-run", "--format", "json"]));
+    assert_eq!(code(&o), 0);
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(doc["dry_run"], true);
+
+    let store = b.open().await;
+    assert!(ledger::runs(&store, "shop", 10).await.unwrap().is_empty());
+    let users = UserRepo::new(store.clone());
+    assert!(matches!(
+        users.count_by_status(UserStatus::Active).await,
+        Err(Error::NotReadable { since: 2, .. })
+    ));
+}

@@ -1,12 +1,15 @@
-//! `kvmodel verify | reconcile | migrate | inspect` end to end, on a redb
-//! file, on a Redis server and on a Redis Cluster started for the test: a store populated by
-//! generated code and damaged by hand is found out (exit 1), repaired and
-//! clean again; a migration backfills what reads refused before; a second
-//! migration is refused while the first holds the lease; an interrupted
-//! migration resumes; a saved walk resumes.
+//! `kvmodel verify | reconcile | migrate | inspect | purge` end to end, on a
+//! redb file, on a Redis server and on a Redis Cluster started for the
+//! test: a store populated by generated code and damaged by hand is found
+//! out (exit 1), repaired and clean again; a migration backfills what reads
+//! refused before; a second migration is refused while the first holds the
+//! lease; an interrupted migration resumes; a saved walk resumes; a record
+//! that cannot be read is purged with what points to it; a sharded counter
+//! is inspected whole.
 
 mod cases;
 mod support;
+mod visit;
 
 use cases::*;
 use support::Backend;
@@ -47,6 +50,10 @@ on_every_store!(
     a_saved_verify_resumes,
     inspect_reads_through_the_schema,
     compressed_records_are_verified_and_inspected,
+    purge_removes_what_cannot_be_read,
+    purge_takes_back_what_a_receipt_lists,
+    inspect_sums_every_shard_of_a_counter,
+    a_dry_run_migration_says_what_it_would_do,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,14 +73,14 @@ fn stores_that_hold_no_data_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("typo.redb");
     let redb = format!("redb:{}", missing.display());
-    for command in ["verify", "reconcile", "migrate", "inspect"] {
+    for command in ["verify", "reconcile", "migrate", "inspect", "purge"] {
         for (url, says) in [
             (redb.as_str(), "there is no redb file at"),
             ("memory:", "is a store inside one process"),
         ] {
             let mut args = support::ops(command, url, &[]);
-            if command == "inspect" {
-                args.push("User");
+            if command == "inspect" || command == "purge" {
+                args.extend(["User", "u1"]);
             }
             let o = support::kvmodel(&args);
             assert_eq!(

@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::codec::key::Space;
-use crate::engine::entity::{self, ClaimFact, Entity, Facts};
+use crate::engine::entity::{ClaimFact, Entity, Facts};
 use crate::engine::repo::{Engine, ReceiptMove, transition_in};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -207,21 +207,12 @@ fn due_time(sort: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(sort.try_into().ok()?))
 }
 
-/// Adds the receipt side of a write of the record at `key` to `b`: a
-/// condition that its receipt is still `old` (absent when `None`), the
-/// removal of the old ledger entry, and while a record remains (`new`) the
-/// new receipt and its ledger entry. [`transition`] calls it for every
-/// write of a record ([`ReceiptMove::Record`]).
-pub(crate) fn move_receipt<E: Entity>(
-    b: &mut Batch,
-    key: &str,
-    old: Option<&StoredReceipt>,
-    new: Option<&Receipt>,
-) -> Result<()> {
-    move_receipt_in(E::space(), b, key, old, new)
-}
-
-/// [`move_receipt`] for the entity whose derived keys live in `space`.
+/// Adds the receipt side of a write of the record at `key` (of the entity
+/// whose derived keys live in `space`) to `b`: a condition that its receipt
+/// is still `old` (absent when `None`), the removal of the old ledger
+/// entry, and while a record remains (`new`) the new receipt and its ledger
+/// entry. [`transition`] calls it for every write of a record
+/// ([`ReceiptMove::Record`]).
 pub(crate) fn move_receipt_in(
     space: Space<'_>,
     b: &mut Batch,
@@ -258,7 +249,7 @@ pub(crate) fn move_receipt_in(
 /// Adds to `b` the undoing of the expired write of the record at `key`
 /// whose receipt is `stored` (read as `receipt`): conditional on the record
 /// being absent and the receipt unchanged.
-fn expire_ops(
+pub(crate) fn expire_ops(
     space: Space<'_>,
     b: &mut Batch,
     key: &str,
@@ -547,14 +538,6 @@ fn e_key(e: &Error) -> String {
         Error::InvalidBatch { key, .. } => key.clone(),
         _ => String::new(),
     }
-}
-
-/// Decodes `bytes` as the record at `key` for a listing or a walk: the
-/// record and the facts it has at its stored version.
-pub(crate) fn read_record<E: Entity>(key: &str, bytes: &[u8]) -> Result<(E, Facts)> {
-    let (version, value) = entity::decode_at::<E>(key, bytes)?;
-    let facts = Facts::stored(&value, version);
-    Ok((value, facts))
 }
 
 #[cfg(test)]

@@ -57,11 +57,7 @@ pub(crate) fn counter_of<D: EntityDef>(def: &D, key: String) -> String {
 /// The value of every shard of the counter at `key`, read in one round
 /// trip: `(shard key, value)` for the shards that hold one (a counter of
 /// one key is read as [`Store::counter`] reads it, 0 when absent).
-pub(crate) async fn read<S: Store>(
-    store: &S,
-    key: &str,
-    shards: u32,
-) -> Result<Vec<(String, i64)>> {
+pub async fn read<S: Store>(store: &S, key: &str, shards: u32) -> Result<Vec<(String, i64)>> {
     if shards <= 1 {
         return Ok(vec![(key.to_owned(), store.counter(key).await?)]);
     }
@@ -82,25 +78,36 @@ pub(crate) fn total(values: &[(String, i64)]) -> i128 {
     values.iter().map(|(_, v)| i128::from(*v)).sum()
 }
 
+/// The value of the counter at `key` spread over `shards` keys, as the
+/// repository's `count_*` and `sum_*` read it: the sum of its shards, read
+/// in one round trip ([`read`]). A sum beyond 64 bits is an error
+/// (`reconcile` brings such a counter back in step with the records).
+pub async fn value<S: Store>(store: &S, key: &str, shards: u32) -> Result<i64> {
+    sum(key, shards, &read(store, key, shards).await?)
+}
+
+/// The value of the counter at `key` whose shards hold `values` (as
+/// [`read`] returns them); an error when they add up to more than 64 bits
+/// hold.
+pub fn sum(key: &str, shards: u32, values: &[(String, i64)]) -> Result<i64> {
+    let sum = total(values);
+    i64::try_from(sum).map_err(|_| {
+        Error::decode(
+            key,
+            format!(
+                "its {shards} shards add up to {sum}, more than a 64-bit counter holds; \
+                 run `reconcile` to bring it back in step with the records"
+            ),
+            None,
+        )
+    })
+}
+
 impl<E: Entity, S: Store> Engine<E, S> {
     /// The counter at `key` spread over `shards` keys: the sum of its
-    /// shards, read in one round trip. A sum beyond 64 bits is an error
-    /// (`reconcile` brings such a counter back in step with the records).
+    /// shards, read in one round trip ([`value`]).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "count", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn count_sharded(&self, key: &str, shards: u32) -> Result<i64> {
-        if shards <= 1 {
-            return self.count(key).await;
-        }
-        let sum = total(&read(self.store(), key, shards).await?);
-        i64::try_from(sum).map_err(|_| {
-            Error::decode(
-                key,
-                format!(
-                    "its {shards} shards add up to {sum}, more than a 64-bit counter holds; \
-                     run `reconcile` to bring it back in step with the records"
-                ),
-                None,
-            )
-        })
+        value(self.store(), key, shards).await
     }
 }
