@@ -228,7 +228,9 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             kind: "counter",
             pattern: p,
             example: x,
-            note: format!("{what}, decimal integer{shards}"),
+            note: format!(
+                "{what}, decimal integer{shards}; on Redis each key has a change stamp `~{{key}}` (`~key` when it has a hash tag) that every commit moving it raises, for maintenance beside live writers"
+            ),
         });
     }
     let (p, x) = derived(Derived::Discovery, None, &[]);

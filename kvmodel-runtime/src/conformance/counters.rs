@@ -273,3 +273,30 @@ pub async fn sub_millisecond_ttls_are_accepted<H: Harness>(h: &H) {
         assert_eq!(value(&s, k).await, None, "{k}");
     }
 }
+
+/// An increment with a limit (a shard of a sharded counter) fails the
+/// batch, writing nothing, when it would take the counter beyond `±limit`;
+/// up to the limit it applies like any increment.
+pub async fn an_increment_stays_within_its_limit<H: Harness>(h: &H) {
+    let s = h.store();
+    let (c, other) = (h.key("limit:c"), h.key("limit:other"));
+    let mut b = Batch::new();
+    b.incr_within(&c, 10, 10);
+    applied(&s, b, "up to the limit").await;
+    let mut b = Batch::new();
+    b.put(&other, b"x".to_vec(), None).incr_within(&c, 1, 10);
+    let err = refused(&s, b, "past the limit").await;
+    assert!(err.to_string().contains("sharded counter"), "{err}");
+    assert_eq!(
+        value(&s, &other).await,
+        None,
+        "a refused batch writes nothing"
+    );
+    let mut b = Batch::new();
+    b.incr_within(&c, -20, 10);
+    applied(&s, b, "down to the negative limit").await;
+    let mut b = Batch::new();
+    b.incr_within(&c, -1, 10);
+    refused(&s, b, "past the negative limit").await;
+    assert_eq!(s.counter(&c).await.expect("counter"), -10);
+}

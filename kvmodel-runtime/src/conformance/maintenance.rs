@@ -84,3 +84,89 @@ pub async fn now_ms_is_the_ttl_clock<H: Harness>(h: &H) {
     assert!(later >= before + 300, "{later} < {before} + 300");
     assert!(s.get(&k).await.expect("get").is_none());
 }
+
+/// A store that gives a [`Store::snapshot`] reads, through it, the data of
+/// its instant: commits made afterwards (a put, a delete, an increment, a
+/// collection change) are invisible to it, and a commit to the view fails
+/// with nothing written.
+pub async fn a_snapshot_reads_one_instant<H: Harness>(h: &H) {
+    let s = h.store();
+    let (v, c, set, gone) = (
+        h.key("snap:v"),
+        h.key("snap:c"),
+        h.key("snap:set"),
+        h.key("snap:gone"),
+    );
+    let mut b = Batch::new();
+    b.put(&v, b"before".to_vec(), None)
+        .incr(&c, 5)
+        .add(&set, b"a".to_vec(), b"1".to_vec())
+        .put(&gone, b"x".to_vec(), None);
+    assert!(s.commit(b).await.expect("seed").is_applied());
+    let Some(view) = s.snapshot().await.expect("snapshot") else {
+        return; // this store shows no instant: walks use change stamps
+    };
+    let mut b = Batch::new();
+    b.put(&v, b"after".to_vec(), None)
+        .incr(&c, 2)
+        .add(&set, b"b".to_vec(), b"2".to_vec())
+        .delete(&gone);
+    assert!(s.commit(b).await.expect("later").is_applied());
+    assert_eq!(
+        view.get(&v).await.expect("get").as_deref(),
+        Some(&b"before"[..])
+    );
+    assert_eq!(view.counter(&c).await.expect("counter"), 5);
+    assert_eq!(view.collection_len(&set).await.expect("len"), 1);
+    assert!(view.get(&gone).await.expect("get").is_some());
+    assert_eq!(
+        s.get(&v).await.expect("get").as_deref(),
+        Some(&b"after"[..])
+    );
+    let mut b = Batch::new();
+    b.put(h.key("snap:new"), b"x".to_vec(), None);
+    assert!(
+        view.commit(b).await.is_err(),
+        "a commit to a view must fail"
+    );
+    assert_eq!(s.get(&h.key("snap:new")).await.expect("get"), None);
+}
+
+/// A store that keeps [`Store::change_stamps`] raises a counter's stamp in
+/// every commit that moves it, and only then; a stamp never goes down, and
+/// a counter never moved has stamp 0.
+pub async fn change_stamps_follow_every_move<H: Harness>(h: &H) {
+    let s = h.store();
+    let (c, d) = (h.key("stamp:c"), h.key("stamp:d"));
+    let keys = vec![c.clone(), d.clone()];
+    let Some(first) = s.change_stamps(&keys).await.expect("stamps") else {
+        return; // this store shows one instant instead (`snapshot`)
+    };
+    assert_eq!(first, [0, 0]);
+    let mut b = Batch::new();
+    b.incr(&c, 3).incr(&c, 4);
+    assert!(s.commit(b).await.expect("incr").is_applied());
+    let second = s.change_stamps(&keys).await.expect("stamps").expect("kept");
+    assert!(second[0] > first[0] && second[1] == 0, "{second:?}");
+    let mut b = Batch::new();
+    b.put(h.key("stamp:other"), b"x".to_vec(), None);
+    assert!(s.commit(b).await.expect("put").is_applied());
+    assert_eq!(
+        s.change_stamps(&keys).await.expect("stamps").expect("kept"),
+        second
+    );
+    // A refused batch moves nothing.
+    let mut b = Batch::new();
+    b.incr(&c, 1).absent(h.key("stamp:other"));
+    assert!(!s.commit(b).await.expect("refused").is_applied());
+    assert_eq!(
+        s.change_stamps(&keys).await.expect("stamps").expect("kept"),
+        second
+    );
+    let mut b = Batch::new();
+    b.incr(&c, -7).incr(&d, 1);
+    assert!(s.commit(b).await.expect("incr").is_applied());
+    let third = s.change_stamps(&keys).await.expect("stamps").expect("kept");
+    assert!(third[0] > second[0] && third[1] > 0, "{third:?}");
+    assert_eq!(s.counter(&c).await.expect("counter"), 0);
+}

@@ -194,6 +194,8 @@ macro_rules! conformance_tests {
             commit_after_read_plans_one_write, concurrent_planned_writes_lose_nothing,
             get_via_follows_one_key, range_values_reads_each_members_value,
             range_values_with_lends_each_members_value, get_with_lends_the_value,
+            a_snapshot_reads_one_instant, change_stamps_follow_every_move,
+            an_increment_stays_within_its_limit,
         }
     };
 }

@@ -101,6 +101,9 @@ impl Checked {
 /// - counters move by the exact net difference (`new` minus `old`), as
 ///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
 ///   cannot hold is refused, an old one is skipped (this code never added it);
+///   a sharded counter's write goes to one shard, which must stay within
+///   its share of 64 bits ([`Batch::incr_within`]), so the total stays
+///   readable;
 /// - the discovery member is added while a record exists (again on every
 ///   write, which repairs drift) and removed with it.
 ///
@@ -211,8 +214,14 @@ pub(crate) fn transition_in(
         }
     }
     for (key, (delta, shards)) in net {
-        if delta != 0 {
-            b.incr_wide(shards::pick(key, shards), delta);
+        match (delta, shards) {
+            (0, _) => {}
+            (_, 0 | 1) => {
+                b.incr_wide(key, delta);
+            }
+            _ => {
+                b.incr_within(shards::pick(key, shards), delta, shards::limit(shards));
+            }
         }
     }
     if new.is_some() {

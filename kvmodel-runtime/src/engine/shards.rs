@@ -24,6 +24,13 @@ pub(crate) fn pick(key: &str, shards: u32) -> String {
     }
 }
 
+/// How far each shard of a counter spread over `shards` keys may go from
+/// 0: its share of what a 64-bit total holds, so that the shards' total is
+/// always readable. A write that would take a shard past it is refused.
+pub(crate) fn limit(shards: u32) -> i64 {
+    i64::MAX / i64::from(shards.max(1))
+}
+
 /// The keys of every shard of the counter at `key`, shard 0 first.
 pub fn keys(key: &str, shards: u32) -> Vec<String> {
     (0..shards.max(1)).map(|i| shard_key(key, i)).collect()

@@ -54,8 +54,9 @@
 //! schema during a rolling deploy changes nothing it cannot judge.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -206,8 +207,25 @@ pub struct Walker<'a, D, S> {
     /// Where repairs are committed (and, without a view, what is read).
     pub(crate) store: &'a S,
     /// The view this walker reads through, and its number: taken by the
-    /// first step on [`Basis::View`].
-    view: OnceLock<(u64, S)>,
+    /// first step of a walk on [`Basis::View`].
+    view: RwLock<Option<Arc<(u64, S)>>>,
+}
+
+/// What a walk reads: the store, or the walker's view of it.
+pub(crate) enum Reader<'a, S> {
+    Store(&'a S),
+    View(Arc<(u64, S)>),
+}
+
+impl<S> Deref for Reader<'_, S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        match self {
+            Reader::Store(s) => s,
+            Reader::View(v) => &v.1,
+        }
+    }
 }
 
 impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
@@ -216,13 +234,24 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         Walker {
             def,
             store,
-            view: OnceLock::new(),
+            view: RwLock::new(None),
         }
     }
 
+    /// The view, if the walker has one.
+    fn view(&self) -> Option<Arc<(u64, S)>> {
+        self.view
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// What the walk reads: its view of the store, or the store itself.
-    pub(crate) fn reader(&self) -> &S {
-        self.view.get().map_or(self.store, |(_, v)| v)
+    pub(crate) fn reader(&self) -> Reader<'_, S> {
+        match self.view() {
+            Some(v) => Reader::View(v),
+            None => Reader::Store(self.store),
+        }
     }
 
     /// Chooses how the walk measures counters, and takes this walker's view
@@ -237,9 +266,17 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 Basis::Neither
             };
         }
-        if state.basis == Basis::View && self.view.get().is_none() {
+        // A walk from its start takes a view of its own (a walker may run
+        // several walks); a resumed one keeps the walker's, if it has one.
+        let fresh = state.phase == Phase::Derived
+            && state.cursor.is_none()
+            && state.examined == 0
+            && state.view == 0;
+        if state.basis == Basis::View && (fresh || self.view().is_none()) {
             if let Some(view) = self.store.snapshot().await? {
-                let _ = self.view.set((VIEWS.fetch_add(1, Ordering::Relaxed), view));
+                let id = VIEWS.fetch_add(1, Ordering::Relaxed);
+                *self.view.write().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Arc::new((id, view)));
             }
         }
         Ok(())
@@ -247,7 +284,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
 
     /// The number of this walker's view (0: none).
     fn view_id(&self) -> u64 {
-        self.view.get().map_or(0, |(id, _)| *id)
+        self.view().map_or(0, |v| v.0)
     }
 
     /// A whole walk, `page` records or keys at a time; `reconcile` first
@@ -413,9 +450,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
         want.claims = kept;
         for m in &want.members {
-            if is_member(self.reader(), &m.collection, &m.sort, key.as_bytes()).await? {
+            if is_member(&*self.reader(), &m.collection, &m.sort, key.as_bytes()).await? {
                 have.members.push(m.clone());
-            } else if trimmed(self.reader(), m, key.as_bytes()).await? {
+            } else if trimmed(&*self.reader(), m, key.as_bytes()).await? {
                 // Trimmed from a capped collection: not drift.
                 have.members.push(m.clone());
             } else {
@@ -510,7 +547,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
 
     /// Whether the walk reads through a view of the store.
     pub(crate) fn has_view(&self) -> bool {
-        self.view.get().is_some()
+        self.view().is_some()
     }
 
     /// Whether the record at `key` still holds `bytes` (`None`: nothing),
@@ -710,7 +747,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             if want == total && readable {
                 continue;
             }
-            if let Some(why) = self.unjudged(state, &stamps, held.is_empty()) {
+            let present: Vec<bool> = shard_keys
+                .iter()
+                .map(|k| held.iter().any(|(h, _)| h == k))
+                .collect();
+            if let Some(why) = self.unjudged(state, &stamps, &present) {
                 state.drift.unsettled.push(Unsettled {
                     key: key.clone(),
                     why,
@@ -719,7 +760,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }
             // A sum no counter can hold is reported, not repaired.
             if state.repair && i64::try_from(want).is_ok() {
-                self.repair_counter(state, key, (want, total), &held, &stamps)
+                self.repair_counter(state, shard_keys, (want, total), &held, &stamps)
                     .await?;
             }
             let actual =
@@ -802,6 +843,29 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         Ok(())
     }
 
+    /// On [`Basis::Stamps`], reads the stamps of every shard of every
+    /// counter met so far: after the inward phase (whose repairs move
+    /// counters: a link entry removed with its count) and before the first
+    /// record.
+    pub(crate) async fn read_stamps(&self, state: &mut WalkState) -> Result<()> {
+        if state.basis != Basis::Stamps {
+            return Ok(());
+        }
+        let shards: Vec<String> = state
+            .expected
+            .keys()
+            .flat_map(|k| shards::keys(k, shards::shards_of(self.def, k)))
+            .collect();
+        for page in shards.chunks(1_000) {
+            if let Some(stamps) = self.store.change_stamps(page).await? {
+                for (shard, stamp) in page.iter().zip(stamps) {
+                    state.stamps.insert(stamp_key(shard), stamp);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The stamps of the counter shards at `keys` as they are now: on
     /// [`Basis::Stamps`] the store's change stamps (read after the values);
     /// on a view, the stamps earlier repairs left (read through the view);
@@ -820,13 +884,13 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     }
 
     /// Why a counter that differs from its records cannot be judged, if it
-    /// cannot: `stamps` are its shards' stamps now, `absent` whether none
-    /// of its shards holds a value.
+    /// cannot: `stamps` are its shards' stamps now, `present` whether each
+    /// shard holds a value.
     fn unjudged(
         &self,
         state: &WalkState,
         stamps: &[(String, u64)],
-        absent: bool,
+        present: &[bool],
     ) -> Option<Unjudged> {
         if state.unreadable > 0 {
             return Some(Unjudged::Unreadable);
@@ -834,12 +898,14 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         match state.basis {
             Basis::View => None,
             Basis::Stamps => {
-                // A stamp not read before the records was of a counter that
+                // A stamp not read before the records was of a shard that
                 // did not exist then: one that still does not was moved by
                 // no write (a write would have made it).
-                let moved = stamps.iter().any(|(k, now)| match state.stamps.get(k) {
-                    Some(before) => before != now,
-                    None => !absent,
+                let moved = stamps.iter().zip(present).any(|((k, now), present)| {
+                    match state.stamps.get(k) {
+                        Some(before) => before != now,
+                        None => *present,
+                    }
                 });
                 moved.then_some(Unjudged::Moved)
             }
@@ -847,16 +913,18 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
     }
 
-    /// Moves the counter at `key` (whose shards `held` hold values) from
-    /// `total` to `want`, conditional on its shards' stamps being `stamps`
-    /// still: a concurrent repair (or, on stamps, a write) in between fails
-    /// it, and the next walk measures again. A counter no record counts in
-    /// is deleted, if it still holds what was measured. On a view the
-    /// repair raises the stamp itself (on stamps the store does).
+    /// Moves the counter whose shards are `shards` (of which `held` hold
+    /// values) from `total` to `want`, conditional on its shards' stamps
+    /// being `stamps` still: a concurrent repair (or, on stamps, a write) in
+    /// between fails it, and the next walk measures again. A counter no
+    /// record counts in is deleted, if it still holds what was measured; a
+    /// sharded one is spread evenly over its shards, so that each stays
+    /// within its share. On a view the repair raises the stamps itself (on
+    /// stamps the store does).
     async fn repair_counter(
         &self,
         state: &WalkState,
-        key: &str,
+        shards: &[String],
         (want, total): (i128, i128),
         held: &[(String, i64)],
         stamps: &[(String, u64)],
@@ -872,10 +940,25 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             for (shard, v) in held {
                 b.equals(shard, v.to_string().into_bytes()).delete(shard);
             }
-        } else {
+        } else if let [key] = shards {
             b.incr_wide(key, want - total);
             if state.basis == Basis::View {
                 b.incr(stamp_key(key), 1);
+            }
+        } else {
+            let n = i128::try_from(shards.len()).unwrap_or(1).max(1);
+            for (i, shard) in shards.iter().enumerate() {
+                let target = want / n + if i == 0 { want % n } else { 0 };
+                let now = held
+                    .iter()
+                    .find(|(k, _)| k == shard)
+                    .map_or(0, |(_, v)| i128::from(*v));
+                if target != now {
+                    b.incr_wide(shard, target - now);
+                    if state.basis == Basis::View {
+                        b.incr(stamp_key(shard), 1);
+                    }
+                }
             }
         }
         let _ = commit(self.store, b).await?;

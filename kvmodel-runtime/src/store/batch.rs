@@ -62,12 +62,18 @@ pub enum Op {
     },
     /// Adds `delta` to the counter at `key` (absent counts as 0). The counter is
     /// stored as canonical decimal ASCII ([`parse_counter`](super::counter::parse_counter)); another value
-    /// there, or a sum beyond 64 bits, fails the batch.
+    /// there, or a sum beyond 64 bits, fails the batch, and so does a sum
+    /// beyond `±limit` when there is a limit (the shards of a sharded
+    /// counter each stay within their share of 64 bits, so their total
+    /// can always be read).
     Incr {
         /// Key.
         key: String,
         /// Signed amount.
         delta: i64,
+        /// The largest magnitude the counter may reach, if smaller than 64
+        /// bits allow.
+        limit: Option<i64>,
     },
     /// Adds `member` under `sort` to the sorted collection at `key`.
     Add {
@@ -225,7 +231,23 @@ impl Batch {
         self.op(Op::Incr {
             key: key.into(),
             delta,
+            limit: None,
         })
+    }
+
+    /// Increments a counter that must stay within `±limit`, by an exact
+    /// amount (as [`incr_wide`](Batch::incr_wide) does): the batch fails
+    /// if the counter would leave that range.
+    pub fn incr_within(&mut self, key: impl Into<String>, delta: i128, limit: i64) -> &mut Self {
+        let key = key.into();
+        for part in counter_increments(delta) {
+            self.op(Op::Incr {
+                key: key.clone(),
+                delta: part,
+                limit: Some(limit),
+            });
+        }
+        self
     }
 
     /// Increments a counter by an exact amount that may exceed an `i64`, as

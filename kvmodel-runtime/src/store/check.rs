@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::batch::{Batch, Op, Outcome};
-use super::counter::{NOT_A_COUNTER, add_to_counter, counter_value};
+use super::counter::{NOT_A_COUNTER, add_within, counter_value};
 use crate::error::{Error, Result};
 
 /// What a key holds now, as a backend reports it to [`check`].
@@ -122,11 +122,11 @@ pub fn check(
                 ));
             }
             (Op::Put { value, .. }, _) => Slot::value(value),
-            (Op::Incr { delta, .. }, Slot::Nothing) => {
-                Slot::Counter(add_to_counter(key, 0, *delta)?)
+            (Op::Incr { delta, limit, .. }, Slot::Nothing) => {
+                Slot::Counter(add_within(key, 0, *delta, *limit)?)
             }
-            (Op::Incr { delta, .. }, Slot::Counter(v)) => {
-                Slot::Counter(add_to_counter(key, v, *delta)?)
+            (Op::Incr { delta, limit, .. }, Slot::Counter(v)) => {
+                Slot::Counter(add_within(key, v, *delta, *limit)?)
             }
             (Op::Incr { .. }, Slot::Text) => return Err(refuse(key, NOT_A_COUNTER)),
             (Op::Incr { .. }, Slot::Collection) => {

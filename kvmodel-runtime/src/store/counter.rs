@@ -74,6 +74,30 @@ pub fn add_to_counter(key: &str, current: i64, delta: i64) -> crate::Result<i64>
         })
 }
 
+/// [`add_to_counter`], and the error the batch fails with when the sum
+/// leaves `±limit` (a shard of a sharded counter, whose total must stay
+/// readable).
+pub fn add_within(key: &str, current: i64, delta: i64, limit: Option<i64>) -> crate::Result<i64> {
+    let next = add_to_counter(key, current, delta)?;
+    match limit {
+        Some(limit) if next.unsigned_abs() > limit.unsigned_abs() => {
+            Err(crate::Error::InvalidBatch {
+                key: key.to_owned(),
+                reason: beyond_limit(delta, limit),
+            })
+        }
+        _ => Ok(next),
+    }
+}
+
+/// Why an increment past its limit fails (the Redis scripts say the same).
+pub(crate) fn beyond_limit(delta: i64, limit: i64) -> String {
+    format!(
+        "adding {delta} would take this shard of a sharded counter beyond ±{limit}, its share of \
+         what a 64-bit total holds, so the total could no longer be read; nothing was written"
+    )
+}
+
 /// Splits an exact amount into the fewest `i64` increments of one sign.
 /// Applied in order they pass only between the start and the end value, so
 /// they overflow exactly when the end value does.

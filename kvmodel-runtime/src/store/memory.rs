@@ -71,7 +71,7 @@ impl Inner {
                 self.values.remove(&key);
                 self.sets.remove(&key);
             }
-            Op::Incr { key, delta } => {
+            Op::Incr { key, delta, .. } => {
                 let (cur, exp) = match self.values.get(&key) {
                     Some((v, exp)) if live(*exp, now) => (parse_counter(&key, v), *exp),
                     _ => (Ok(0), None),

@@ -39,6 +39,19 @@ local function add(a, b)
   return nil
 end
 
+-- Why the sum `v` of an increment `a` leaves the limit `b` (a shard of a
+-- sharded counter: '' for none, else a positive decimal i64), or nil.
+local function beyond(v, a, b)
+  if b == nil or b == '' then return nil end
+  local lim = parse_int(b)
+  if lim == nil or lim[1] < 0 or lim[2] < 0 then return 'the limit ' .. b .. ' is not a positive 64-bit integer' end
+  local hi, lo = v[1], v[2]
+  if hi < 0 or (hi == 0 and lo < 0) then hi, lo = -hi, -lo end
+  if hi < lim[1] or (hi == lim[1] and lo <= lim[2]) then return nil end
+  return 'adding ' .. a .. ' would take this shard of a sharded counter beyond ±' .. b ..
+    ', its share of what a 64-bit total holds, so the total could no longer be read; nothing was written'
+end
+
 -- A time to live in milliseconds, as kvmodel sends it: 1 to 13 digits, no
 -- leading zero (at most ~317 years, so SET PX and PEXPIRE never overflow).
 local function is_ms(s)

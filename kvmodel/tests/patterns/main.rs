@@ -34,6 +34,7 @@ kvmodel_runtime::on_every_backend!(
     verify_and_reconcile_treat_the_shards_as_one_counter,
     a_counter_that_becomes_sharded_keeps_its_count,
     the_model_walk_treats_the_shards_as_one_counter,
+    a_sharded_sum_at_the_edge_is_refused_never_unreadable,
     a_capped_relation_keeps_the_newest,
     an_update_trims_the_collection_it_moves_into,
     concurrent_writers_leave_exactly_the_greatest,

@@ -233,3 +233,57 @@ pub async fn the_model_walk_treats_the_shards_as_one_counter<H: Harness>(h: &H) 
     assert!(walker.run(false, 7).await.unwrap().is_clean());
     assert_eq!(repo.count_total().await.unwrap(), 30);
 }
+
+/// A sharded sum near the edge of 64 bits: every shard stays within its
+/// share, so a write that would take one past it is refused with nothing
+/// written, and the total is readable after every write that lands (as a
+/// counter of one key refuses the write that would overflow it). A total
+/// made unreadable by hand is reported by `verify` and brought back by
+/// `reconcile`, spread over the shards.
+pub async fn a_sharded_sum_at_the_edge_is_refused_never_unreadable<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = LikeRepo::new(store.clone());
+    let share = i64::MAX / 8;
+    let mut refused = 0;
+    for i in 0..12 {
+        let big = Like {
+            weight: share / 2 + 1,
+            ..like("edge", &format!("u{i}"))
+        };
+        match repo.create(&big).await {
+            Ok(()) => {}
+            Err(kvmodel::Error::InvalidBatch { reason, .. }) => {
+                assert!(reason.contains("sharded counter"), "{reason}");
+                assert_eq!(repo.get("edge", &format!("u{i}")).await.unwrap(), None);
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        // Readable after every write, whatever landed.
+        let sum = repo.sum_weight("edge").await.unwrap();
+        assert!(sum > 0);
+    }
+    assert!(refused > 0, "no write met the limit of a shard");
+    assert!(repo.verify(10).await.unwrap().is_clean());
+
+    // Shards that add up to more than a read returns, written by hand.
+    let key = LikeKeys::counter_weight("hand");
+    let mut b = Batch::new();
+    b.incr(shard_key(&key, 1), i64::MAX)
+        .incr(shard_key(&key, 2), i64::MAX);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert!(repo.sum_weight("hand").await.is_err());
+    let drift = repo.verify(10).await.unwrap();
+    assert!(
+        drift
+            .counters
+            .iter()
+            .any(|c| c.key == key && c.expected == 0),
+        "{drift:?}"
+    );
+    repo.reconcile(10).await.unwrap();
+    assert_eq!(repo.sum_weight("hand").await.unwrap(), 0);
+    repo.create(&like("hand", "a")).await.unwrap();
+    assert_eq!(repo.sum_weight("hand").await.unwrap(), 2);
+    assert!(repo.verify(10).await.unwrap().is_clean());
+}

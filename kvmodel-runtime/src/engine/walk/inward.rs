@@ -28,7 +28,6 @@ use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::Result;
 use crate::store::batch::Batch;
-use crate::store::counter::stamp_key;
 use crate::store::{RangeRequest, RangeResult, Store};
 
 /// Members per page of a collection walk.
@@ -114,7 +113,6 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let mut claims = Vec::new();
         let mut receipts = Vec::new();
         let (mut edges, mut registries) = (Vec::new(), Vec::new());
-        let mut counters = Vec::new();
         for (key, kind) in keys {
             state.examined += 1;
             match kind {
@@ -123,7 +121,6 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 // Counters no record contributes to must be 0 (the shards
                 // of a sharded counter count as that counter).
                 Kind::Counter => {
-                    counters.push(key.clone());
                     let counter = shards::counter_of(self.def, key);
                     state.expected.entry(counter).or_insert(0);
                 }
@@ -136,7 +133,6 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
                 // Checked with the counters against its collection's size.
                 Kind::LinkCount => {
-                    counters.push(key.clone());
                     state.expected.entry(key).or_insert(0);
                 }
                 Kind::Edge => edges.push(key),
@@ -147,18 +143,13 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         self.check_registries(state, &registries).await?;
         self.check_claims(state, &claims).await?;
         self.check_receipts(state, &receipts).await?;
-        // The stamps of the counters met, after this page's repairs and
-        // before the first record is read (see the walk's basis).
-        if let Some(stamps) = self.store.change_stamps(&counters).await? {
-            for (key, stamp) in counters.into_iter().zip(stamps) {
-                state.stamps.entry(stamp_key(&key)).or_insert(stamp);
-            }
-        }
         match next {
             Some(n) => state.cursor = Some(n),
             None => {
                 state.phase = Phase::Records;
                 state.cursor = None;
+                // Before the first record (see the walk's basis).
+                self.read_stamps(state).await?;
             }
         }
         Ok(())
@@ -191,7 +182,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let space = self.def.space();
         let mut after = None;
         loop {
-            let range = page(self.reader(), collection, after.take()).await?;
+            let range = page(&*self.reader(), collection, after.take()).await?;
             let keys: Vec<String> = range
                 .members
                 .iter()
@@ -270,7 +261,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let ledger = space.ledger_key();
         let mut after = None;
         loop {
-            let range = page(self.reader(), &ledger, after.take()).await?;
+            let range = page(&*self.reader(), &ledger, after.take()).await?;
             let keys: Vec<String> = range
                 .members
                 .iter()
@@ -391,7 +382,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 }
             };
             let ledger = space.ledger_key();
-            if !is_member(self.reader(), &ledger, &due(r.at), key.as_bytes()).await? {
+            if !is_member(&*self.reader(), &ledger, &due(r.at), key.as_bytes()).await? {
                 state.drift.receipts.push(key.clone());
             }
             self.pending(state, key, &bytes, &r).await?;

@@ -104,7 +104,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         };
         let mut after = None;
         loop {
-            let range = page(self.reader(), collection, after.take()).await?;
+            let range = page(&*self.reader(), collection, after.take()).await?;
             let edge_keys: Vec<String> = range
                 .members
                 .iter()

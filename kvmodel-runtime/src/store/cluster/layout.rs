@@ -158,9 +158,10 @@ impl RedisClusterStore {
                     Op::Delete { .. } => Op::Delete {
                         key: self.phys(&key),
                     },
-                    Op::Incr { delta, .. } => Op::Incr {
+                    Op::Incr { delta, limit, .. } => Op::Incr {
                         key: self.phys(&key),
                         delta,
+                        limit,
                     },
                     Op::Add { sort, member, .. } => Op::Add {
                         key: self.phys(&key),

@@ -120,7 +120,14 @@ fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
             ttl.map(ms).unwrap_or_default().into_bytes(),
         ),
         Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
-        Op::Incr { delta, .. } => (b"i", delta.to_string().into_bytes(), Vec::new()),
+        Op::Incr { delta, limit, .. } => (
+            b"i",
+            delta.to_string().into_bytes(),
+            limit
+                .map(|l| l.to_string())
+                .unwrap_or_default()
+                .into_bytes(),
+        ),
         Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
         Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
         Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),

@@ -87,7 +87,7 @@ impl<'t> Writer<'t> {
                     self.clear_collection(key)?;
                 }
             }
-            Op::Incr { key, delta } => {
+            Op::Incr { key, delta, .. } => {
                 let (cur, exp) = match self.kv.get(key.as_str()).map_err(e("read a counter"))? {
                     Some(raw) => {
                         let (exp, v) = split_value(raw.value()).unwrap_or((0, b"0"));

@@ -166,6 +166,8 @@ local function simulator()
       else return 'an increment meets ' .. holds(s[1]) end
       local sum = add(v, d)
       if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
+      local problem = beyond(sum, a, b)
+      if problem then return problem end
       state[k] = {'int', sum}
     elseif kind == 'z' or kind == 'r' or kind == 't' then
       if kind == 't' and string.match(a, '^[0-9]+$') == nil then
