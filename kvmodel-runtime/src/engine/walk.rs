@@ -366,19 +366,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
 
     /// A page of the discovery set.
     async fn records(&self, state: &mut WalkState, page: usize) -> Result<()> {
-        let space = self.def.space();
         let (keys, next) = self.discovery_page(state.cursor.clone(), page).await?;
-        let mut reads = keys.clone();
-        if self.def.expiring() {
-            reads.extend(keys.iter().map(|k| space.receipt_key(k)));
-        }
-        let mut values = self.reader().get_many(&reads).await?;
-        let mut receipts = values.split_off(keys.len()).into_iter();
-        for (key, bytes) in keys.iter().zip(values) {
-            let receipt = receipts
-                .next()
-                .flatten()
-                .map(|b| StoredReceipt::new(&space.receipt_key(key), b));
+        let (values, receipts) = self.read_records(&keys).await?;
+        for ((key, bytes), receipt) in keys.iter().zip(values).zip(receipts) {
             state.visited += 1;
             match bytes {
                 Some(bytes) => self.visit(state, key, bytes, receipt).await?,
@@ -795,21 +785,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             *total = 0;
         }
         state.unreadable = 0;
-        let space = self.def.space();
         let mut cursor = None;
         loop {
             let (keys, next) = self.discovery_page(cursor, 500).await?;
-            let mut reads = keys.clone();
-            if self.def.expiring() {
-                reads.extend(keys.iter().map(|k| space.receipt_key(k)));
-            }
-            let mut values = self.reader().get_many(&reads).await?;
-            let mut receipts = values.split_off(keys.len()).into_iter();
-            for (key, bytes) in keys.iter().zip(values) {
-                let receipt = receipts
-                    .next()
-                    .flatten()
-                    .map(|b| StoredReceipt::new(&space.receipt_key(key), b));
+            let (values, receipts) = self.read_records(&keys).await?;
+            for ((key, bytes), receipt) in keys.iter().zip(values).zip(receipts) {
                 let facts = match (bytes, receipt) {
                     (Some(bytes), _) => match self.def.stored_facts(key, &bytes) {
                         Ok((_, facts)) => facts,

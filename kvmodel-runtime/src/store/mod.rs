@@ -25,6 +25,8 @@ mod redb;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_link;
+#[cfg(feature = "redis")]
+mod redis_wire;
 
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};

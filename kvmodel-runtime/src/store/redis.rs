@@ -17,11 +17,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::{ErrorKind, Value};
 
 use crate::error::{Error, Result};
-use crate::store::batch::{Batch, Condition, Op, Outcome};
+use crate::store::batch::{Batch, Outcome};
 use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
+use crate::store::redis_wire::{encode_condition, encode_op, prefix_pattern};
 use crate::store::{
-    Direction, RangeRequest, RangeResult, ScanPage, Store, Via, encode_entry, entry_bounds,
-    member_keys, page_from_entries, page_from_entries_with, scan_count,
+    Direction, RangeRequest, RangeResult, ScanPage, Store, Via, entry_bounds, member_keys,
+    page_from_entries, page_from_entries_with, scan_count,
 };
 
 /// The commit script: the shared prelude (exact counter arithmetic, TTL
@@ -60,14 +61,6 @@ impl std::fmt::Debug for RedisStore {
             .field("round_trips", &self.round_trips())
             .finish_non_exhaustive()
     }
-}
-
-/// The longest TTL sent to Redis (100 years): past it Redis rejects `PX`
-/// mid-script, so longer ones are capped, which is "forever" in practice.
-const MAX_TTL_MS: u128 = 100 * 365 * 24 * 3_600_000;
-
-fn ms(d: std::time::Duration) -> String {
-    d.as_millis().clamp(1, MAX_TTL_MS).to_string()
 }
 
 impl RedisStore {
@@ -143,38 +136,14 @@ impl RedisStore {
         let mut index: HashMap<&str, usize> = HashMap::new();
         let mut argv: Vec<Vec<u8>> = vec![batch.conditions().len().to_string().into_bytes()];
         for c in batch.conditions() {
-            let (kind, want): (&[u8], &[u8]) = match c {
-                Condition::Absent(_) => (b"a", b""),
-                Condition::Equals(_, v) => (b"e", v),
-                Condition::AbsentOrEquals(_, v) => (b"o", v),
-                Condition::Present(_) => (b"p", b""),
-            };
+            let (kind, want) = encode_condition(c);
             argv.push(kind.to_vec());
             argv.push(key_index(c.key(), &mut keys, &mut index));
             argv.push(want.to_vec());
         }
         argv.push(batch.ops().len().to_string().into_bytes());
         for op in batch.ops() {
-            let (kind, a, b): (&[u8], Vec<u8>, Vec<u8>) = match op {
-                Op::Put { value, ttl, .. } => (
-                    b"p",
-                    value.clone(),
-                    ttl.map(ms).unwrap_or_default().into_bytes(),
-                ),
-                Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
-                Op::Incr { delta, limit, .. } => (
-                    b"i",
-                    delta.to_string().into_bytes(),
-                    limit
-                        .map(|l| l.to_string())
-                        .unwrap_or_default()
-                        .into_bytes(),
-                ),
-                Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
-                Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
-                Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),
-                Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
-            };
+            let (kind, a, b) = encode_op(op);
             argv.push(kind.to_vec());
             argv.push(key_index(op.key(), &mut keys, &mut index));
             argv.push(a);
@@ -290,20 +259,6 @@ fn range_args(req: &RangeRequest) -> (&'static str, [Vec<u8>; 3]) {
     }
 }
 
-/// A `SCAN MATCH` pattern for the keys that start with `prefix`: the glob
-/// characters of the prefix escaped, then `*`.
-fn prefix_pattern(prefix: &str) -> String {
-    let mut out = String::with_capacity(prefix.len() + 2);
-    for c in prefix.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^' | '-') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('*');
-    out
-}
-
 fn script_error(reply: &[Value]) -> Error {
     let text = |v: Option<&Value>| match v {
         Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
@@ -361,12 +316,7 @@ impl Store for RedisStore {
     }
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
-        let stamps: Vec<String> = keys
-            .iter()
-            .map(|k| crate::store::counter::stamp_key(k))
-            .collect();
-        let values = self.get_many(&stamps).await?;
-        Ok(Some(crate::store::counter::stamps_of(values)))
+        crate::store::redis_wire::change_stamps(self, keys).await
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {

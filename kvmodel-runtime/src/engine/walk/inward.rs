@@ -156,7 +156,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
     }
 
     /// Reads record keys and, for an expiring entity, their receipts.
-    async fn read_records(
+    pub(crate) async fn read_records(
         &self,
         keys: &[String],
     ) -> Result<(Vec<Option<Vec<u8>>>, Vec<Option<StoredReceipt>>)> {

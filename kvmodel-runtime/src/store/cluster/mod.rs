@@ -311,12 +311,7 @@ impl Store for RedisClusterStore {
     }
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
-        let stamps: Vec<String> = keys
-            .iter()
-            .map(|k| crate::store::counter::stamp_key(k))
-            .collect();
-        let values = self.get_many(&stamps).await?;
-        Ok(Some(crate::store::counter::stamps_of(values)))
+        crate::store::redis_wire::change_stamps(self, keys).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {

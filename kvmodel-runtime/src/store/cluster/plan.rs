@@ -14,7 +14,7 @@
 
 use crate::store::batch::{Batch, Condition, Op};
 use crate::store::cluster::slots::{intent_key, lock_key, slot_of, token_key};
-use crate::store::encode_entry;
+use crate::store::redis_wire::{encode_condition, encode_op};
 
 /// What a group asks of its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +79,7 @@ impl Group {
             self.conditions.len().to_string().into_bytes(),
         ];
         for (index, c) in &self.conditions {
-            let (kind, want): (&[u8], &[u8]) = match c {
-                Condition::Absent(_) => (b"a", b""),
-                Condition::Equals(_, v) => (b"e", v),
-                Condition::AbsentOrEquals(_, v) => (b"o", v),
-                Condition::Present(_) => (b"p", b""),
-            };
+            let (kind, want) = encode_condition(c);
             argv.push(kind.to_vec());
             argv.push(self.index(c.key()).to_string().into_bytes());
             argv.push(want.to_vec());
@@ -100,38 +95,6 @@ impl Group {
             argv.push(if *early { b"1".to_vec() } else { b"0".to_vec() });
         }
         argv
-    }
-}
-
-/// The longest TTL sent to Redis (100 years), as RedisStore caps it: past
-/// it Redis rejects `PX`.
-const MAX_TTL_MS: u128 = 100 * 365 * 24 * 3_600_000;
-
-fn ms(d: std::time::Duration) -> String {
-    d.as_millis().clamp(1, MAX_TTL_MS).to_string()
-}
-
-/// An operation as the scripts read it: kind, then two arguments.
-fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
-    match op {
-        Op::Put { value, ttl, .. } => (
-            b"p",
-            value.clone(),
-            ttl.map(ms).unwrap_or_default().into_bytes(),
-        ),
-        Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
-        Op::Incr { delta, limit, .. } => (
-            b"i",
-            delta.to_string().into_bytes(),
-            limit
-                .map(|l| l.to_string())
-                .unwrap_or_default()
-                .into_bytes(),
-        ),
-        Op::Add { sort, member, .. } => (b"z", encode_entry(sort, member), Vec::new()),
-        Op::Remove { sort, member, .. } => (b"r", encode_entry(sort, member), Vec::new()),
-        Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),
-        Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
     }
 }
 

@@ -18,9 +18,9 @@ use redis::Value;
 use crate::error::{Error, Result};
 use crate::store::cluster::RedisClusterStore;
 use crate::store::cluster::protocol::unpack;
-use crate::store::cluster::scan::prefix_pattern;
 use crate::store::cluster::scripts::{bytes, text};
 use crate::store::cluster::slots::OWN;
+use crate::store::redis_wire::prefix_pattern;
 
 /// What a recovery pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,20 +10,8 @@ use redis::{FromRedisValue, Value};
 
 use crate::error::{Error, Result};
 use crate::store::cluster::RedisClusterStore;
+use crate::store::redis_wire::prefix_pattern;
 use crate::store::{ScanPage, scan_count};
-
-/// A `SCAN MATCH` pattern for the keys that start with `prefix`.
-pub(crate) fn prefix_pattern(prefix: &str) -> String {
-    let mut out = String::with_capacity(prefix.len() + 2);
-    for c in prefix.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^' | '-') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('*');
-    out
-}
 
 fn bad_cursor() -> Error {
     Error::InvalidCursor {
