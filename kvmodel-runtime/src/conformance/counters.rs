@@ -299,4 +299,16 @@ pub async fn an_increment_stays_within_its_limit<H: Harness>(h: &H) {
     b.incr_within(&c, -1, 10);
     refused(&s, b, "past the negative limit").await;
     assert_eq!(s.counter(&c).await.expect("counter"), -10);
+    // A counter already beyond its limit (written without one) may still
+    // move back toward 0, never further out.
+    let mut b = Batch::new();
+    b.incr(&c, -5);
+    applied(&s, b, "no limit").await;
+    let mut b = Batch::new();
+    b.incr_within(&c, 1, 10);
+    applied(&s, b, "back toward 0").await;
+    let mut b = Batch::new();
+    b.incr_within(&c, -1, 10);
+    refused(&s, b, "further out").await;
+    assert_eq!(s.counter(&c).await.expect("counter"), -14);
 }

@@ -60,6 +60,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 
+use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
 use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
@@ -144,6 +145,10 @@ pub struct WalkState {
     /// no counter is judged while there is one.
     #[serde(default)]
     unreadable: u64,
+    /// Records whose expired write the inward phase found by its receipt,
+    /// counted once the stamps are read (on [`Basis::Stamps`]).
+    #[serde(default)]
+    deferred: BTreeSet<String>,
     /// Whether the records were not all read through one view (a walk
     /// resumed by another walker, on [`Basis::View`]): its counters are
     /// added up again before they are judged.
@@ -577,14 +582,33 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             return Ok(());
         }
         // Counted either way: the counters it is judged against are read as
-        // they were before the sweep (through the view), or their stamps
-        // show the sweep moved them.
-        state.count(&r.facts);
-        if state.repair && expire_receipt_in(self.store, self.def.space(), key, bytes, r).await? {
+        // they were before any sweep (through the view). Without a view the
+        // walk leaves it to the sweep: its own sweep would move the
+        // counters it measures.
+        self.count_receipt(state, &r.facts);
+        let sweep = state.repair && state.basis != Basis::Stamps;
+        if sweep && expire_receipt_in(self.store, self.def.space(), key, bytes, r).await? {
             return Ok(());
         }
         state.drift.expired += 1;
         Ok(())
+    }
+
+    /// Counts the amounts an expiry receipt lists in the counters this
+    /// schema declares (and link counts): a receipt lists what its writer
+    /// declared, which may be another version's counters.
+    fn count_receipt(&self, state: &mut WalkState, facts: &Facts) {
+        let space = self.def.space();
+        for c in &facts.counters {
+            let declared = match space.classify(&c.key) {
+                Some((Derived::Counter, name)) => self.def.since(Derived::Counter, name).is_some(),
+                Some((Derived::LinkCount, _)) => true,
+                _ => false,
+            };
+            if declared {
+                *state.expected.entry(c.key.clone()).or_default() += c.delta;
+            }
+        }
     }
 
     /// Whether the receipt of the live record at `key` lists exactly
@@ -696,6 +720,13 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             .map(|k| shards::keys(k, shards::shards_of(self.def, k)))
             .collect();
         let flat: Vec<String> = shard_keys.iter().flatten().cloned().collect();
+        // On stamps, read them before the sizes and values too: a counter
+        // in the middle of a write (a held lock on a cluster) or moved
+        // between the two reads is not judged.
+        let early = match state.basis {
+            Basis::Stamps => Some(self.stamps_now(state, &flat).await?),
+            _ => None,
+        };
         // Link counts are measured against their collections' sizes, read
         // before the counters (and, on stamps, before the stamps).
         let mut sizes = Vec::with_capacity(keys.len());
@@ -706,7 +737,14 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             });
         }
         let mut values = self.reader().get_many(&flat).await?.into_iter();
-        let stamps = self.stamps_now(state, &flat).await?;
+        let mut stamps = self.stamps_now(state, &flat).await?;
+        if let Some(early) = early {
+            for (now, before) in stamps.iter_mut().zip(early) {
+                if *now != before {
+                    *now = u64::MAX;
+                }
+            }
+        }
         let mut stamps = stamps.into_iter();
         for (((key, want), shard_keys), size) in batch.iter().zip(&shard_keys).zip(sizes) {
             let want = size.unwrap_or(*want);
@@ -750,8 +788,17 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }
             // A sum no counter can hold is reported, not repaired.
             if state.repair && i64::try_from(want).is_ok() {
-                self.repair_counter(state, shard_keys, (want, total), &held, &stamps)
+                let done = self
+                    .repair_counter(state, shard_keys, (want, total), &held, &stamps)
                     .await?;
+                if !done.is_applied() {
+                    // Something moved it after the measurement.
+                    state.drift.unsettled.push(Unsettled {
+                        key: key.clone(),
+                        why: Unjudged::Moved,
+                    });
+                    continue;
+                }
             }
             let actual =
                 i64::try_from(total).unwrap_or(if total < 0 { i64::MIN } else { i64::MAX });
@@ -799,7 +846,10 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                         }
                         Err(e) => return Err(e),
                     },
-                    (None, Some(StoredReceipt { receipt: Ok(r), .. })) => r.facts,
+                    (None, Some(StoredReceipt { receipt: Ok(r), .. })) => {
+                        self.count_receipt(state, &r.facts);
+                        continue;
+                    }
                     (
                         None,
                         Some(StoredReceipt {
@@ -882,10 +932,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 // did not exist then: one that still does not was moved by
                 // no write (a write would have made it).
                 let moved = stamps.iter().zip(present).any(|((k, now), present)| {
-                    match state.stamps.get(k) {
-                        Some(before) => before != now,
-                        None => *present,
-                    }
+                    *now == u64::MAX
+                        || match state.stamps.get(k) {
+                            Some(before) => before != now,
+                            None => *present,
+                        }
                 });
                 moved.then_some(Unjudged::Moved)
             }
@@ -908,7 +959,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         (want, total): (i128, i128),
         held: &[(String, i64)],
         stamps: &[(String, u64)],
-    ) -> Result<()> {
+    ) -> Result<Outcome> {
         let mut b = Batch::new();
         for (stamp, n) in stamps {
             match n {
@@ -919,8 +970,20 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         if want == 0 {
             for (shard, v) in held {
                 b.equals(shard, v.to_string().into_bytes()).delete(shard);
+                if state.basis == Basis::View {
+                    b.incr(stamp_key(shard), 1);
+                }
             }
-        } else if let [key] = shards {
+            return commit(self.store, b).await;
+        }
+        if state.basis == Basis::View {
+            // A shard the view holds that a writer deleted since (a link
+            // count goes with its record) took its drift with it.
+            for (shard, _) in held {
+                b.present(shard);
+            }
+        }
+        if let [key] = shards {
             b.incr_wide(key, want - total);
             if state.basis == Basis::View {
                 b.incr(stamp_key(key), 1);
@@ -941,8 +1004,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 }
             }
         }
-        let _ = commit(self.store, b).await?;
-        Ok(())
+        commit(self.store, b).await
     }
 }
 

@@ -75,12 +75,16 @@ pub fn add_to_counter(key: &str, current: i64, delta: i64) -> crate::Result<i64>
 }
 
 /// [`add_to_counter`], and the error the batch fails with when the sum
-/// leaves `±limit` (a shard of a sharded counter, whose total must stay
-/// readable).
+/// leaves `±limit` further than the counter already was (a shard of a
+/// sharded counter, whose total must stay readable; a shard beyond its
+/// limit may still move back toward 0).
 pub fn add_within(key: &str, current: i64, delta: i64, limit: Option<i64>) -> crate::Result<i64> {
     let next = add_to_counter(key, current, delta)?;
     match limit {
-        Some(limit) if next.unsigned_abs() > limit.unsigned_abs() => {
+        Some(limit)
+            if next.unsigned_abs() > limit.unsigned_abs()
+                && next.unsigned_abs() > current.unsigned_abs() =>
+        {
             Err(crate::Error::InvalidBatch {
                 key: key.to_owned(),
                 reason: beyond_limit(delta, limit),
@@ -140,15 +144,24 @@ pub(crate) fn stamp_key(key: &str) -> String {
     }
 }
 
-/// `batch` with the change stamp of every counter it increments raised by
-/// one, in the same commit: what a store that keeps stamps commits.
+/// `batch` with the change stamp of every counter it increments or deletes
+/// raised by one, in the same commit: what a store that keeps stamps
+/// commits. A deleted key is a counter when it is a derived counter key
+/// (`#count:` or `#nlink:`, which no user component can spell).
 #[cfg(feature = "redis")]
 pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
+    use crate::codec::key::Derived;
+    let counter = |key: &str| {
+        [Derived::Counter, Derived::LinkCount]
+            .iter()
+            .any(|d| key.contains(&format!("#{}:", d.as_str())))
+    };
     let mut stamps: Vec<String> = batch
         .ops()
         .iter()
         .filter_map(|op| match op {
             crate::store::Op::Incr { key, .. } => Some(stamp_key(key)),
+            crate::store::Op::Delete { key } if counter(key) => Some(stamp_key(key)),
             _ => None,
         })
         .collect();

@@ -39,15 +39,26 @@ local function add(a, b)
   return nil
 end
 
--- Why the sum `v` of an increment `a` leaves the limit `b` (a shard of a
--- sharded counter: '' for none, else a positive decimal i64), or nil.
-local function beyond(v, a, b)
+-- The magnitude of a counter {hi, lo}, as {hi, lo}.
+local function magnitude(v)
+  if v[1] < 0 or (v[1] == 0 and v[2] < 0) then return {-v[1], -v[2]} end
+  return v
+end
+
+-- Whether magnitude x is greater than magnitude y.
+local function greater(x, y)
+  return x[1] > y[1] or (x[1] == y[1] and x[2] > y[2])
+end
+
+-- Why the sum `v` of an increment `a` to the counter `cur` leaves the
+-- limit `b` (a shard of a sharded counter: '' for none, else a positive
+-- decimal i64) further than `cur` was, or nil.
+local function beyond(cur, v, a, b)
   if b == nil or b == '' then return nil end
   local lim = parse_int(b)
   if lim == nil or lim[1] < 0 or lim[2] < 0 then return 'the limit ' .. b .. ' is not a positive 64-bit integer' end
-  local hi, lo = v[1], v[2]
-  if hi < 0 or (hi == 0 and lo < 0) then hi, lo = -hi, -lo end
-  if hi < lim[1] or (hi == lim[1] and lo <= lim[2]) then return nil end
+  local m = magnitude(v)
+  if not greater(m, lim) or not greater(m, magnitude(cur)) then return nil end
   return 'adding ' .. a .. ' would take this shard of a sharded counter beyond ±' .. b ..
     ', its share of what a 64-bit total holds, so the total could no longer be read; nothing was written'
 end

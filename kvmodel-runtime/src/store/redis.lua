@@ -88,7 +88,7 @@ for o = 1, m do
     if sum == nil then
       return {-1, key, 'adding ' .. a .. ' would overflow the 64-bit counter'}
     end
-    local problem = beyond(sum, a, b)
+    local problem = beyond(v, sum, a, b)
     if problem then return {-1, key, problem} end
     state[key] = {'int', sum}
   elseif kind == 'z' or kind == 'r' or kind == 't' then

@@ -19,7 +19,7 @@
 //! entity declares are judged, so maintenance run by an older version
 //! never removes what a newer one added.
 
-use super::{Phase, WalkState, Walker, about_the_record, commit};
+use super::{Basis, Phase, WalkState, Walker, about_the_record, commit};
 use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
 use crate::engine::expiry::{Receipt, StoredReceipt, due};
@@ -150,6 +150,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 state.cursor = None;
                 // Before the first record (see the walk's basis).
                 self.read_stamps(state).await?;
+                self.count_deferred(state).await?;
             }
         }
         Ok(())
@@ -378,6 +379,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 Ok(r) => r,
                 Err(e) => {
                     state.drift.undecodable.push(Skipped::new(key, e));
+                    state.unreadable += 1;
                     continue;
                 }
             };
@@ -385,7 +387,36 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             if !is_member(&*self.reader(), &ledger, &due(r.at), key.as_bytes()).await? {
                 state.drift.receipts.push(key.clone());
             }
-            self.pending(state, key, &bytes, &r).await?;
+            if state.basis == Basis::Stamps {
+                // Counted once the stamps are read (see `count_deferred`).
+                state.deferred.insert(key.clone());
+            } else {
+                self.pending(state, key, &bytes, &r).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts the expired writes the inward phase found by their receipts,
+    /// as they are after the stamps were read: one the program's sweep
+    /// took back meanwhile is no longer counted, as its counters no longer
+    /// count it.
+    pub(crate) async fn count_deferred(&self, state: &mut WalkState) -> Result<()> {
+        let keys: Vec<String> = std::mem::take(&mut state.deferred).into_iter().collect();
+        for page in keys.chunks(500) {
+            let (records, receipts) = self.read_records(page).await?;
+            for ((key, record), receipt) in page.iter().zip(records).zip(receipts) {
+                if let (
+                    None,
+                    Some(StoredReceipt {
+                        receipt: Ok(r),
+                        bytes,
+                    }),
+                ) = (record, receipt)
+                {
+                    self.pending(state, key, &bytes, &r).await?;
+                }
+            }
         }
         Ok(())
     }

@@ -166,7 +166,7 @@ local function simulator()
       else return 'an increment meets ' .. holds(s[1]) end
       local sum = add(v, d)
       if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
-      local problem = beyond(sum, a, b)
+      local problem = beyond(v, sum, a, b)
       if problem then return problem end
       state[k] = {'int', sum}
     elseif kind == 'z' or kind == 'r' or kind == 't' then
