@@ -10,12 +10,13 @@
 //! leave behind (none, but for the cases below), so a child created while
 //! the parent is deleted either lands first (and the delete sees it) or
 //! finds the parent gone (and is refused with [`Error::MissingParent`]):
-//! never a child under a deleted parent.
+//! never a child under a deleted parent. A record cannot name itself as
+//! its parent ([`Error::OwnParent`], nothing written).
 //!
 //! - `restrict`: the delete fails with [`Error::Restricted`] while the count
-//!   is not zero, writing nothing. A record that names itself is not its
-//!   own child: its delete expects its own place in the count, and takes
-//!   it away with the count.
+//!   is not zero, writing nothing. A record that names itself (stored
+//!   before such writes were refused) is not its own child: its delete
+//!   expects its own place in the count, and takes it away with the count.
 //! - `cascade`: the delete deletes the children first, then the parent.
 //!
 //! # The cascade's one rule: a worklist, depth first, one record per commit
@@ -173,6 +174,24 @@ pub const fn on_delete_of(
         i += 1;
     }
     OnDelete::Keep
+}
+
+/// Refuses a record at `key` that names itself among `parents` (the parents
+/// of its new image): [`Error::OwnParent`].
+pub(crate) fn refuse_own_parent(
+    entity: &'static str,
+    key: &str,
+    parents: &[ParentFact],
+) -> Result<()> {
+    match parents.iter().find(|p| p.key == key) {
+        Some(p) => Err(Error::OwnParent {
+            entity,
+            key: key.to_owned(),
+            relation: p.relation,
+            on_delete: p.on_delete.as_str(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Adds to `b` a condition that each parent `new` names and `old` did not

@@ -66,6 +66,7 @@ kvmodel_runtime::on_every_backend!(
     a_deep_chain_deletes_without_recursion,
     a_wide_fan_out_deletes,
     cycles_delete_every_record_of_them,
+    a_record_cannot_become_its_own_parent,
     a_record_stored_as_its_own_parent_still_deletes,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,

@@ -1,7 +1,8 @@
 //! `on_delete` on a relation of an entity to itself (a tree): a cascade of
 //! any depth or width deletes every record without recursing (a worklist,
 //! proven on a thread with a small stack), a cycle of records ends, and a
-//! record that names itself as its parent (written here by hand) deletes.
+//! record may not name itself as its parent, while one stored before that
+//! rule (written here by hand) still deletes.
 
 use std::future::Future;
 
@@ -196,8 +197,84 @@ pub async fn cycles_delete_every_record_of_them<H: Harness>(h: &H) {
     nothing_left(&store).await;
 }
 
+pub async fn a_record_cannot_become_its_own_parent<H: Harness>(h: &H) {
+    let store = h.store();
+    let nodes = NodeRepo::new(store.clone());
+    let groups = GroupRepo::new(store.clone());
+    let own = |e: &Error| {
+        matches!(
+            e,
+            Error::OwnParent {
+                relation: "parent",
+                ..
+            }
+        )
+    };
+    let err = nodes.create(&node("a", Some("a"))).await.unwrap_err();
+    assert!(own(&err), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("names itself"), "{text}");
+    assert!(text.contains("Nothing was written"), "{text}");
+    assert!(nodes.get("a").await.unwrap().is_none());
+    nodes.create(&node("a", None)).await.unwrap();
+    nodes.create(&node("b", Some("a"))).await.unwrap();
+    for err in [
+        nodes.update(&node("a", Some("a"))).await.unwrap_err(),
+        nodes
+            .modify("b", |n| n.parent = Some("b".into()))
+            .await
+            .unwrap_err(),
+        nodes.upsert(&node("b", Some("b"))).await.unwrap_err(),
+        nodes.upsert(&node("n", Some("n"))).await.unwrap_err(),
+    ] {
+        assert!(own(&err), "{err}");
+    }
+    match nodes
+        .create_many(&[node("c", None), node("d", Some("d"))])
+        .await
+    {
+        Err(Error::Bulk {
+            index: 1, source, ..
+        }) => assert!(own(&source), "{source}"),
+        other => panic!("expected a refused bulk create, got {other:?}"),
+    }
+    groups
+        .create(&Group {
+            id: "g".into(),
+            parent: None,
+        })
+        .await
+        .unwrap();
+    let err = groups
+        .update(&Group {
+            id: "g".into(),
+            parent: Some("g".into()),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OwnParent {
+                on_delete: "restrict",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Nothing was written.
+    assert_eq!(nodes.get("a").await.unwrap(), Some(node("a", None)));
+    assert_eq!(nodes.get("b").await.unwrap(), Some(node("b", Some("a"))));
+    assert!(nodes.get("c").await.unwrap().is_none());
+    assert!(nodes.get("n").await.unwrap().is_none());
+    assert_eq!(nodes.count_total().await.unwrap(), 2);
+    clean(&nodes).await;
+    assert!(groups.verify(10).await.unwrap().is_clean());
+}
+
 /// Writes `value` over its stored record by hand, with the entries the
-/// write adds (what an update that made a record its own parent wrote).
+/// write adds (what code before the own-parent rule wrote for an update
+/// that made a record its own parent).
 async fn write_by_hand<E: Entity, S: Store>(store: &S, before: &E, value: &E) {
     let key = value.record_key();
     let (old, new) = (Facts::of(before), Facts::of(value));
