@@ -21,7 +21,7 @@
 //!
 //! # The cascade's one rule: a worklist, depth first, one record per commit
 //!
-//! [`delete_tree`] keeps a stack of the records being deleted, the *path*:
+//! A delete keeps a stack of the records being deleted, the *path*:
 //! the record asked for at the bottom, each above it a child of the one
 //! below. The top record's cascade children are listed [`CASCADE_PAGE`] at
 //! a time (after a sweep of the child entity's due expiries, so expired
@@ -44,8 +44,9 @@
 //! **Cut short** (the process dies, a commit fails, a `restrict` further
 //! down refuses), a cascade leaves what it deleted deleted and the rest
 //! whole: every record left still has its entries and counts, and every
-//! listing and counter is true. Running the delete again, or `reconcile`
-//! for the counts, finishes it: the next delete lists what is left.
+//! listing and counter is true, so `verify` finds nothing to repair and
+//! `reconcile` nothing to finish. Running the delete again finishes it:
+//! it lists what is left and goes on.
 //!
 //! **Cycles.** A record whose cascade children include a record already on
 //! the path (x's parent is y and y's is x, or a longer loop; or a record
@@ -54,8 +55,9 @@
 //! being deleted further down the stack), and its count is left to them;
 //! each one's delete takes its own place away, and once the last is gone
 //! the count, now 0, is removed. So a cycle ends with every record of it
-//! deleted; cut short within a cycle, a record may outlive its parent, and
-//! the next delete of it finishes the rest.
+//! deleted; cut short within a cycle, a record may outlive its parent (and
+//! that parent's count may stay at 0, which `verify` reads as no count),
+//! and the next delete of it finishes the rest.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -242,7 +244,7 @@ pub(crate) fn parent_error(entity: &'static str, p: &ParentFact) -> Error {
 pub type Step<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// The entity of a record on a cascade's worklist, its type erased: the
-/// steps [`delete_tree`] takes on records of it, as functions of the entity
+/// steps a delete's worklist takes on records of it, as functions of the entity
 /// and store types. Generated code names one per dependent
 /// ([`Entity::dependent_kind`]: `Kind::<S>::of::<Post>()`).
 pub struct Kind<S> {
