@@ -68,6 +68,7 @@ kvmodel_runtime::on_every_backend!(
     cycles_delete_every_record_of_them,
     a_record_cannot_become_its_own_parent,
     a_record_stored_as_its_own_parent_still_deletes,
+    a_cascade_cut_short_finishes_when_run_again,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,
     compression_applies_to_protobuf_records,

@@ -7,8 +7,8 @@
 use std::future::Future;
 
 use kvmodel::__private::{Entity, Facts};
-use kvmodel::conformance::Harness;
-use kvmodel::{Error, KvEntity, Store};
+use kvmodel::conformance::{FaultyStore, Harness};
+use kvmodel::{Error, KvEntity, PageRequest, Store};
 use kvmodel_runtime::store::batch::Batch;
 use serde::{Deserialize, Serialize};
 
@@ -344,4 +344,58 @@ pub async fn a_record_stored_as_its_own_parent_still_deletes<H: Harness>(h: &H) 
     assert!(groups.get("g").await.unwrap().is_none());
     assert!(groups.verify(10).await.unwrap().is_clean());
     nothing_left(&store).await;
+}
+
+pub async fn a_cascade_cut_short_finishes_when_run_again<H: Harness>(h: &H) {
+    let store = h.store();
+    let nodes = NodeRepo::new(store.clone());
+    // A chain of 300; the process dies after 120 commits: the 120 deepest
+    // records are gone, each with its entries, and the rest is whole.
+    nodes.create(&node("n0", None)).await.unwrap();
+    for i in 1..300 {
+        let parent = format!("n{}", i - 1);
+        nodes
+            .create(&node(&format!("n{i}"), Some(&parent)))
+            .await
+            .unwrap();
+    }
+    let dying = FaultyStore::new(store.clone());
+    dying.die_after(120);
+    let err = NodeRepo::new(dying).delete("n0").await.unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }), "{err}");
+    assert_eq!(nodes.count_total().await.unwrap(), 180);
+    assert_eq!(nodes.count_all().await.unwrap(), 180);
+    assert!(nodes.get("n179").await.unwrap().is_some());
+    assert!(nodes.get("n180").await.unwrap().is_none());
+    let listed = nodes
+        .list_by_parent("n179", PageRequest::new(10))
+        .await
+        .unwrap();
+    assert!(listed.items.is_empty());
+    clean(&nodes).await;
+    assert!(nodes.delete("n0").await.unwrap());
+    assert_eq!(nodes.count_total().await.unwrap(), 0);
+    clean(&nodes).await;
+    nothing_left(&store).await;
+
+    // A cycle of two cut short after its first commit: y, which closes the
+    // loop, is gone and x still names it; every count is true, and
+    // deleting x finishes.
+    nodes.create(&node("x", None)).await.unwrap();
+    nodes.create(&node("y", Some("x"))).await.unwrap();
+    nodes.update(&node("x", Some("y"))).await.unwrap();
+    let dying = FaultyStore::new(store.clone());
+    dying.die_after(1);
+    let err = NodeRepo::new(dying).delete("x").await.unwrap_err();
+    assert!(matches!(err, Error::Backend { .. }), "{err}");
+    assert!(nodes.get("y").await.unwrap().is_none());
+    assert_eq!(nodes.get("x").await.unwrap(), Some(node("x", Some("y"))));
+    assert_eq!(nodes.count_total().await.unwrap(), 1);
+    clean(&nodes).await;
+    assert!(nodes.delete("x").await.unwrap());
+    assert_eq!(nodes.count_total().await.unwrap(), 0);
+    assert_eq!(nodes.count_all().await.unwrap(), 0);
+    // y's count of children may be left at 0, which verify reads as no
+    // count.
+    clean(&nodes).await;
 }
