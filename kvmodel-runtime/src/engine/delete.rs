@@ -5,7 +5,7 @@
 
 use crate::engine::entity::{self, Entity, Facts};
 use crate::engine::expiry::stored_from;
-use crate::engine::on_delete::{self, Above, Kind, Own};
+use crate::engine::on_delete::{self, Kind, OnPath, Own};
 use crate::engine::repo::{Engine, ReceiptMove, purge_hint, transition};
 use crate::error::Result;
 use crate::store::Store;
@@ -29,11 +29,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// One attempt at deleting the record at `key` once no child is left
     /// to delete first: one commit of the record, its derived entries and
     /// links, conditioned on each count of its children holding exactly
-    /// the record itself (when it names itself) and the children `above`
+    /// the record itself (when it names itself) and the children `on_path`
     /// says are on the path. A count that holds nobody else goes with the
     /// record; one left to children on the path is returned in
     /// [`Own::Deleted`].
-    pub(crate) async fn delete_once(&self, key: &str, above: &[Above]) -> Result<Own> {
+    pub(crate) async fn delete_once(&self, key: &str, on_path: &[OnPath]) -> Result<Own> {
         /// What a delete found.
         enum Found {
             Record,
@@ -75,12 +75,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         .filter(|c| c.key == d.children)
                         .map(|c| c.delta)
                         .sum();
-                    let on_path = above
+                    let held = on_path
                         .iter()
                         .find(|a| a.dependent == i)
                         .map_or(0, |a| a.count);
-                    let expected = own + i128::from(on_path);
-                    if on_path == 0 {
+                    let expected = own + i128::from(held);
+                    if held == 0 {
                         // The count goes with its parent (a child that
                         // comes later finds no parent), the record's own
                         // place in it too.
@@ -88,7 +88,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     } else {
                         left.push((i, d.children.clone()));
                     }
-                    counts.push((i, d, expected, on_path == 0));
+                    counts.push((i, d, expected, held == 0));
                 }
                 let mut b = Batch::new();
                 b.equals(key, old_bytes).delete(key);

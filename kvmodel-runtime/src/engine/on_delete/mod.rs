@@ -65,8 +65,8 @@ use crate::store::batch::Batch;
 
 mod worklist;
 
-pub(crate) use worklist::{Above, Own, delete_tree};
 pub use worklist::{Kind, Step};
+pub(crate) use worklist::{OnPath, Own, delete_tree};
 
 /// How many children a cascade reads per page; each is deleted in a commit
 /// of its own.

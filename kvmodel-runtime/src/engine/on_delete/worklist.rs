@@ -35,7 +35,7 @@ pub struct Kind<S> {
     /// A sweep of this entity's due expiries.
     sweep: for<'a> fn(&'a S) -> Step<'a, ()>,
     /// One attempt at deleting the record at a key.
-    delete: for<'a> fn(&'a S, &'a str, &'a [Above]) -> Step<'a, Own>,
+    delete: for<'a> fn(&'a S, &'a str, &'a [OnPath]) -> Step<'a, Own>,
 }
 
 impl<S> Clone for Kind<S> {
@@ -84,10 +84,11 @@ pub(crate) struct Children {
 }
 
 /// Children of a record, in the collection of its dependent number
-/// `dependent`, that are on the path below it: its delete expects `count`
+/// `dependent`, that are on the path already (further down the stack,
+/// nearer the record the delete started from): its delete expects `count`
 /// of them in that count of children and leaves the count to them.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Above {
+pub(crate) struct OnPath {
     pub(crate) dependent: usize,
     pub(crate) count: u64,
 }
@@ -176,11 +177,11 @@ fn sweep_of<'a, E: Entity, S: Store>(store: &'a S) -> Step<'a, ()> {
 fn delete_of<'a, E: Entity, S: Store>(
     store: &'a S,
     key: &'a str,
-    above: &'a [Above],
+    on_path: &'a [OnPath],
 ) -> Step<'a, Own> {
     Box::pin(async move {
         Engine::<E, S>::new(store.clone())
-            .delete_once(key, above)
+            .delete_once(key, on_path)
             .await
     })
 }
@@ -201,7 +202,7 @@ struct Frame<S> {
     pending: Vec<(Child, usize)>,
     /// Its children found on the path below it, and for each dependent the
     /// lowest frame among them (the last of them to be deleted).
-    above: Vec<(Above, usize)>,
+    on_path: Vec<(OnPath, usize)>,
     /// Counts of children left by records deleted further up the path,
     /// to remove once this record is gone (they are then 0).
     after: Vec<String>,
@@ -220,7 +221,7 @@ impl<S> Frame<S> {
             at: 0,
             listed: false,
             pending: Vec::new(),
-            above: Vec::new(),
+            on_path: Vec::new(),
             after: Vec::new(),
             attempts: 0,
             swept: false,
@@ -308,11 +309,11 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
                 cursor = page.next;
             };
             if complete && on_path > 0 {
-                let above = Above {
+                let found = OnPath {
                     dependent: i,
                     count: on_path,
                 };
-                top.above.push((above, lowest));
+                top.on_path.push((found, lowest));
             }
             if !pending.is_empty() {
                 pending.reverse();
@@ -324,13 +325,13 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
             continue;
         }
         // No child left to list: the record itself.
-        let above: Vec<Above> = top.above.iter().map(|(a, _)| *a).collect();
-        match (top.kind.delete)(store, &top.key, &above).await? {
+        let on_path: Vec<OnPath> = top.on_path.iter().map(|(a, _)| *a).collect();
+        match (top.kind.delete)(store, &top.key, &on_path).await? {
             Own::Deleted(left) => {
                 let notes: Vec<(usize, String)> = left
                     .into_iter()
                     .filter_map(|(i, counter)| {
-                        let (_, lowest) = top.above.iter().find(|(a, _)| a.dependent == i)?;
+                        let (_, lowest) = top.on_path.iter().find(|(a, _)| a.dependent == i)?;
                         Some((*lowest, counter))
                     })
                     .collect();
@@ -371,7 +372,7 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
                     // A child came meanwhile: list the children again.
                     top.at = 0;
                     top.listed = false;
-                    top.above.clear();
+                    top.on_path.clear();
                 }
             }
         }
