@@ -64,6 +64,25 @@ pub enum Error {
         /// The relation's action (`restrict` or `cascade`).
         on_delete: &'static str,
     },
+    /// A record names itself as its parent in a relation whose `on_delete`
+    /// is `restrict` or `cascade` (the same entity, the same key); nothing
+    /// was written.
+    #[error(
+        "{entity} `{}` names itself in relation `{relation}`, which is `on_delete: {on_delete}`; \
+         a record cannot be its own parent (its delete would wait for itself): name another \
+         {entity} as its parent. Nothing was written",
+        short(.key)
+    )]
+    OwnParent {
+        /// The entity.
+        entity: &'static str,
+        /// The record's key.
+        key: String,
+        /// The relation.
+        relation: &'static str,
+        /// The relation's action (`restrict` or `cascade`).
+        on_delete: &'static str,
+    },
     /// A parent still has children in a relation declared
     /// `on_delete: restrict`; nothing was deleted.
     #[error(
@@ -355,6 +374,12 @@ mod tests {
                 relation: "author",
                 parent_entity: "Author",
                 parent: huge.clone(),
+                on_delete: "cascade",
+            },
+            Error::OwnParent {
+                entity: "Node",
+                key: huge.clone(),
+                relation: "parent",
                 on_delete: "cascade",
             },
             Error::Restricted {

@@ -12,8 +12,7 @@ pub use crate::engine::entity::{Entity, EntityMeta, Facts, Ttl, Versioned};
 pub use crate::engine::links::{End, KeyArgs, Link};
 pub use crate::engine::maintenance::{Drift, Progress};
 pub use crate::engine::on_delete::{
-    CascadeFuture, DependentFact, OnDelete, ParentFact, cascade_page, names_dependent,
-    on_delete_of, same,
+    DependentFact, Kind, OnDelete, ParentFact, names_dependent, on_delete_of, same,
 };
 pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;

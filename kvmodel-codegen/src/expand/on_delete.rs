@@ -1,7 +1,7 @@
 //! Referential actions in generated code: a child's count of each parent's
-//! children and the parents it names; a parent's dependents, the step of
-//! its delete that cascades into each, and the compile-time checks that
-//! parent and child agree.
+//! children and the parents it names; a parent's dependents, the entity of
+//! each one's children (a `Kind` for its delete's worklist), and the
+//! compile-time checks that parent and child agree.
 //!
 //! The derive sees one struct at a time, so each side names the other: the
 //! child's relation says `on_delete`, the parent lists the relation in
@@ -83,7 +83,7 @@ pub(crate) fn key_fns(cx: &Ctx<'_>) -> TokenStream {
 }
 
 /// The items of the `Entity` impl: `ENFORCED` and `parents` for a child,
-/// `DEPENDENTS`, `dependents` and `dependent_step` for a parent.
+/// `DEPENDENTS`, `dependents` and `dependent_kind` for a parent.
 pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let e = cx.e;
@@ -171,7 +171,7 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
             )
         });
         arms.push(quote! {
-            #i => ::std::boxed::Box::pin(#p::cascade_page::<#ty, __S>(__store, __collection, __limit, __delete)),
+            #i => ::core::option::Option::Some(#p::Kind::<__S>::of::<#ty>()),
         });
     }
     out.extend(quote! {
@@ -183,16 +183,10 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
             ::std::vec![#(#facts),*]
         }
 
-        fn dependent_step<'__a, __S: #p::Store>(
-            __store: &'__a __S,
-            __dependent: usize,
-            __collection: &'__a str,
-            __limit: usize,
-            __delete: bool,
-        ) -> #p::CascadeFuture<'__a> {
+        fn dependent_kind<__S: #p::Store>(__dependent: usize) -> ::core::option::Option<#p::Kind<__S>> {
             match __dependent {
                 #(#arms)*
-                _ => ::std::boxed::Box::pin(async { ::core::result::Result::Ok(0) }),
+                _ => ::core::option::Option::None,
             }
         }
     });

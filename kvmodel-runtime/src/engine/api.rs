@@ -50,6 +50,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "upsert", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn upsert(&self, value: &E) -> Result<bool> {
         let key = value.record_key();
+        let parents = value.parents();
+        on_delete::refuse_own_parent(E::META.name, &key, &parents)?;
         let bytes = entity::encode(&key, value)?;
         let new = Facts::of(value);
         let keys = Self::stored_keys(&key);
@@ -82,7 +84,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     };
                     let checked =
                         transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
-                    let parents = on_delete::require_parents(&mut b, &had, value.parents());
+                    let parents = on_delete::require_parents(&mut b, &had, parents.clone());
                     Ok(Planned::Commit(b, Some((old.is_none(), checked, parents))))
                 })
                 .await?;
@@ -181,6 +183,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     reason: format!("the record at index {first} has the same key"),
                 }));
             }
+            let parents = value.parents();
+            on_delete::refuse_own_parent(E::META.name, &key, &parents).map_err(bulk)?;
             let facts = Facts::of(value);
             for claim in &facts.claims {
                 if seen_claims.insert(claim.key.clone(), index).is_some() {
@@ -200,7 +204,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 guards.push(Guard::Receipt(index));
             }
             guards.extend(checked.claims.into_iter().map(|c| Guard::Claim(index, c)));
-            for (_, p) in on_delete::require_parents(&mut b, &[], value.parents()) {
+            for (_, p) in on_delete::require_parents(&mut b, &[], parents) {
                 guards.push(Guard::Parent(index, p));
             }
         }

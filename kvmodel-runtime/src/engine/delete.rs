@@ -1,12 +1,13 @@
 //! Deleting a record: its derived entries, its link collections and the
 //! referential actions of the relations that name it, in one commit (a
-//! cascade first deletes the children, each in a commit of its own).
+//! cascade first deletes the children, each in a commit of its own: the
+//! worklist of [`on_delete`](crate::engine::on_delete)).
 
 use crate::engine::entity::{self, Entity, Facts};
 use crate::engine::expiry::stored_from;
-use crate::engine::on_delete::{CASCADE_PAGE, DependentFact, OnDelete};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, backoff, purge_hint, transition};
-use crate::error::{Error, Result};
+use crate::engine::on_delete::{self, Kind, OnPath, Own};
+use crate::engine::repo::{Engine, ReceiptMove, purge_hint, transition};
+use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
 
@@ -15,12 +16,24 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// A record that cannot be decoded is an error pointing to `purge`.
     ///
     /// When other entities' relations to this one enforce `on_delete`, the
-    /// delete conditions on each count of children being zero: a
-    /// `restrict` one fails with [`Error::Restricted`], writing nothing; a
-    /// `cascade` one first deletes the children, a page at a time, each in
-    /// its own commit ([`on_delete`](crate::engine::on_delete)).
+    /// delete conditions on each count of children: a `restrict` one fails
+    /// with [`Error::Restricted`](crate::Error::Restricted), writing
+    /// nothing; a `cascade` one first deletes the children, depth first,
+    /// each in its own commit, without recursion and through cycles
+    /// ([`on_delete`](crate::engine::on_delete)).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
+        on_delete::delete_tree(self.store(), Kind::<S>::of::<E>(), key).await
+    }
+
+    /// One attempt at deleting the record at `key` once no child is left
+    /// to delete first: one commit of the record, its derived entries and
+    /// links, conditioned on each count of its children holding exactly
+    /// the record itself (when it names itself) and the children `on_path`
+    /// says are on the path. A count that holds nobody else goes with the
+    /// record; one left to children on the path is returned in
+    /// [`Own::Deleted`].
+    pub(crate) async fn delete_once(&self, key: &str, on_path: &[OnPath]) -> Result<Own> {
         /// What a delete found.
         enum Found {
             Record,
@@ -35,104 +48,86 @@ impl<E: Entity, S: Store> Engine<E, S> {
         if linked {
             keys.push(crate::engine::links::registry_key(E::space(), key));
         }
-        // Whether expired children of a restricted relation were swept
-        // since its count last failed the delete.
-        let mut swept = false;
-        for attempt in 0..MAX_ATTEMPTS {
-            if E::CASCADES {
-                self.cascade(key).await?;
-            }
-            let (outcome, (found, guards)) = self
-                .commit_after_read(&keys, |mut values, _| {
-                    let registry = if linked { values.pop().flatten() } else { None };
-                    let mut stored = stored_from::<E>(key, values);
-                    let Some(old_bytes) = stored.bytes.take() else {
-                        let found = match stored.receipt {
-                            Some(_) => Found::Leftover,
-                            None => Found::Nothing,
-                        };
-                        return Ok(Planned::Skip((found, Vec::new())));
+        let (outcome, (found, guards, left)) = self
+            .commit_after_read(&keys, |mut values, _| {
+                let registry = if linked { values.pop().flatten() } else { None };
+                let mut stored = stored_from::<E>(key, values);
+                let Some(old_bytes) = stored.bytes.take() else {
+                    let found = match stored.receipt {
+                        Some(_) => Found::Leftover,
+                        None => Found::Nothing,
                     };
-                    let (stored_version, old_value) =
-                        entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
-                    let mut old = Facts::of(&old_value);
-                    old.retain_since(stored_version);
-                    let mut b = Batch::new();
-                    b.equals(key, old_bytes).delete(key);
-                    let receipt = ReceiptMove::Record {
-                        old: stored.receipt.as_ref(),
-                        due: None,
-                    };
-                    transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
-                    if linked {
-                        crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
+                    return Ok(Planned::Skip((found, Vec::new(), Vec::new())));
+                };
+                let (stored_version, old_value) =
+                    entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
+                let mut old = Facts::of(&old_value);
+                old.retain_since(stored_version);
+                // Each count of children: what it holds of the record
+                // itself (a record that names itself) and of the children
+                // on the path is all it may hold.
+                let mut counts = Vec::new();
+                let mut left = Vec::new();
+                for (i, d) in old_value.dependents().into_iter().enumerate() {
+                    let own: i128 = old
+                        .counters
+                        .iter()
+                        .filter(|c| c.key == d.children)
+                        .map(|c| c.delta)
+                        .sum();
+                    let held = on_path
+                        .iter()
+                        .find(|a| a.dependent == i)
+                        .map_or(0, |a| a.count);
+                    let expected = own + i128::from(held);
+                    if held == 0 {
+                        // The count goes with its parent (a child that
+                        // comes later finds no parent), the record's own
+                        // place in it too.
+                        old.counters.retain(|c| c.key != d.children);
+                    } else {
+                        left.push((i, d.children.clone()));
                     }
-                    let mut guards = Vec::new();
-                    for (i, d) in old_value.dependents().into_iter().enumerate() {
-                        guards.push((b.conditions().len(), i, d.clone()));
-                        // No child left: the count goes with its parent
-                        // (a child that comes later finds no parent).
-                        b.absent_or_equals(d.children.clone(), b"0".to_vec());
+                    counts.push((i, d, expected, held == 0));
+                }
+                let mut b = Batch::new();
+                b.equals(key, old_bytes).delete(key);
+                let receipt = ReceiptMove::Record {
+                    old: stored.receipt.as_ref(),
+                    due: None,
+                };
+                transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
+                if linked {
+                    crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
+                }
+                let mut guards = Vec::new();
+                for (i, d, expected, goes) in counts {
+                    guards.push((b.conditions().len(), i, d.clone()));
+                    b.absent_or_equals(d.children.clone(), expected.to_string().into_bytes());
+                    if goes {
                         b.delete(d.children);
                     }
-                    Ok(Planned::Commit(b, (Found::Record, guards)))
+                }
+                Ok(Planned::Commit(b, (Found::Record, guards, left)))
+            })
+            .await?;
+        match (outcome, found) {
+            (Outcome::Applied, Found::Record) => {
+                self.sweep_step().await;
+                Ok(Own::Deleted(left))
+            }
+            (_, Found::Nothing) => Ok(Own::Gone),
+            (_, Found::Leftover) => {
+                // Expired, not yet swept: sweep it now.
+                Box::pin(self.expire_leftover(key)).await?;
+                Ok(Own::Gone)
+            }
+            (Outcome::Failed { index }, Found::Record) => {
+                Ok(match guards.into_iter().find(|(at, _, _)| *at == index) {
+                    Some((_, i, d)) => Own::Blocked(i, d),
+                    None => Own::Changed,
                 })
-                .await?;
-            match (outcome, found) {
-                (Outcome::Applied, Found::Record) => {
-                    self.sweep_step().await;
-                    return Ok(true);
-                }
-                (_, Found::Nothing) => return Ok(false),
-                (_, Found::Leftover) => {
-                    // Expired, not yet swept: sweep it now.
-                    Box::pin(self.expire_leftover(key)).await?;
-                    return Ok(false);
-                }
-                (Outcome::Failed { index }, Found::Record) => {
-                    match guards.into_iter().find(|(at, _, _)| *at == index) {
-                        Some((_, i, d)) if d.on_delete == OnDelete::Restrict => {
-                            if swept {
-                                return Err(self.restricted(key, &d));
-                            }
-                            // Children it counts may have expired: sweep
-                            // them, then look again once.
-                            swept = true;
-                            E::dependent_step(self.store(), i, &d.collection, CASCADE_PAGE, false)
-                                .await?;
-                        }
-                        // A child came meanwhile: cascade again.
-                        _ => backoff(attempt).await,
-                    }
-                }
             }
-        }
-        Err(Self::gave_up(key))
-    }
-
-    /// Deletes the children of every `cascade` dependent of the record at
-    /// `key`, a page at a time; nothing when there is no such record.
-    async fn cascade(&self, key: &str) -> Result<()> {
-        let Some(bytes) = self.store().get(key).await? else {
-            return Ok(());
-        };
-        let (_, value) = entity::decode_at::<E>(key, &bytes).map_err(|e| purge_hint(key, e))?;
-        for (i, d) in value.dependents().iter().enumerate() {
-            if d.on_delete != OnDelete::Cascade {
-                continue;
-            }
-            while E::dependent_step(self.store(), i, &d.collection, CASCADE_PAGE, true).await? > 0 {
-            }
-        }
-        Ok(())
-    }
-
-    fn restricted(&self, key: &str, d: &DependentFact) -> Error {
-        Error::Restricted {
-            entity: E::META.name,
-            key: key.to_owned(),
-            child: d.entity,
-            relation: d.relation,
         }
     }
 }

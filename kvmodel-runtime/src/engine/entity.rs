@@ -9,7 +9,7 @@ use crate::codec::key::{Derived, Space};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
-use crate::engine::on_delete::{CascadeFuture, DependentFact, OnDelete, ParentFact};
+use crate::engine::on_delete::{DependentFact, Kind, OnDelete, ParentFact};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -157,18 +157,12 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         Vec::new()
     }
 
-    /// A step of a delete's work on dependent number `dependent` (of
-    /// [`dependents`](Entity::dependents)): [`cascade_page`](crate::engine::on_delete::cascade_page)
-    /// of that child entity over `collection`.
-    fn dependent_step<'a, S: Store>(
-        store: &'a S,
-        dependent: usize,
-        collection: &'a str,
-        limit: usize,
-        delete: bool,
-    ) -> CascadeFuture<'a> {
-        let _ = (store, dependent, collection, limit, delete);
-        Box::pin(async { Ok(0) })
+    /// The entity of the children of dependent number `dependent` (of
+    /// [`dependents`](Entity::dependents)), for a delete's worklist
+    /// ([`on_delete`](crate::engine::on_delete)); `None` past the last.
+    fn dependent_kind<S: Store>(dependent: usize) -> Option<Kind<S>> {
+        let _ = dependent;
+        None
     }
 
     /// The entity's derived key space: its discovery set, ledger, receipts

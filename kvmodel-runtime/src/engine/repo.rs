@@ -375,6 +375,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
+        let parents = value.parents();
+        on_delete::refuse_own_parent(E::META.name, &key, &parents)?;
         let facts = Facts::of(value);
         let mut encoded = Some(entity::encode(&key, value)?);
         for attempt in 0..MAX_ATTEMPTS {
@@ -388,7 +390,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             let receipt = ReceiptMove::Record { old: None, due };
             let checked = transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt)?;
-            let parents = on_delete::require_parents(&mut b, &[], value.parents());
+            let parents = on_delete::require_parents(&mut b, &[], parents.clone());
             match self.commit(b).await? {
                 Outcome::Applied => {
                     self.sweep_step().await;
@@ -480,6 +482,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                             reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
                         });
                     }
+                    let new_parents = new_value.parents();
+                    on_delete::refuse_own_parent(E::META.name, key, &new_parents)?;
                     let new = Facts::of(&new_value);
                     let bytes = entity::encode(key, &new_value)?;
                     let ttl = E::META.ttl.map(|t| t.sample());
@@ -492,7 +496,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     let checked =
                         transition::<E>(&mut b, key, Some(&old), Some(&new), ttl, receipt)?;
                     let parents =
-                        on_delete::require_parents(&mut b, &old_value_parents, new_value.parents());
+                        on_delete::require_parents(&mut b, &old_value_parents, new_parents);
                     Ok(Planned::Commit(b, (new_value, checked, parents)))
                 })
                 .await?;

@@ -9,6 +9,7 @@ mod on_delete;
 mod protobuf;
 mod shards;
 mod size;
+mod trees;
 
 use buckets::*;
 use compress::*;
@@ -18,6 +19,7 @@ use on_delete::*;
 use protobuf::*;
 use shards::*;
 use size::*;
+use trees::*;
 
 kvmodel_runtime::on_every_backend!(
     a_record_just_below_the_threshold_is_stored_as_it_is,
@@ -61,6 +63,12 @@ kvmodel_runtime::on_every_backend!(
     a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,
     a_cascade_removes_the_links_of_the_children_it_deletes,
     a_child_created_during_a_restricted_delete_never_outlives_its_parent,
+    a_deep_chain_deletes_without_recursion,
+    a_wide_fan_out_deletes,
+    cycles_delete_every_record_of_them,
+    a_record_cannot_become_its_own_parent,
+    a_record_stored_as_its_own_parent_still_deletes,
+    a_cascade_cut_short_finishes_when_run_again,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,
     compression_applies_to_protobuf_records,

@@ -6,29 +6,67 @@
 //! parent's children (a counter in the child's key space, named after the
 //! relation: `{relation}.children`), and, when a write gives the child a
 //! parent, a condition that the parent record exists. The parent's delete
-//! conditions on that count being zero, so a child created while the
-//! parent is deleted either lands first (and the delete sees it) or finds
-//! the parent gone (and is refused with [`Error::MissingParent`]): never a
-//! child under a deleted parent.
+//! conditions on that count holding exactly the children it expects to
+//! leave behind (none, but for the cases below), so a child created while
+//! the parent is deleted either lands first (and the delete sees it) or
+//! finds the parent gone (and is refused with [`Error::MissingParent`]):
+//! never a child under a deleted parent. A record cannot name itself as
+//! its parent ([`Error::OwnParent`], nothing written).
 //!
 //! - `restrict`: the delete fails with [`Error::Restricted`] while the count
-//!   is not zero, writing nothing.
-//! - `cascade`: the delete first deletes the children listed in the
-//!   collection, each in its own commit with its full upkeep (its indexes,
-//!   counters, claims, and its own dependents), [`CASCADE_PAGE`] at a time,
-//!   then the parent conditioned on the count being zero. The parent goes
-//!   last, so a delete interrupted midway leaves a parent with fewer
-//!   children, every listing and counter true; running it again finishes.
+//!   is not zero, writing nothing. A record that names itself (stored
+//!   before such writes were refused) is not its own child: its delete
+//!   expects its own place in the count, and takes it away with the count.
+//! - `cascade`: the delete deletes the children first, then the parent.
+//!
+//! # The cascade's one rule: a worklist, depth first, one record per commit
+//!
+//! A delete keeps a stack of the records being deleted, the *path*:
+//! the record asked for at the bottom, each above it a child of the one
+//! below. The top record's cascade children are listed [`CASCADE_PAGE`] at
+//! a time (after a sweep of the child entity's due expiries, so expired
+//! children do not count); each listed child is pushed in turn, and its own
+//! children go before it. When a record has no child left to list, it is
+//! deleted in a commit of its own with its full upkeep (claims, index and
+//! relation members, counters, links, expiry receipt), conditioned on its
+//! counts of children, and popped. So a parent goes only after its
+//! children, every commit holds one record, and the stack holds, per level,
+//! one record key and at most a page of its children's keys: memory grows
+//! with depth × page, never with the number of records, and no call stack
+//! grows at all ([`Kind`] erases each entity's type, so the worklist is one
+//! loop over boxed steps of any entity).
+//!
+//! A child that comes meanwhile fails the count's condition: the record's
+//! children are listed again (at most
+//! [`MAX_ATTEMPTS`](crate::engine::repo::MAX_ATTEMPTS) times, then
+//! [`Error::Conflict`]). A record a cascade meets that cannot be decoded
+//! stops it with an error pointing to `purge`.
+//!
+//! **Cut short** (the process dies, a commit fails, a `restrict` further
+//! down refuses), a cascade leaves what it deleted deleted and the rest
+//! whole: every record left still has its entries and counts, and every
+//! listing and counter is true, so `verify` finds nothing to repair and
+//! `reconcile` nothing to finish. Running the delete again finishes it:
+//! it lists what is left and goes on.
+//!
+//! **Cycles.** A record whose cascade children include a record already on
+//! the path (x's parent is y and y's is x, or a longer loop; or a record
+//! that is its own parent) does not push it again: the record closing the
+//! loop is deleted expecting exactly those children in its count (they are
+//! being deleted further down the stack), and its count is left to them;
+//! each one's delete takes its own place away, and once the last is gone
+//! the count, now 0, is removed. So a cycle ends with every record of it
+//! deleted; cut short within a cycle, a record may outlive its parent (and
+//! that parent's count may stay at 0, which `verify` reads as no count),
+//! and the next delete of it finishes the rest.
 
-use std::future::Future;
-use std::pin::Pin;
-
-use crate::engine::entity::Entity;
-use crate::engine::page::PageRequest;
-use crate::engine::repo::Engine;
 use crate::error::{Error, Result};
-use crate::store::Store;
 use crate::store::batch::Batch;
+
+mod worklist;
+
+pub use worklist::{Kind, Step};
+pub(crate) use worklist::{OnPath, Own, delete_tree};
 
 /// How many children a cascade reads per page; each is deleted in a commit
 /// of its own.
@@ -92,10 +130,6 @@ pub struct DependentFact {
     pub children: String,
 }
 
-/// A boxed, sendable future: what a cascade step returns, so that entities
-/// whose deletes cascade into each other have futures of finite size.
-pub type CascadeFuture<'a> = Pin<Box<dyn Future<Output = Result<usize>> + Send + 'a>>;
-
 /// Whether two names are equal, in a constant.
 pub const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -126,7 +160,7 @@ pub const fn names_dependent(list: &[(&str, &str)], entity: &str, relation: &str
 }
 
 /// The action of relation `relation` to `parent` in `list` (a child's
-/// [`Entity::ENFORCED`]), in a constant; `Keep` when it has none.
+/// [`Entity::ENFORCED`](crate::engine::entity::Entity::ENFORCED)), in a constant; `Keep` when it has none.
 pub const fn on_delete_of(
     list: &[(&str, &str, OnDelete)],
     relation: &str,
@@ -140,6 +174,24 @@ pub const fn on_delete_of(
         i += 1;
     }
     OnDelete::Keep
+}
+
+/// Refuses a record at `key` that names itself among `parents` (the parents
+/// of its new image): [`Error::OwnParent`].
+pub(crate) fn refuse_own_parent(
+    entity: &'static str,
+    key: &str,
+    parents: &[ParentFact],
+) -> Result<()> {
+    match parents.iter().find(|p| p.key == key) {
+        Some(p) => Err(Error::OwnParent {
+            entity,
+            key: key.to_owned(),
+            relation: p.relation,
+            on_delete: p.on_delete.as_str(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Adds to `b` a condition that each parent `new` names and `old` did not
@@ -183,47 +235,4 @@ pub(crate) fn parent_error(entity: &'static str, p: &ParentFact) -> Error {
         parent: p.key.clone(),
         on_delete: p.on_delete.as_str(),
     }
-}
-
-/// One step of a cascade: deletes the children of `C` listed first in
-/// `collection` (at most `limit`), each with its full upkeep in its own
-/// commit; returns how many entries it met (0 when none is left). Entries
-/// of records that are gone are swept by the listing. When `C` expires,
-/// its due expiries are swept first, so expired children stop counting.
-/// With `delete: false` only that sweep is done (a restricted delete
-/// about to fail checks that the children it counts are live).
-pub async fn cascade_page<C: Entity, S: Store>(
-    store: &S,
-    collection: &str,
-    limit: usize,
-    delete: bool,
-) -> Result<usize> {
-    let engine = Engine::<C, S>::new(store.clone());
-    let mut swept = 0;
-    if C::META.ttl.is_some() {
-        let s = engine.sweep_expired(limit.max(1)).await?;
-        swept = usize::from(s.more) + usize::try_from(s.expired).unwrap_or(usize::MAX);
-    }
-    if !delete {
-        return Ok(swept);
-    }
-    let page = engine
-        .list(collection, PageRequest::new(limit.max(1)).into())
-        .await?;
-    if let Some(s) = page.skipped.first() {
-        return Err(Error::decode(
-            s.key.clone(),
-            format!(
-                "a cascade cannot delete this {} (it does not decode, so its entries are unknown); \
-                 `purge` it, then delete the parent again",
-                C::META.name
-            ),
-            None,
-        ));
-    }
-    let met = page.items.len() + usize::from(page.next.is_some());
-    for child in &page.items {
-        engine.delete(&child.record_key()).await?;
-    }
-    Ok(met + swept)
 }
