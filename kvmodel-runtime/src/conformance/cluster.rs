@@ -5,43 +5,25 @@
 //! Starting a cluster takes a few seconds (the nodes must agree), so a
 //! test binary starts one ([`RedisCluster::shared`]) and every test uses
 //! it through its own [`ClusterHarness`]. Each server runs under a small
-//! `sh` watchdog that stops it when this process is gone, so a cluster
-//! held in a static is never left running; a cluster started with
-//! [`RedisCluster::start`] is stopped (by PID) when dropped.
+//! `sh` watchdog that stops it when this process is gone (even killed), so
+//! a cluster held in a static is never left running, and its files are in
+//! this process's temporary directory, removed when the process ends; a
+//! cluster started with [`RedisCluster::start`] is stopped (by PID) when
+//! dropped.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::Harness;
+use super::watchdog::Watched;
 use crate::store::RedisClusterStore;
 
-/// The watchdog each server runs under: it starts `redis-server` with the
-/// arguments given, prints its PID, and stops it (then removes its data
-/// directory) when the test process (`$1`) is gone or on `SIGTERM`.
-const WATCHDOG: &str = r#"
-parent="$1"; dir="$2"; shift 2
-redis-server "$@" >/dev/null 2>&1 &
-child=$!
-echo "$child"
-trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; rm -rf "$dir"; rmdir "${dir%/*}" 2>/dev/null; exit 0' TERM
-while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
-  sleep 1 & wait $!
-done
-kill "$child" 2>/dev/null
-wait "$child" 2>/dev/null
-rm -rf "$dir"
-rmdir "${dir%/*}" 2>/dev/null
-"#;
-
-/// One master: its watchdog, the server's PID and its port.
+/// One master: its server (held to be stopped when dropped) and its port.
 #[derive(Debug)]
 struct Node {
-    watchdog: Child,
-    pid: u32,
+    _process: Watched,
     port: u16,
 }
 
@@ -94,58 +76,28 @@ impl Node {
         let port = free_pair();
         let data = dir.join(format!("node{index}"));
         std::fs::create_dir_all(&data).ok()?;
-        let mut watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("sh")
-            .arg(std::process::id().to_string())
-            .arg(&data)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&data)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start `sh` to run `redis-server` (install it, e.g. `apt-get install redis-server`)");
-        let mut line = String::new();
-        let pid = watchdog.stdout.take().and_then(|out| {
-            BufReader::new(out).read_line(&mut line).ok()?;
-            line.trim().parse::<u32>().ok()
-        });
-        let Some(pid) = pid else {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-            return None;
-        };
-        let node = Node {
-            watchdog,
-            pid,
-            port,
-        };
+        let process = Watched::spawn(
+            ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+                .into_iter()
+                .chain(["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+                .chain(["--save", "", "--appendonly", "no", "--dir"])
+                .map(std::ffi::OsString::from)
+                .chain([data.into_os_string()]),
+        )?;
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if super::serves(port, pid) {
-                return Some(node);
+            if process.exited() {
+                return None; // the port was taken meanwhile
+            }
+            if super::serves(port, process.pid()) {
+                return Some(Node {
+                    _process: process,
+                    port,
+                });
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        drop(node);
         None
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        // SIGTERM to the server this node started, then its watchdog.
-        let _ = Command::new("kill")
-            .arg(self.pid.to_string())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.watchdog.kill();
-        let _ = self.watchdog.wait();
     }
 }
 
@@ -155,11 +107,8 @@ impl RedisCluster {
     /// actionable message if that does not happen.
     pub fn start() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "kvmodel-cluster-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = super::watchdog::scratch()
+            .join(format!("cluster-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
         let mut nodes = Vec::new();
         for index in 0..3 {
             let node = (0..10)

@@ -19,6 +19,8 @@ mod faulty;
 mod follow;
 mod maintenance;
 mod sizes;
+#[cfg(any(feature = "redb", feature = "redis"))]
+mod watchdog;
 
 pub use cases::*;
 #[cfg(feature = "redis-cluster")]
@@ -120,8 +122,10 @@ impl Harness for MemoryHarness {
     }
 }
 
-/// A [`RedbStore`](crate::RedbStore) in a fresh temporary file (removed on
-/// drop) on a [`ManualClock`].
+/// A [`RedbStore`](crate::RedbStore) in a fresh temporary file on a
+/// [`ManualClock`]. The file is removed on drop, and with the directory of
+/// this process's test files when the process ends (a harness kept in a
+/// `static` is never dropped).
 #[cfg(feature = "redb")]
 #[derive(Debug)]
 pub struct RedbHarness {
@@ -136,11 +140,8 @@ impl RedbHarness {
     pub fn new() -> Self {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "kvmodel-test-{}-{}.redb",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let path =
+            watchdog::scratch().join(format!("{}.redb", NEXT.fetch_add(1, Ordering::Relaxed)));
         let _ = std::fs::remove_file(&path);
         let clock = ManualClock::new(1_700_000_000_000);
         let store = crate::RedbStore::open_with_clock(&path, clock.clone())
@@ -280,11 +281,13 @@ macro_rules! __on_backend {
 }
 
 /// A `redis-server` process started for tests on a free loopback port, and
-/// stopped (by its PID) when dropped. Never touches a server it did not start.
+/// stopped (by its PID) when dropped or when this process ends, even killed
+/// or with the server held in a `static`: a watchdog stops it once this
+/// process is gone. Never touches a server it did not start.
 #[cfg(feature = "redis")]
 #[derive(Debug)]
 pub struct RedisServer {
-    child: std::process::Child,
+    process: watchdog::Watched,
     port: u16,
 }
 
@@ -338,47 +341,40 @@ impl RedisServer {
     }
 
     /// A server on `port`, or `None` if it exits (the port was taken) or
-    /// does not answer within 10 s. With `durable`, it appends every write
+    /// does not answer within 30 s. With `durable`, it appends every write
     /// to a file in that directory and syncs it before answering.
     fn spawn(port: u16, durable: Option<&std::path::Path>) -> Option<Self> {
-        use std::process::{Command, Stdio};
-        let mut command = Command::new("redis-server");
-        command.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ]);
-        match durable {
-            Some(dir) => command
-                .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
-                .arg(dir),
-            None => command
-                .args(["--appendonly", "no", "--dir"])
-                .arg(std::env::temp_dir()),
+        use std::ffi::OsString;
+        let mut args: Vec<OsString> = ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+            .into_iter()
+            .chain(["--save", ""])
+            .map(OsString::from)
+            .collect();
+        let dir = match durable {
+            Some(dir) => {
+                args.extend(["--appendonly", "yes", "--appendfsync", "always"].map(OsString::from));
+                dir
+            }
+            None => {
+                args.extend(["--appendonly", "no"].map(OsString::from));
+                watchdog::scratch()
+            }
         };
-        let mut child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start `redis-server` (install it, e.g. `apt-get install redis-server`)");
+        args.extend([OsString::from("--dir"), dir.as_os_str().to_owned()]);
+        let process = watchdog::Watched::spawn(args)?;
         // Loading a long append-only file takes a while.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
+            if process.exited() {
                 return None; // the port was taken meanwhile
             }
             // The port may answer for another test's server that took it
-            // first: only a server that names this child's PID is ours.
-            if serves(port, child.id()) {
-                return Some(RedisServer { child, port });
+            // first: only a server that names this process's PID is ours.
+            if serves(port, process.pid()) {
+                return Some(RedisServer { process, port });
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let _ = child.kill();
-        let _ = child.wait();
         None
     }
 
@@ -390,6 +386,11 @@ impl RedisServer {
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The server's PID.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
     }
 }
 
@@ -423,15 +424,6 @@ fn serves(port: u16, pid: u32) -> bool {
         }
     }
     false
-}
-
-#[cfg(feature = "redis")]
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        // `Child::kill` signals exactly the process this value started.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A [`RedisStore`](crate::RedisStore) on its own [`RedisServer`]; time
