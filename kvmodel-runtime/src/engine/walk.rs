@@ -262,27 +262,33 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// Chooses how the walk measures counters, and takes this walker's view
     /// on [`Basis::View`] if it has none yet.
     async fn prepare(&self, state: &mut WalkState) -> Result<()> {
-        if state.basis == Basis::Unchosen {
-            state.basis = if self.store.snapshot().await?.is_some() {
-                Basis::View
-            } else if self.store.change_stamps(&[]).await?.is_some() {
-                Basis::Stamps
-            } else {
-                Basis::Neither
-            };
-        }
         // A walk from its start takes a view of its own (a walker may run
         // several walks); a resumed one keeps the walker's, if it has one.
         let fresh = state.phase == Phase::Derived
             && state.cursor.is_none()
             && state.examined == 0
             && state.view == 0;
-        if state.basis == Basis::View && (fresh || self.view().is_none()) {
-            if let Some(view) = self.store.snapshot().await? {
+        let renew = state.basis == Basis::View && (fresh || self.view().is_none());
+        if state.basis != Basis::Unchosen && !renew {
+            return Ok(());
+        }
+        // The view a store gives, if any, is also what chooses the basis:
+        // one snapshot, not one to ask and another to read.
+        match self.store.snapshot().await? {
+            Some(view) => {
+                state.basis = Basis::View;
                 let id = VIEWS.fetch_add(1, Ordering::Relaxed);
                 *self.view.write().unwrap_or_else(PoisonError::into_inner) =
                     Some(Arc::new((id, view)));
             }
+            None if state.basis == Basis::Unchosen => {
+                state.basis = if self.store.change_stamps(&[]).await?.is_some() {
+                    Basis::Stamps
+                } else {
+                    Basis::Neither
+                };
+            }
+            None => {}
         }
         Ok(())
     }

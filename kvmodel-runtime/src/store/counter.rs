@@ -151,10 +151,16 @@ pub(crate) fn stamp_key(key: &str) -> String {
 #[cfg(feature = "redis")]
 pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
     use crate::codec::key::Derived;
+    // Whether a `#` of the key starts `{kind}:` of a counter kind; no
+    // allocation on the write path.
     let counter = |key: &str| {
-        [Derived::Counter, Derived::LinkCount]
-            .iter()
-            .any(|d| key.contains(&format!("#{}:", d.as_str())))
+        key.match_indices('#').any(|(at, _)| {
+            let rest = &key[at + 1..];
+            [Derived::Counter, Derived::LinkCount].iter().any(|d| {
+                rest.strip_prefix(d.as_str())
+                    .is_some_and(|r| r.starts_with(':'))
+            })
+        })
     };
     let mut stamps: Vec<String> = batch
         .ops()
@@ -211,6 +217,13 @@ mod stamp_tests {
         let b = stamped(b);
         let stamps: Vec<&str> = b.ops()[4..].iter().map(|op| op.key()).collect();
         assert_eq!(stamps, ["~{c}", "~{d}"]);
+        let mut b = crate::store::Batch::new();
+        b.delete("s:p#nlink:tags:p1")
+            .delete("s:p#countless")
+            .delete("s:u#count:total");
+        let b = stamped(b);
+        let stamps: Vec<&str> = b.ops()[3..].iter().map(|op| op.key()).collect();
+        assert_eq!(stamps, ["~{s:p#nlink:tags:p1}", "~{s:u#count:total}"]);
         assert_eq!(
             stamps_of(vec![None, Some(b"7".to_vec()), Some(b"x".to_vec())]),
             [0, 7, u64::MAX]
