@@ -2,7 +2,7 @@
 //! keys in one hash slot (one script per batch, as on one server), once with
 //! them spread over the slots (every batch of several keys runs the
 //! cross-slot protocol); then what only a cluster has: the protocol's crash
-//! points, locks met by other writes, the sharded discovery set, receipts
+//! points, locks met by other writes, shared holds, the sharded discovery set, receipts
 //! in their record's slot, and the `redis+cluster://` URL.
 
 mod one_slot {
@@ -12,6 +12,9 @@ mod one_slot {
 mod across_slots {
     kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::ClusterHarness::spread());
 }
+
+#[path = "cluster/holds.rs"]
+mod holds;
 
 use std::time::Duration;
 

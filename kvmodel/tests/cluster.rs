@@ -2,7 +2,11 @@
 //! slots: a crash at every step of the cross-slot protocol (readers stay
 //! right, `verify` reports what is left, recovery brings drift to zero),
 //! racing claims whose key lives on another node, contended
-//! read-modify-writes, and counters after a contended workload.
+//! read-modify-writes, counters after a contended workload, and one hot
+//! record under 64 writers.
+
+#[path = "cluster/hot.rs"]
+mod hot;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

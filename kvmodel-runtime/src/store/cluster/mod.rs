@@ -5,7 +5,7 @@
 //! for the [`Store`] contract:
 //!
 //! - a batch whose keys share one hash slot commits as one script: the
-//!   Redis store's own `redis.lua`, behind a check that no key is locked by
+//!   Redis store's own `redis.lua`, behind a check that no key is held by
 //!   an unfinished cross-slot write (see `docs/cluster.md`);
 //! - a batch across slots follows the cross-slot protocol (`protocol`):
 //!   locks and early effects, a commit point in the record's slot, late
@@ -326,9 +326,15 @@ impl Store for RedisClusterStore {
         }
         let mut values: Vec<Option<Vec<u8>>> = self.query(&cmd, "read counter stamps").await?;
         let locks = values.split_off(keys.len());
+        let shared = futures_util::future::try_join_all(keys.iter().map(|k| async move {
+            let mut cmd = redis::cmd("EXISTS");
+            cmd.arg(slots::share_key(&self.inner.prefix, &self.phys(k)));
+            self.query::<bool>(&cmd, "read shared holds").await
+        }))
+        .await?;
         let mut stamps = crate::store::counter::stamps_of(values);
-        for (stamp, lock) in stamps.iter_mut().zip(locks) {
-            if lock.is_some() {
+        for ((stamp, lock), shared) in stamps.iter_mut().zip(locks).zip(shared) {
+            if lock.is_some() || shared {
                 *stamp = u64::MAX;
             }
         }

@@ -13,7 +13,9 @@
 //! their order. A slot with nothing but member additions needs no token.
 
 use crate::store::batch::{Batch, Condition, Op};
-use crate::store::cluster::slots::{intent_key, lock_key, slot_of, token_key};
+use std::collections::HashMap;
+
+use crate::store::cluster::slots::{intent_key, lock_key, share_key, slot_of, token_key};
 use crate::store::redis_wire::{encode_condition, encode_op};
 
 /// What a group asks of its slot.
@@ -38,9 +40,8 @@ pub(crate) struct Group {
     pub(crate) own: String,
     /// Distinct data keys, in first-seen order.
     pub(crate) keys: Vec<String>,
-    /// Per key: whether the write locks it (a condition, a put, a delete or
-    /// an increment).
-    pub(crate) locked: Vec<bool>,
+    /// Per key, how the write holds it ([`hold_flags`]).
+    pub(crate) holds: String,
     /// (batch index, condition).
     pub(crate) conditions: Vec<(usize, Condition)>,
     /// (operation, early).
@@ -52,24 +53,18 @@ impl Group {
         self.keys.iter().position(|k| k == key).map_or(0, |i| i + 1)
     }
 
-    /// `KEYS`: own key, data keys, their locks.
+    /// `KEYS`: own key, data keys, their locks and shared holds.
     pub(crate) fn script_keys(&self, prefix: &str) -> Vec<String> {
-        let mut keys = Vec::with_capacity(1 + 2 * self.keys.len());
-        keys.push(self.own.clone());
-        keys.extend(self.keys.iter().cloned());
-        keys.extend(self.keys.iter().map(|k| lock_key(prefix, k)));
+        let mut keys = vec![self.own.clone()];
+        keys.extend(guard_keys(&self.keys, prefix));
         keys
     }
 
     /// `ARGV` after the write id, lease and the two step arguments: key
-    /// count, lock flags (ending in `!` for a batch that never waits),
+    /// count, hold flags (ending in `!` for a batch that never waits),
     /// conditions, operations.
     pub(crate) fn script_args(&self, never_wait: bool) -> Vec<Vec<u8>> {
-        let mut flags: String = self
-            .locked
-            .iter()
-            .map(|&l| if l { 'L' } else { '-' })
-            .collect();
+        let mut flags = self.holds.clone();
         if never_wait {
             flags.push('!');
         }
@@ -96,6 +91,58 @@ impl Group {
         }
         argv
     }
+}
+
+/// `keys`, then the lock of each, then the shared holds of each: the
+/// `KEYS` of a script that meets other writes' holds on `keys`.
+pub(crate) fn guard_keys(keys: &[String], prefix: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(3 * keys.len());
+    out.extend(keys.iter().cloned());
+    out.extend(keys.iter().map(|k| lock_key(prefix, k)));
+    out.extend(keys.iter().map(|k| share_key(prefix, k)));
+    out
+}
+
+/// How a write holds each of `keys` until its last effect is applied, one
+/// flag per key (`lua/locks.lua`): `L` exclusively when it puts or deletes
+/// the key, or both conditions on and increments it; `S` shared when it
+/// only conditions on it; `I` shared when it only increments it (writes
+/// that add to one counter go on together); `-` not at all (collection
+/// members, times to live).
+pub(crate) fn hold_flags<'a>(
+    keys: &[String],
+    conditions: impl IntoIterator<Item = &'a Condition>,
+    ops: impl IntoIterator<Item = &'a Op>,
+) -> String {
+    let at: HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    // Per key: (read, replaced, added to).
+    let mut how = vec![(false, false, false); keys.len()];
+    for c in conditions {
+        if let Some(&i) = at.get(c.key()) {
+            how[i].0 = true;
+        }
+    }
+    for op in ops {
+        if let Some(&i) = at.get(op.key()) {
+            match op {
+                Op::Put { .. } | Op::Delete { .. } => how[i].1 = true,
+                Op::Incr { .. } => how[i].2 = true,
+                _ => {}
+            }
+        }
+    }
+    how.into_iter()
+        .map(|(read, replaced, added)| match (read, replaced, added) {
+            (_, true, _) | (true, _, true) => 'L',
+            (true, false, false) => 'S',
+            (false, false, true) => 'I',
+            (false, false, false) => '-',
+        })
+        .collect()
 }
 
 /// Whether `batch` never waits for other writes: it does not write the
@@ -158,20 +205,16 @@ impl Group {
                 token_key(prefix, slot, write)
             },
             keys: Vec::new(),
-            locked: Vec::new(),
+            holds: String::new(),
             conditions: Vec::new(),
             ops: Vec::new(),
         }
     }
 
-    /// Notes that the group touches `key`, locking it with `lock`.
-    fn touch(&mut self, key: &str, lock: bool) {
-        match self.keys.iter().position(|k| k == key) {
-            Some(i) => self.locked[i] |= lock,
-            None => {
-                self.keys.push(key.to_owned());
-                self.locked.push(lock);
-            }
+    /// Notes that the group touches `key`.
+    fn touch(&mut self, key: &str) {
+        if !self.keys.iter().any(|k| k == key) {
+            self.keys.push(key.to_owned());
         }
     }
 
@@ -234,18 +277,24 @@ pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
     let mut groups = vec![Group::new(primary, true, write, prefix)];
     for (i, c) in batch.conditions().iter().enumerate() {
         let g = group_of(&mut groups, slot_of(c.key()), write, prefix);
-        g.touch(c.key(), true);
+        g.touch(c.key());
         g.conditions.push((i, c.clone()));
     }
     for op in batch.ops() {
         let g = group_of(&mut groups, slot_of(op.key()), write, prefix);
-        // An increment is locked too: a write that conditions on the
-        // counter (a parent's delete on its count of children) must see it
-        // or wait for it, never check between this write's commit point
-        // and the increment's late application.
-        let lock = matches!(op, Op::Put { .. } | Op::Delete { .. } | Op::Incr { .. });
-        g.touch(op.key(), lock);
+        g.touch(op.key());
         g.ops.push((op.clone(), false));
+    }
+    for g in &mut groups {
+        // An increment is held too: a write that conditions on the counter
+        // (a parent's delete on its count of children) must see it or wait
+        // for it, never check between this write's commit point and the
+        // increment's late application.
+        g.holds = hold_flags(
+            &g.keys,
+            g.conditions.iter().map(|(_, c)| c),
+            g.ops.iter().map(|(op, _)| op),
+        );
     }
     for g in groups.iter_mut().skip(1) {
         g.classify();

@@ -30,9 +30,9 @@ use crate::error::{Error, Result};
 use crate::store::RedisStore;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::cluster::RedisClusterStore;
-use crate::store::cluster::plan::{Group, Role, never_waits, plan, slots};
+use crate::store::cluster::plan::{Group, Role, guard_keys, hold_flags, never_waits, plan, slots};
 use crate::store::cluster::scripts::{Reply, reply};
-use crate::store::cluster::slots::lock_key;
+use crate::store::cluster::slots::is_share_key;
 
 /// Where a test makes a cross-slot commit stop, as if its process died
 /// there ([`RedisClusterStore::crashing_at`]).
@@ -231,29 +231,40 @@ impl RedisClusterStore {
                 return Ok(false);
             }
             wait.pause(self.wait_limit(), lock).await?;
-            let mut cmd = redis::cmd("GET");
-            cmd.arg(lock);
-            let now: Option<String> = self.query(&cmd, "read a lock").await?;
-            if now.as_deref() != Some(held) {
+            if !self.still_held(lock, held).await? {
                 return Ok(true);
             }
         }
     }
 
-    /// A batch within one slot: RedisStore's script, behind the lock check.
+    /// Whether the hold `held` met at `lock` (a lock, or the shared holds of
+    /// a key) is still there.
+    async fn still_held(&self, lock: &str, held: &str) -> Result<bool> {
+        if is_share_key(&self.inner.prefix, lock) {
+            let write = held.split('|').next().unwrap_or_default();
+            let mut cmd = redis::cmd("HEXISTS");
+            cmd.arg(lock).arg(write);
+            let there: bool = self.query(&cmd, "read a shared hold").await?;
+            return Ok(there);
+        }
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(lock);
+        let now: Option<String> = self.query(&cmd, "read a lock").await?;
+        Ok(now.as_deref() == Some(held))
+    }
+
+    /// A batch within one slot: RedisStore's script, behind the check of
+    /// other writes' holds.
     async fn commit_single(&self, batch: &Batch) -> Result<Attempt> {
-        let (_, mut keys, mut argv) = RedisStore::script_invocation(batch);
-        let locks: Vec<String> = keys
-            .iter()
-            .map(|k| lock_key(&self.inner.prefix, k))
-            .collect();
+        let (_, keys, mut argv) = RedisStore::script_invocation(batch);
+        argv.push(hold_flags(&keys, batch.conditions(), batch.ops()).into_bytes());
         argv.push(if never_waits(batch) {
             b"1".to_vec()
         } else {
             b"0".to_vec()
         });
-        argv.push(locks.len().to_string().into_bytes());
-        keys.extend(locks);
+        argv.push(keys.len().to_string().into_bytes());
+        let keys = guard_keys(&keys, &self.inner.prefix);
         let value = self
             .run(&self.inner.scripts.single, &keys, &argv)
             .await?
@@ -492,8 +503,9 @@ impl RedisClusterStore {
         keys: &[String],
         write: &str,
     ) -> Result<()> {
-        let n = (keys.len().saturating_sub(1) / 2).to_string();
-        let flags = "-".repeat(keys.len().saturating_sub(1) / 2);
+        let n = keys.len().saturating_sub(1) / 3;
+        let flags = "-".repeat(n);
+        let n = n.to_string();
         let argv: Vec<Vec<u8>> = vec![
             write.as_bytes().to_vec(),
             b"0".to_vec(),
@@ -522,10 +534,8 @@ impl RedisClusterStore {
         write: &str,
         mode: &[u8],
     ) -> Result<()> {
-        let mut all = Vec::with_capacity(1 + 2 * keys.len());
-        all.push(intent.to_owned());
-        all.extend(keys.iter().cloned());
-        all.extend(keys.iter().map(|k| lock_key(&self.inner.prefix, k)));
+        let mut all = vec![intent.to_owned()];
+        all.extend(guard_keys(keys, &self.inner.prefix));
         let argv: Vec<Vec<u8>> = vec![
             write.as_bytes().to_vec(),
             b"0".to_vec(),

@@ -1,7 +1,8 @@
 //! Finishing or undoing cross-slot writes whose writer is gone.
 //!
 //! Every leftover of the protocol names its write and where its intent
-//! lives: a lock holds `write|deadline|intent|token`, a token its intent,
+//! lives: a lock (or a shared hold) holds `write|deadline|intent|token`, a
+//! token its intent,
 //! the intent its tokens and locked keys. The intent decides: committed
 //! writes are finished (late operations applied once, locks released),
 //! prepared ones past their lease (plus a margin of one more lease) are
@@ -169,7 +170,7 @@ impl RedisClusterStore {
         }
     }
 
-    /// The store's own keys of one kind (`intent`, `token`, `lock`).
+    /// The store's own keys of one kind (`intent`, `token`, `lock`, `share`).
     async fn own_keys(&self, kind: &str) -> Result<Vec<String>> {
         let prefix = format!("{}{OWN}{kind}:", self.inner.prefix);
         self.scan_all(&prefix_pattern(&prefix)).await
@@ -213,6 +214,18 @@ impl RedisClusterStore {
             let held: Option<String> = self.query(&cmd, "read a lock").await?;
             if let Some((w, deadline, intent, token)) = held.as_deref().and_then(parse_lock) {
                 out.push((w.into(), intent.into(), token.into(), deadline, false));
+            }
+        }
+        for share in self.own_keys("share").await? {
+            let mut cmd = redis::cmd("HVALS");
+            cmd.arg(&share);
+            let holds: Vec<String> = self.query(&cmd, "read shared holds").await?;
+            for hold in &holds {
+                // "S  held" or "I net held" (lua/locks.lua).
+                let held = hold.splitn(3, ' ').nth(2).and_then(parse_lock);
+                if let Some((w, deadline, intent, token)) = held {
+                    out.push((w.into(), intent.into(), token.into(), deadline, false));
+                }
             }
         }
         Ok(out)

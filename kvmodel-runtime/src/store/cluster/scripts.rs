@@ -1,11 +1,12 @@
 //! The Lua scripts of the cluster store and the shapes of their replies.
 //!
 //! A batch within one slot runs `redis.lua` (RedisStore's commit script,
-//! unchanged) behind a check that none of its keys is locked. The steps of
-//! the cross-slot protocol share `lua/lib.lua` (conditions, validation with
-//! the rules of [`check`](crate::store::check), locks) and add one body each.
-//! Every script starts with `prelude.lua`, the counter arithmetic and TTL
-//! checks RedisStore's script uses too.
+//! unchanged) behind a check that no other write holds its keys. The steps
+//! of the cross-slot protocol share `lua/lib.lua` (conditions, validation
+//! with the rules of [`check`](crate::store::check), taking and releasing
+//! holds) and add one body each. Every script starts with `prelude.lua`, the
+//! counter arithmetic and TTL checks RedisStore's script uses too, and
+//! `lua/locks.lua`, how a write meets the holds of others.
 
 use redis::{Script, Value};
 
@@ -15,6 +16,7 @@ macro_rules! step {
     ($file:literal) => {
         concat!(
             include_str!("../prelude.lua"),
+            include_str!("lua/locks.lua"),
             include_str!("lua/lib.lua"),
             include_str!(concat!("lua/", $file))
         )
@@ -39,8 +41,9 @@ impl Scripts {
     pub(crate) fn new() -> Scripts {
         Scripts {
             single: Script::new(concat!(
-                include_str!("lua/single.lua"),
                 include_str!("../prelude.lua"),
+                include_str!("lua/locks.lua"),
+                include_str!("lua/single.lua"),
                 include_str!("../redis.lua")
             )),
             prepare_primary: Script::new(step!("prepare_primary.lua")),

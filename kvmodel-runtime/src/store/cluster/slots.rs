@@ -2,7 +2,7 @@
 //! and the store's own keys placed in the slot of a given key.
 //!
 //! Routing is the redis crate's; this module only *groups* a batch by slot
-//! and names the bookkeeping keys (locks, intents, tokens) that must share a
+//! and names the bookkeeping keys (locks, shared holds, intents, tokens) that must share a
 //! slot with the keys they guard, so that one script can touch both.
 
 use std::sync::OnceLock;
@@ -47,6 +47,18 @@ pub fn lock_key(prefix: &str, key: &str) -> String {
     format!("{prefix}{OWN}lock:{{{}}}:{key}", tag(slot_of(key)))
 }
 
+/// The shared holds of the cross-slot protocol on `key` (in `key`'s slot):
+/// a hash of the writes that only read it in a condition, or only add to it.
+pub fn share_key(prefix: &str, key: &str) -> String {
+    format!("{prefix}{OWN}share:{{{}}}:{key}", tag(slot_of(key)))
+}
+
+/// Whether `key` (a store key, with `prefix`) is a [`share_key`].
+pub fn is_share_key(prefix: &str, key: &str) -> bool {
+    key.strip_prefix(prefix)
+        .is_some_and(|k| k.starts_with(&format!("{OWN}share:")))
+}
+
 /// The intent of write `write` whose record lives in `slot`.
 pub fn intent_key(prefix: &str, slot: u16, write: &str) -> String {
     format!("{prefix}{OWN}intent:{{{}}}:{write}", tag(slot))
@@ -72,6 +84,9 @@ mod tests {
     fn own_keys_share_the_slot_they_guard() {
         for key in ["shop:user:1", "a{}b", "a}b{c", "docs:tenant:{t}:doc:1", ""] {
             assert_eq!(slot_of(&lock_key("p/", key)), slot_of(key), "{key}");
+            assert_eq!(slot_of(&share_key("p/", key)), slot_of(key), "{key}");
+            assert!(is_share_key("p/", &share_key("p/", key)));
+            assert!(!is_share_key("p/", &lock_key("p/", key)));
         }
         assert_eq!(slot_of(&intent_key("", 77, "w")), 77);
         assert_eq!(slot_of(&token_key("p/", 16383, "w")), 16383);

@@ -2,13 +2,15 @@
 -- shares. Each script is this text followed by its own body.
 --
 -- KEYS: [1] the step's own key (an intent or a token), then the n data keys
--- of one hash slot, then their n locks. ARGV: [1] write id, [2] lease in
--- ms, [3] and [4] step arguments, [5] n, [6] one flag per key ('L': the
--- write locks it), then the conditions (count, then kind, key number,
--- value, batch index each) and the operations (count, then kind, key
--- number, a, b, early flag each), numbered from 1 like the keys.
+-- of one hash slot, their n locks and their n shared holds. ARGV: [1] write
+-- id, [2] lease in ms, [3] and [4] step arguments, [5] n, [6] one flag per
+-- key (its hold, locks.lua: 'L', 'S', 'I' or '-'), then the conditions
+-- (count, then kind, key number, value, batch index each) and the
+-- operations (count, then kind, key number, a, b, early flag each),
+-- numbered from 1 like the keys.
 --
--- Counters and times to live: prelude.lua, prepended.
+-- Counters and times to live: prelude.lua; holds: locks.lua (both
+-- prepended).
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -26,6 +28,8 @@ local OWN = KEYS[1]
 
 local function key(i) return KEYS[1 + i] end
 local function lock(i) return KEYS[1 + N + i] end
+local function share(i) return KEYS[1 + 2 * N + i] end
+local function mode(i) return string.sub(FLAGS, i, i) end
 
 -- Conditions and operations, decoded.
 local conditions, ops = {}, {}
@@ -43,24 +47,34 @@ do
   end
 end
 
--- The value of the lock on key number i when another write holds it.
-local function foreign(i)
-  local held = redis.call('GET', lock(i))
-  if held and string.sub(held, 1, #W + 1) ~= W .. '|' then return held end
-  return nil
+-- This write's increments of key number i: {a, b} each.
+local function incs_of(i)
+  local out = {}
+  for _, op in ipairs(ops) do
+    if op.k == i and op.kind == 'i' then out[#out + 1] = {a = op.a, b = op.b} end
+  end
+  return out
 end
 
--- {-2, lock key, lock} for the first key of the slot another write holds.
-local function first_foreign()
+-- The lock key and value of another write's hold that keeps this write
+-- from holding key number i, or nil.
+local function conflict_at(i)
+  return conflict(key(i), lock(i), share(i), mode(i), W, incs_of(i))
+end
+
+-- {-2, lock key, lock value} for the first key of the slot held against
+-- this write, or nil.
+local function first_conflict()
   for i = 1, N do
-    local held = foreign(i)
-    if held then return {-2, lock(i), held} end
+    local l, h = conflict_at(i)
+    if l then return {-2, l, h} end
   end
   return nil
 end
 
 -- {0, batch index} for the first condition that fails, {-1, key, reason}
 -- for one that inspects a collection, nil when all hold.
+local KINDS = {a = true, e = true, o = true, p = true}
 local function check_conditions()
   for _, c in ipairs(conditions) do
     local k = key(c.k)
@@ -68,57 +82,16 @@ local function check_conditions()
     if t ~= 'none' and t ~= 'string' then
       return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
     end
-    local cur = redis.call('GET', k)
-    if c.kind == 'a' then
-      if cur then return {0, c.index} end
-    elseif c.kind == 'e' then
-      if cur ~= c.want then return {0, c.index} end
-    elseif c.kind == 'o' then
-      if cur and cur ~= c.want then return {0, c.index} end
-    elseif c.kind == 'p' then
-      if not cur then return {0, c.index} end
-    else
-      return {-1, k, 'unknown condition ' .. c.kind}
-    end
+    if not KINDS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
+    if not holds_now(k, c.kind, c.want) then return {0, c.index} end
   end
   return nil
 end
 
--- What decides when another write holds a key of this slot, or nil when
--- none is held. Conditions are taken in batch order. One on a key held by
--- a write that may change it outside its commit point (a lock naming a
--- token: an early claim, a late put) fails at once if it requires
--- equality ({0, batch index}: whatever the holder does, a compare-and-set
--- against the value read before it is stale or about to be), and otherwise
--- waits ({-2, lock key, lock}). Any other (no lock, or a record-slot lock,
--- "…|", whose key changes only at a commit point, so holds a committed
--- value) is checked now and fails at once if it does not hold. When every
--- condition holds, the first held key makes the step wait. A failure here
--- says 'held': the batch met another write.
+-- What decides when another write's hold keeps this step from going on
+-- (locks.lua's `busy_of`), or nil.
 local function busy()
-  local first = first_foreign()
-  if not first then return nil end
-  if NOWAIT then
-    for _, c in ipairs(conditions) do
-      if foreign(c.k) then return {0, c.index, 'held'} end
-    end
-  end
-  for _, c in ipairs(conditions) do
-    local held = foreign(c.k)
-    if held and string.sub(held, -1) ~= '|' then
-      if c.kind == 'e' then return {0, c.index, 'held'} end
-      return {-2, lock(c.k), held}
-    end
-    local k = key(c.k)
-    if redis.call('TYPE', k).ok == 'string' or redis.call('EXISTS', k) == 0 then
-      local cur = redis.call('GET', k)
-      if (c.kind == 'a' and cur) or (c.kind == 'e' and cur ~= c.want)
-          or (c.kind == 'o' and cur and cur ~= c.want) or (c.kind == 'p' and not cur) then
-        return {0, c.index, 'held'}
-      end
-    end
-  end
-  return first
+  return busy_of(N, key, conflict_at, conditions, NOWAIT)
 end
 
 -- Validation with the rules of `kvmodel_runtime::store::check`: what each
@@ -219,18 +192,41 @@ local function apply(op)
   return 0
 end
 
--- Takes the lock of every key flagged 'L': "write|deadline|intent|token".
+-- The sum of this write's increments of key number i, in decimal.
+local function net_of(i)
+  local v = {0, 0}
+  for _, inc in ipairs(incs_of(i)) do
+    v = add(v, parse_int(inc.a) or {0, 0}) or v
+  end
+  local hi, lo = v[1], v[2]
+  if hi == 0 then return string.format('%d', lo) end
+  local sign = ''
+  if hi < 0 then sign, hi, lo = '-', -hi, -lo end
+  return sign .. string.format('%d', hi) .. string.format('%09d', lo)
+end
+
+-- Takes this write's hold on every key (its flag): "write|deadline|intent|
+-- token" in the lock of a key held 'L', a field of its shared holds for 'S'
+-- and 'I' (locks.lua).
 local function take_locks(deadline, intent, token)
   local held = W .. '|' .. deadline .. '|' .. intent .. '|' .. token
   for i = 1, N do
-    if string.sub(FLAGS, i, i) == 'L' then redis.call('SET', lock(i), held) end
+    local m = mode(i)
+    if m == 'L' then
+      redis.call('SET', lock(i), held)
+    elseif m == 'S' then
+      redis.call('HSET', share(i), W, 'S  ' .. held)
+    elseif m == 'I' then
+      redis.call('HSET', share(i), W, 'I ' .. net_of(i) .. ' ' .. held)
+    end
   end
 end
 
--- Releases the locks of this write among keys 1..n.
+-- Releases the holds of this write among keys 1..n (KEYS laid out for n).
 local function release_locks(n)
   for i = 1, n do
     local held = redis.call('GET', KEYS[1 + n + i])
     if held and string.sub(held, 1, #W + 1) == W .. '|' then redis.call('DEL', KEYS[1 + n + i]) end
+    redis.call('HDEL', KEYS[1 + 2 * n + i], W)
   end
 end

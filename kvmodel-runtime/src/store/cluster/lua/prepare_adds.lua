@@ -2,7 +2,7 @@
 -- Step 1 in a slot the write only adds collection members to: they are
 -- added at once, and which were new is returned (for an abort). No token:
 -- a member whose write never commits is stale, and readers see through it.
-local held = first_foreign()
+local held = first_conflict()
 if held then return held end
 local invalid = validate(ops)
 if invalid then return invalid end

@@ -1,47 +1,33 @@
 -- kvmodel on Redis Cluster, a batch within one hash slot: redis.lua
--- (appended below, unchanged) behind the locks of unfinished cross-slot
--- writes. KEYS: redis.lua's keys, then their locks in the same order; the
--- last ARGV says how many locks, the one before it whether the batch may
--- wait ('1': it does not write the key of its first condition, a clean-up
--- or repair, and fails a condition on a held key at once instead). When a key is locked, conditions are taken
--- in batch order (redis.lua's encoding: ARGV[1] conditions, then kind, key
--- number, value each), as lib.lua's `busy` takes them: on a key whose lock
--- names a token, an equality fails at once and the others wait; any other
--- is checked against the committed value. If all hold, the batch waits for
--- the first held key.
-local kv_locks = tonumber(ARGV[#ARGV])
-local kv_base = #KEYS - kv_locks
-local kv_first = nil
-for kv_i = kv_base + 1, #KEYS do
-  local kv_held = redis.call('GET', KEYS[kv_i])
-  if kv_held then
-    kv_first = {-2, KEYS[kv_i], kv_held}
-    break
+-- (appended below, unchanged) behind the holds of unfinished cross-slot
+-- writes (locks.lua, prepended). KEYS: redis.lua's n keys, then their n
+-- locks and their n shared holds. The last ARGV is n; the one before it
+-- says whether the batch may wait ('1': it does not write the key of its
+-- first condition, a clean-up or repair, and fails a condition on a held
+-- key at once instead); the one before that holds each key's mode
+-- (locks.lua). The rest is redis.lua's: ARGV[1] conditions, then kind, key
+-- number, value each; then the operations, then kind, key number, a, b
+-- each. A held key is met as locks.lua's `busy_of` says.
+do
+  local n = tonumber(ARGV[#ARGV])
+  local modes = ARGV[#ARGV - 2]
+  local conditions, incs = {}, {}
+  for c = 1, tonumber(ARGV[1]) do
+    conditions[c] = {kind = ARGV[3 * c - 1], k = tonumber(ARGV[3 * c]), want = ARGV[3 * c + 1], index = c - 1}
   end
-end
-if kv_first then
-  if ARGV[#ARGV - 1] == '1' then
-    for kv_c = 1, tonumber(ARGV[1]) do
-      if redis.call('EXISTS', KEYS[kv_base + tonumber(ARGV[3 * kv_c])]) == 1 then
-        return {0, kv_c - 1, 'held'}
-      end
+  local at = 2 + 3 * #conditions
+  for _ = 1, tonumber(ARGV[at]) do
+    local k = tonumber(ARGV[at + 2])
+    if ARGV[at + 1] == 'i' then
+      incs[k] = incs[k] or {}
+      table.insert(incs[k], {a = ARGV[at + 3], b = ARGV[at + 4]})
     end
+    at = at + 4
   end
-  for kv_c = 1, tonumber(ARGV[1]) do
-    local kv_kind, kv_k, kv_want = ARGV[3 * kv_c - 1], tonumber(ARGV[3 * kv_c]), ARGV[3 * kv_c + 1]
-    local kv_held = redis.call('GET', KEYS[kv_base + kv_k])
-    if kv_held and string.sub(kv_held, -1) ~= '|' then
-      if kv_kind == 'e' then return {0, kv_c - 1, 'held'} end
-      return {-2, KEYS[kv_base + kv_k], kv_held}
-    end
-    local kv_key = KEYS[kv_k]
-    if redis.call('TYPE', kv_key).ok == 'string' or redis.call('EXISTS', kv_key) == 0 then
-      local kv_cur = redis.call('GET', kv_key)
-      if (kv_kind == 'a' and kv_cur) or (kv_kind == 'e' and kv_cur ~= kv_want)
-          or (kv_kind == 'o' and kv_cur and kv_cur ~= kv_want) or (kv_kind == 'p' and not kv_cur) then
-        return {0, kv_c - 1, 'held'}
-      end
-    end
+  local function key_of(i) return KEYS[i] end
+  local function conflict_of(i)
+    return conflict(KEYS[i], KEYS[n + i], KEYS[2 * n + i], string.sub(modes, i, i), nil, incs[i] or {})
   end
-  return kv_first
+  local held = busy_of(n, key_of, conflict_of, conditions, ARGV[#ARGV - 1] == '1')
+  if held then return held end
 end

@@ -1,0 +1,149 @@
+//! Shared holds: writes that only add to a counter go on together, and so
+//! do writes that only read a key in a condition; a write that replaces
+//! the key, or reads what others add to, does not go on beside them. Each
+//! test leaves one write stuck after step 1 (its process "died" holding its
+//! keys) and sees who goes on beside it.
+
+use std::time::{Duration, Instant};
+
+use kvmodel_runtime::conformance::{ClusterHarness, Harness};
+use kvmodel_runtime::store::CrashPoint;
+use kvmodel_runtime::{Batch, Store};
+
+/// Long enough that a write which does not wait finishes well within it.
+const LEASE: Duration = Duration::from_millis(1500);
+
+/// Waits until writes started now are past their lease and its margin.
+async fn overdue() {
+    tokio::time::sleep(LEASE * 2 + Duration::from_millis(150)).await;
+}
+
+/// A create of record `{tag}holds:rec` that also runs `more` on the batch.
+fn create(tag: &str, more: impl FnOnce(&mut Batch)) -> Batch {
+    let record = format!("{{{tag}}}holds:rec");
+    let mut b = Batch::new();
+    b.absent(&record).put(&record, b"r".to_vec(), None);
+    more(&mut b);
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adders_go_on_together_and_a_reader_is_kept_out() {
+    let h = ClusterHarness::with_lease(LEASE).await;
+    let s = h.store();
+    let counter = "{c}holds:count";
+    let stuck = create("a1", |b| {
+        b.incr(counter, 5);
+    });
+    let _ = s.crashing_at(CrashPoint::Prepared).commit(stuck).await;
+
+    // Another write across slots and a batch within the counter's slot add
+    // to it at once, without waiting for the stuck one.
+    let started = Instant::now();
+    let across = create("a2", |b| {
+        b.incr(counter, 7);
+    });
+    assert!(s.commit(across).await.unwrap().is_applied());
+    let mut within = Batch::new();
+    within.incr(counter, 1);
+    assert!(s.commit(within).await.unwrap().is_applied());
+    assert!(
+        started.elapsed() < LEASE,
+        "adders waited for each other: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(s.counter(counter).await.unwrap(), 8);
+
+    // A write that reads the counter in a condition does not go on beside
+    // the stuck adder (whose increment may still come): it waits a little,
+    // then fails as if the other write had got there first; once the
+    // stuck one is overdue, the next attempt undoes it and applies.
+    let reader = || {
+        create("a3", |b| {
+            b.present(counter);
+        })
+    };
+    assert!(!s.commit(reader()).await.unwrap().is_applied());
+    overdue().await;
+    assert!(s.commit(reader()).await.unwrap().is_applied());
+    assert_eq!(s.counter(counter).await.unwrap(), 8, "the stuck one undone");
+    assert!(s.unfinished_writes().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adders_together_never_pass_what_a_counter_holds() {
+    let h = ClusterHarness::with_lease(LEASE).await;
+    let s = h.store();
+    let counter = "{c}holds:big";
+    let big = i64::MAX - 10;
+    let stuck = create("b1", |b| {
+        b.incr(counter, big);
+    });
+    let _ = s.crashing_at(CrashPoint::Prepared).commit(stuck).await;
+
+    // Alone this increment fits; with the stuck one it would not: it waits
+    // until the stuck one is undone, never applying past i64::MAX.
+    let started = Instant::now();
+    let second = create("b2", |b| {
+        b.incr(counter, big);
+    });
+    assert!(s.commit(second).await.unwrap().is_applied());
+    assert!(started.elapsed() >= LEASE, "it waited for the stuck adder");
+    assert_eq!(s.counter(counter).await.unwrap(), big);
+
+    // A small increment beside a small stuck one does not wait.
+    let stuck = create("b3", |b| {
+        b.incr(counter, -5);
+    });
+    let _ = s.crashing_at(CrashPoint::Prepared).commit(stuck).await;
+    let started = Instant::now();
+    let mut within = Batch::new();
+    within.incr(counter, 10);
+    assert!(s.commit(within).await.unwrap().is_applied());
+    assert!(started.elapsed() < LEASE, "{:?}", started.elapsed());
+    assert_eq!(s.counter(counter).await.unwrap(), i64::MAX);
+    // One more would pass i64::MAX unless the stuck -5 commits: it waits,
+    // and once the stuck one is undone it is refused, writing nothing.
+    let mut over = Batch::new();
+    over.incr(counter, 1);
+    let err = s.commit(over).await.unwrap_err();
+    assert!(err.to_string().contains("overflow"), "{err}");
+    assert_eq!(s.counter(counter).await.unwrap(), i64::MAX);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn readers_go_on_together_and_a_writer_is_kept_out() {
+    let h = ClusterHarness::with_lease(LEASE).await;
+    let s = h.store();
+    let parent = "{p}holds:parent";
+    let mut seed = Batch::new();
+    seed.put(parent, b"x".to_vec(), None);
+    assert!(s.commit(seed).await.unwrap().is_applied());
+    let stuck = create("c1", |b| {
+        b.present(parent);
+    });
+    let _ = s.crashing_at(CrashPoint::Prepared).commit(stuck).await;
+
+    // Another child of the same parent goes on at once.
+    let started = Instant::now();
+    let child = create("c2", |b| {
+        b.present(parent);
+    });
+    assert!(s.commit(child).await.unwrap().is_applied());
+    assert!(started.elapsed() < LEASE, "{:?}", started.elapsed());
+
+    // A write of the parent does not go on beside the stuck reader; once
+    // that one is overdue, it is undone and the write applies.
+    let update = || {
+        let mut b = Batch::new();
+        b.equals(parent, b"x".to_vec())
+            .put(parent, b"y".to_vec(), None);
+        b
+    };
+    assert!(!s.commit(update()).await.unwrap().is_applied());
+    assert_eq!(s.get(parent).await.unwrap().as_deref(), Some(&b"x"[..]));
+    overdue().await;
+    assert!(s.commit(update()).await.unwrap().is_applied());
+    assert!(s.unfinished_writes().await.unwrap().is_empty());
+    assert_eq!(s.get(parent).await.unwrap().as_deref(), Some(&b"y"[..]));
+}
