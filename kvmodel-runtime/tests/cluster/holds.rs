@@ -112,7 +112,7 @@ async fn adders_together_never_pass_what_a_counter_holds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn readers_go_on_together_and_a_writer_is_kept_out() {
+async fn readers_go_on_together_and_a_writer_takes_its_turn() {
     let h = ClusterHarness::with_lease(LEASE).await;
     let s = h.store();
     let parent = "{p}holds:parent";
@@ -132,18 +132,44 @@ async fn readers_go_on_together_and_a_writer_is_kept_out() {
     assert!(s.commit(child).await.unwrap().is_applied());
     assert!(started.elapsed() < LEASE, "{:?}", started.elapsed());
 
-    // A write of the parent does not go on beside the stuck reader; once
-    // that one is overdue, it is undone and the write applies.
-    let update = || {
-        let mut b = Batch::new();
-        b.equals(parent, b"x".to_vec())
-            .put(parent, b"y".to_vec(), None);
-        b
+    // A write of the parent waits for the stuck reader (which only reads
+    // it, so the write's condition is not given up) and claims the parent:
+    // a reader that comes meanwhile waits behind the writer, never starving
+    // it. Once the stuck reader is overdue it is undone, the write applies,
+    // then the new reader.
+    let update = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let mut b = Batch::new();
+            b.equals(parent, b"x".to_vec())
+                .put(parent, b"y".to_vec(), None);
+            let applied = s.commit(b).await.unwrap().is_applied();
+            (applied, Instant::now())
+        })
     };
-    assert!(!s.commit(update()).await.unwrap().is_applied());
-    assert_eq!(s.get(parent).await.unwrap().as_deref(), Some(&b"x"[..]));
-    overdue().await;
-    assert!(s.commit(update()).await.unwrap().is_applied());
+    tokio::time::sleep(LEASE / 4).await;
+    let reader = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let b = create("c3", |b| {
+                b.present(parent);
+            });
+            let applied = s.commit(b).await.unwrap().is_applied();
+            (applied, Instant::now())
+        })
+    };
+    let (updated, update_done) = update.await.unwrap();
+    let (read, read_done) = reader.await.unwrap();
+    assert!(updated, "the writer applied");
+    assert!(
+        started.elapsed() >= LEASE,
+        "the writer waited for the stuck reader"
+    );
+    assert!(
+        read_done >= update_done,
+        "the new reader went after the writer"
+    );
+    assert!(read, "the new reader applied");
     assert!(s.unfinished_writes().await.unwrap().is_empty());
     assert_eq!(s.get(parent).await.unwrap().as_deref(), Some(&b"y"[..]));
 }

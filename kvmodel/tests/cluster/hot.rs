@@ -4,7 +4,8 @@
 //! so every create takes the cross-slot commit and reads the link (which
 //! must exist) and adds to the same counters as every other writer. Those
 //! holds are shared: every write lands, none waits for the others' turn,
-//! and the counters agree with the records.
+//! and the counters agree with the records. Edits of the link itself, which
+//! need it alone, take their turn between the clicks.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,9 +75,29 @@ async fn sixty_four_writers_on_one_hot_record_all_land() {
             }
         }));
     }
+    // Beside them, the link itself is edited now and then: a write that
+    // replaces the hot record must not starve behind the clicks that read it.
+    let editor = {
+        let links = links.clone();
+        tokio::spawn(async move {
+            let mut spent = Vec::new();
+            for i in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let t = Instant::now();
+                links
+                    .modify("hot", |l| l.url = format!("https://example.com/{i}"))
+                    .await
+                    .unwrap();
+                spent.push(t.elapsed());
+            }
+            spent
+        })
+    };
     for t in tasks {
         t.await.unwrap();
     }
+    let edits = editor.await.unwrap();
+    eprintln!("10 edits of the hot link beside them: {edits:?}");
     let spent = started.elapsed();
     let mut latencies = latencies.lock().unwrap().clone();
     latencies.sort();
@@ -88,8 +109,9 @@ async fn sixty_four_writers_on_one_hot_record_all_land() {
         latencies[latencies.len() / 2],
         latencies[latencies.len() - 1],
     );
-    // No write waited anywhere near the time a write gives up after.
-    assert!(p99 < Duration::from_secs(5), "p99 {p99:?}");
+    // No write waited anywhere near the 21 s after which a write gives up
+    // (four leases and a second).
+    assert!(p99 < Duration::from_secs(10), "p99 {p99:?}");
 
     let clicks = ClickRepo::new(store.clone());
     let n = i64::try_from(WRITERS * EACH).unwrap();

@@ -66,16 +66,23 @@ impl CrashPoint {
 /// failure.
 const SPREAD_CAP: Duration = Duration::from_millis(100);
 
+/// How often a write that waits for others' shared holds tries again,
+/// renewing the claim that keeps new readers and adders behind it: well
+/// within the 500 ms after which a claim lapses (`lua/locks.lua`).
+const RENEW: Duration = Duration::from_millis(150);
+
 /// What one attempt came to.
 pub(crate) enum Attempt {
     Done(Outcome),
     /// Condition number `.0` failed on meeting another unfinished write.
     Contended(usize),
-    /// A key is locked by another write (the lock's key and value): wait
-    /// until it is released, retry.
+    /// A key is held by another write (the lock's key and value, and
+    /// whether the holder changes the key): wait until it is released,
+    /// retry.
     Locked {
         lock: String,
         held: String,
+        changes: bool,
     },
     /// Refused for a reason that passes (the lease ran out): retry.
     Again,
@@ -101,9 +108,17 @@ fn held_condition(batch: &Batch, lock: &str, prefix: &str) -> Option<usize> {
     batch.conditions().iter().position(|c| c.key() == key)
 }
 
-/// A fresh write id: 128 random bits, in hex.
-fn write_id() -> String {
-    format!("{:032x}", fastrand::u128(..))
+/// A fresh ticket: what every attempt of one commit shares (64 random
+/// bits, in hex), so that the claim an attempt leaves on a key it waits for
+/// is its own when it comes back (`lua/locks.lua`).
+fn ticket() -> String {
+    format!("{:016x}", fastrand::u64(..))
+}
+
+/// A fresh write id for one attempt of the commit with `ticket`: the
+/// ticket, then 64 random bits, in hex.
+fn write_id(ticket: &str) -> String {
+    format!("{ticket}{:016x}", fastrand::u64(..))
 }
 
 /// Waits for locks held by other writes, within a bound.
@@ -158,11 +173,12 @@ impl RedisClusterStore {
         let mut wait = Wait::new();
         let mut met = false;
         let mut patience = None;
+        let ticket = ticket();
         loop {
             let attempt = if single {
-                self.commit_single(&batch).await?
+                self.commit_single(&batch, &ticket).await?
             } else {
-                self.commit_cross(&batch).await?
+                self.commit_cross(&batch, &ticket).await?
             };
             // How long a live write is waited for before a condition on a
             // key it holds is given up as failed: twice what one attempt
@@ -182,9 +198,17 @@ impl RedisClusterStore {
                     }
                     return Ok(Outcome::Failed { index });
                 }
-                Attempt::Locked { lock, held } => {
+                Attempt::Locked {
+                    lock,
+                    held,
+                    changes,
+                } => {
                     met = true;
-                    let given_up = held_condition(&batch, &lock, &self.inner.prefix);
+                    // A condition on a key whose holder will change it is
+                    // given up after a while; on one that is only read, or
+                    // claimed, by others, it waits its turn.
+                    let given_up =
+                        held_condition(&batch, &lock, &self.inner.prefix).filter(|_| changes);
                     if !self
                         .wait_for_lock(&lock, &held, &mut wait, patience, given_up.is_some())
                         .await?
@@ -213,8 +237,10 @@ impl RedisClusterStore {
 
     /// Waits until the lock `lock` no longer holds `held` (its write
     /// finished or was undone), finishing or undoing that write once it is
-    /// overdue; `true` when it was released. With `may_give_up`, gives up
-    /// (`false`) once `patience` has passed: the waiting batch has a
+    /// overdue; `true` when it was released, or when the wait met shared
+    /// holds and has lasted [`RENEW`] (the next attempt renews the claim
+    /// this one may have left, `lua/locks.lua`). With `may_give_up`, gives
+    /// up (`false`) once `patience` has passed: the waiting batch has a
     /// condition on the held key and fails it instead.
     async fn wait_for_lock(
         &self,
@@ -231,15 +257,19 @@ impl RedisClusterStore {
                 return Ok(false);
             }
             wait.pause(self.wait_limit(), lock).await?;
-            if !self.still_held(lock, held).await? {
+            let shared = is_share_key(&self.inner.prefix, lock);
+            if (shared && start.elapsed() > RENEW) || !self.still_held(lock, held).await? {
                 return Ok(true);
             }
         }
     }
 
     /// Whether the hold `held` met at `lock` (a lock, or the shared holds of
-    /// a key) is still there.
+    /// a key) is still there. A claim is met again by trying again.
     async fn still_held(&self, lock: &str, held: &str) -> Result<bool> {
+        if held == "!" {
+            return Ok(false);
+        }
         if is_share_key(&self.inner.prefix, lock) {
             let write = held.split('|').next().unwrap_or_default();
             let mut cmd = redis::cmd("HEXISTS");
@@ -255,8 +285,9 @@ impl RedisClusterStore {
 
     /// A batch within one slot: RedisStore's script, behind the check of
     /// other writes' holds.
-    async fn commit_single(&self, batch: &Batch) -> Result<Attempt> {
+    async fn commit_single(&self, batch: &Batch, ticket: &str) -> Result<Attempt> {
         let (_, keys, mut argv) = RedisStore::script_invocation(batch);
+        argv.push(ticket.as_bytes().to_vec());
         argv.push(hold_flags(&keys, batch.conditions(), batch.ops()).into_bytes());
         argv.push(if never_waits(batch) {
             b"1".to_vec()
@@ -277,7 +308,15 @@ impl RedisClusterStore {
             Reply::Failed { index, held: false } => Attempt::Done(Outcome::Failed { index }),
             Reply::Failed { index, held: true } => Attempt::Contended(index),
             Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
-            Reply::Locked { lock, held } => Attempt::Locked { lock, held },
+            Reply::Locked {
+                lock,
+                held,
+                changes,
+            } => Attempt::Locked {
+                lock,
+                held,
+                changes,
+            },
             Reply::Refused(why) => {
                 return Err(Error::backend("redis-cluster", "commit a batch", why));
             }
@@ -309,8 +348,8 @@ impl RedisClusterStore {
     }
 
     /// One attempt of the cross-slot protocol.
-    async fn commit_cross(&self, batch: &Batch) -> Result<Attempt> {
-        let write = write_id();
+    async fn commit_cross(&self, batch: &Batch, ticket: &str) -> Result<Attempt> {
+        let write = write_id(ticket);
         let groups = plan(batch, &write, &self.inner.prefix);
         let prefix = &self.inner.prefix;
         let token_keys: Vec<Vec<String>> = groups
@@ -371,7 +410,7 @@ impl RedisClusterStore {
         let mut failed: Option<usize> = None;
         let mut contended = false;
         let mut bad: Option<Error> = None;
-        let mut locked: Option<(String, String)> = None;
+        let mut locked: Option<(String, String, bool)> = None;
         let mut again = false;
         let mut added: Vec<Option<Vec<u8>>> = vec![None; groups.len()];
         for (i, r) in prepared.into_iter().enumerate() {
@@ -382,7 +421,11 @@ impl RedisClusterStore {
                     contended |= held;
                 }
                 Ok(Ok(Reply::Invalid { key, reason })) => bad = Some(invalid(key, reason)),
-                Ok(Ok(Reply::Locked { lock, held })) => locked = Some((lock, held)),
+                Ok(Ok(Reply::Locked {
+                    lock,
+                    held,
+                    changes,
+                })) => locked = Some((lock, held, changes)),
                 Ok(Ok(Reply::Refused(_))) => again = true,
                 Ok(Err(e)) => {
                     bad.get_or_insert_with(|| match e {
@@ -417,8 +460,12 @@ impl RedisClusterStore {
             if let Some(e) = bad {
                 return Err(e);
             }
-            if let Some((lock, held)) = locked {
-                return Ok(Attempt::Locked { lock, held });
+            if let Some((lock, held, changes)) = locked {
+                return Ok(Attempt::Locked {
+                    lock,
+                    held,
+                    changes,
+                });
             }
             debug_assert!(again);
             return Ok(Attempt::Again);
@@ -445,7 +492,15 @@ impl RedisClusterStore {
                     }
                     Reply::Failed { index, held: true } => Attempt::Contended(index),
                     Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
-                    Reply::Locked { lock, held } => Attempt::Locked { lock, held },
+                    Reply::Locked {
+                        lock,
+                        held,
+                        changes,
+                    } => Attempt::Locked {
+                        lock,
+                        held,
+                        changes,
+                    },
                     _ => Attempt::Again,
                 });
             }

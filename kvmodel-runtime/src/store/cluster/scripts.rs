@@ -68,9 +68,15 @@ pub(crate) enum Reply {
     Failed { index: usize, held: bool },
     /// An operation does not fit its key; nothing was written.
     Invalid { key: String, reason: String },
-    /// A key is locked by another unfinished cross-slot write; nothing was
-    /// written. The lock's key, and its value (which write holds it).
-    Locked { lock: String, held: String },
+    /// A key is held by another unfinished cross-slot write; nothing was
+    /// written. The lock's key (or the key's shared holds), its value
+    /// (which write holds it, or `!` for a claim), and whether that holder
+    /// changes the key.
+    Locked {
+        lock: String,
+        held: String,
+        changes: bool,
+    },
     /// The step was refused (its write was dropped, aborted, or outlived
     /// its lease); nothing was written.
     Refused(String),
@@ -122,6 +128,7 @@ pub(crate) fn reply(value: &Value) -> Result<Reply> {
         Some(Value::Int(-2)) => Ok(Reply::Locked {
             lock: text(items.get(1)),
             held: text(items.get(2)),
+            changes: text(items.get(3)) != "0",
         }),
         Some(Value::Int(-3)) => Ok(Reply::Refused(text(items.get(1)))),
         _ => Err(unexpected(value)),

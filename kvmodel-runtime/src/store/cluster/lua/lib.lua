@@ -12,11 +12,6 @@
 -- Counters and times to live: prelude.lua; holds: locks.lua (both
 -- prepended).
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local W, LEASE = ARGV[1], tonumber(ARGV[2])
 local N = tonumber(ARGV[5])
 local FLAGS = ARGV[6]
@@ -59,15 +54,15 @@ end
 -- The lock key and value of another write's hold that keeps this write
 -- from holding key number i, or nil.
 local function conflict_at(i)
-  return conflict(key(i), lock(i), share(i), mode(i), W, incs_of(i))
+  return conflict(key(i), lock(i), share(i), mode(i), W, incs_of(i), ticket_of(W), NOWAIT)
 end
 
 -- {-2, lock key, lock value} for the first key of the slot held against
 -- this write, or nil.
 local function first_conflict()
   for i = 1, N do
-    local l, h = conflict_at(i)
-    if l then return {-2, l, h} end
+    local l, h, late = conflict_at(i)
+    if l then return {-2, l, h, late} end
   end
   return nil
 end
@@ -214,6 +209,7 @@ local function take_locks(deadline, intent, token)
     local m = mode(i)
     if m == 'L' then
       redis.call('SET', lock(i), held)
+      drop_claim(share(i), ticket_of(W))
     elseif m == 'S' then
       redis.call('HSET', share(i), W, 'S  ' .. held)
     elseif m == 'I' then

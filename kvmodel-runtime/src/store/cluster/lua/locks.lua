@@ -17,6 +17,33 @@
 -- Shared holds live in the hash `kvmodel~share:{tag}:key`, one field per
 -- write: "S  held" or "I net held" (net: the sum of the write's increments
 -- of the key, so that adders together never pass what a counter holds).
+--
+-- A write that wants a key exclusively while others share it *claims* it
+-- (field '!': "! expiry ticket"), so that no new reader or adder joins
+-- until it has had its turn: a stream of readers never starves a writer.
+-- The ticket is the same for every attempt of one commit (the first 16
+-- characters of its write ids); a claim not renewed lapses after CLAIM ms.
+
+local CLAIM = 500
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The ticket of write id `w` (nil for none).
+local function ticket_of(w)
+  if w == nil then return nil end
+  return string.sub(w, 1, 16)
+end
+
+-- Removes the claim on `share_key` if `ticket` made it.
+local function drop_claim(share_key, ticket)
+  local c = redis.call('HGET', share_key, '!')
+  if c and ticket and string.sub(c, -#ticket - 1) == ' ' .. ticket then
+    redis.call('HDEL', share_key, '!')
+  end
+end
 
 -- The shared holds on `share_key` of writes other than `w` (every write
 -- when `w` is nil): {m = mode, net = increment, held = lock value}.
@@ -24,7 +51,7 @@ local function holds_of(share_key, w)
   local all = redis.call('HGETALL', share_key)
   local out = {}
   for j = 1, #all, 2 do
-    if all[j] ~= w then
+    if all[j] ~= w and all[j] ~= '!' then
       local m, net, held = string.match(all[j + 1], '^(.) (%-?%d*) (.*)$')
       if m then out[#out + 1] = {m = m, net = net, held = held} end
     end
@@ -69,27 +96,43 @@ local function adders_conflict(data_key, holds, incs)
   return nil
 end
 
--- The lock key and lock value of a hold of another write that keeps a
--- write holding `data_key` in mode `m` (with increments `incs`) from going
--- on, or nil; third, whether that holder may change the key outside its
--- commit point (it puts, deletes or adds to it in a slot other than its
--- record's: its lock value names a token). `w` is this write's id (nil for
--- a batch within one slot, which holds nothing).
-local function conflict(data_key, lock_key, share_key, m, w, incs)
+-- What keeps a write holding `data_key` in mode `m` (with increments
+-- `incs`) from going on, or nil: the lock key and lock value of another
+-- write's hold (or '!' for a claim), whether that holder may change the key
+-- outside its commit point (its lock value names a token: it puts, deletes
+-- or adds in a slot other than its record's), and whether it changes the
+-- key at all ('1') or only reads it or waits for its turn ('0'). `w` is
+-- this write's id (nil for a batch within one slot, which holds nothing),
+-- `ticket` its commit's ticket; a write that may wait claims a key it wants
+-- exclusively while others share it.
+local function conflict(data_key, lock_key, share_key, m, w, incs, ticket, nowait)
   local x = redis.call('GET', lock_key)
   if x and (w == nil or string.sub(x, 1, #w + 1) ~= w .. '|') then
-    return lock_key, x, string.sub(x, -1) ~= '|'
+    return lock_key, x, string.sub(x, -1) ~= '|', '1'
   end
   if m ~= 'L' and m ~= 'S' and m ~= 'I' then return nil end
+  local claim = redis.call('HGET', share_key, '!')
+  if claim then
+    local expiry, by = string.match(claim, '^! (%d+) (.*)$')
+    if expiry == nil or tonumber(expiry) < now_ms() then
+      redis.call('HDEL', share_key, '!')
+    elseif by ~= ticket then
+      return share_key, '!', false, (m == 'L') and '1' or '0'
+    end
+  end
   local holds = holds_of(share_key, w)
   for _, h in ipairs(holds) do
     if m == 'L' or h.m ~= m then
-      return share_key, h.held, h.m == 'I' and string.sub(h.held, -1) ~= '|'
+      if m == 'L' and not nowait and ticket then
+        redis.call('HSET', share_key, '!', '! ' .. (now_ms() + CLAIM) .. ' ' .. ticket)
+      end
+      local changes = h.m == 'I'
+      return share_key, h.held, changes and string.sub(h.held, -1) ~= '|', changes and '1' or '0'
     end
   end
   if m == 'I' then
     local held = adders_conflict(data_key, holds, incs)
-    if held then return share_key, held, string.sub(held, -1) ~= '|' end
+    if held then return share_key, held, string.sub(held, -1) ~= '|', '1' end
   end
   return nil
 end
@@ -105,23 +148,22 @@ end
 
 -- What decides when another write's hold keeps this batch from going on,
 -- or nil when none does. `n` keys, key number i named `key_of(i)`;
--- `conflict_of(i)` gives the lock key and
--- value of the hold on key number i and whether its holder may change it
--- outside its commit point (`conflict`), or nil; `conditions` hold {k,
--- kind, want, index} in batch order; `nowait`: the batch does not write the
--- key of its first condition. Conditions on a held key are taken in order:
--- on a key its holder may change outside its commit point, an equality
--- fails at once ({0, batch index, 'held'}: whatever the
--- holder does, a compare-and-set against the value read before it is stale
--- or about to be) and any other waits ({-2, lock key, lock value}); any
--- other condition is checked on the committed value now and fails at once
--- if it does not hold. When every condition holds, the batch waits for the
--- first held key. A batch that does not write its first condition's key
--- fails any condition on a held key at once.
+-- `conflict_of(i)` says what holds key number i (`conflict`); `conditions`
+-- hold {k, kind, want, index} in batch order; `nowait`: the batch does not
+-- write the key of its first condition, and fails any condition on a held
+-- key at once. Otherwise conditions on a held key are taken in order: on a
+-- key its holder may change outside its commit point, an equality fails at
+-- once ({0, batch index, 'held'}: whatever the holder does, a
+-- compare-and-set against the value read before it is stale or about to
+-- be) and any other waits ({-2, lock key, lock value, changes}); any other
+-- condition is checked on the committed value now and fails at once if it
+-- does not hold. When every condition holds, the batch waits for the first
+-- held key.
 local function busy_of(n, key_of, conflict_of, conditions, nowait)
-  local first_lock, first_held
+  local first_lock, first_held, first_changes
   for i = 1, n do
-    first_lock, first_held = conflict_of(i)
+    local _
+    first_lock, first_held, _, first_changes = conflict_of(i)
     if first_lock then break end
   end
   if not first_lock then return nil end
@@ -131,12 +173,12 @@ local function busy_of(n, key_of, conflict_of, conditions, nowait)
     end
   end
   for _, c in ipairs(conditions) do
-    local l, h, late = conflict_of(c.k)
+    local l, h, late, changes = conflict_of(c.k)
     if l and late then
       if c.kind == 'e' then return {0, c.index, 'held'} end
-      return {-2, l, h}
+      return {-2, l, h, changes}
     end
     if not holds_now(key_of(c.k), c.kind, c.want) then return {0, c.index, 'held'} end
   end
-  return {-2, first_lock, first_held}
+  return {-2, first_lock, first_held, first_changes}
 end
