@@ -5,6 +5,8 @@ use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Lint, Model, Segment, Ty
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Sp};
 use kvmodel_codegen::vocab;
 
+mod hot;
+
 /// Whether `lint` is allowed by one of the `allow` lists (the entity's,
 /// the construct's).
 fn allowed(lint: Lint, lists: &[&[Sp<Lint>]]) -> bool {
@@ -112,8 +114,8 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
 /// claims, index or relation entries or counters still lie in other slots,
 /// so its creates and updates take the cross-slot commit (safe, but more
 /// sequential round trips than one script). Entities without `colocate`
-/// are not flagged: nothing of theirs shares the record's slot, as
-/// `kvmodel keys` shows.
+/// are not flagged here: nothing of theirs shares the record's slot, as
+/// `kvmodel keys` shows; I002 names the keys their parents share.
 fn cross_slot(e: &Entity, model: &Model, diags: &mut Diagnostics) {
     let Some(tag) = &e.colocate else { return };
     if e.key.is_none() || allowed(Lint::CrossSlot, &[&e.allow]) {
@@ -167,7 +169,11 @@ fn cross_slot(e: &Entity, model: &Model, diags: &mut Diagnostics) {
 pub fn lint(model: &Model, diags: &mut Diagnostics) {
     for e in &model.entities {
         unbounded_record(e, model, diags);
-        cross_slot(e, model, diags);
+        // I002 on an entity that co-locates by another field names the
+        // keys I001 would, with the setting that brings them home.
+        if !hot::finding(e, model).is_some_and(|f| hot::report(e, &f, diags)) {
+            cross_slot(e, model, diags);
+        }
         for c in &e.counters {
             // W001: one key written by every create serializes all writers on
             // one Redis slot and one redb page.

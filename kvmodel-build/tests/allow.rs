@@ -103,15 +103,15 @@ fn unknown_codes_are_errors_with_a_did_you_mean() {
         [
             (
                 "E010",
-                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`; did you mean `W004`?"
+                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`; did you mean `W004`?"
             ),
             (
                 "E010",
-                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`; did you mean `W002`?"
+                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`; did you mean `W002`?"
             ),
             (
                 "E010",
-                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004`, `W005` or `I001`"
+                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`"
             ),
         ]
     );
@@ -222,4 +222,171 @@ fn cross_slot_writes_of_a_co_located_entity_are_information() {
     assert!(codes(&home).is_empty(), "{:?}", home.diagnostics);
     let allowed = kvmodel_build::load("shop.yaml", &source("    allow: [I001]\n", "number"));
     assert!(codes(&allowed).is_empty());
+}
+
+/// A link shortener's clicks: every click of one link adds to that link's
+/// relation collection, counters and index collection. `{click}` is
+/// spliced into the `Click` entity (a `colocate`, an `allow`), `{derived}`
+/// after its derived keys.
+fn clicks(click: &str, derived: &str) -> kvmodel_build::Schema {
+    let source = format!(
+        "kvmodel: 1\nnamespace: short\nentities:\n  Link:\n    key: \"link:{{id}}\"\n    fields: {{ id: string, url: string }}\n  Click:\n    key: \"click:{{link_id}}:{{id}}\"\n{click}    fields: {{ id: string, link_id: string, country: string, at: timestamp }}\n    relations:\n      link: {{ belongs_to: Link, by: link_id, order_by: at }}\n    indexes:\n      by_link_country: {{ fields: [link_id, country], order_by: at }}\n    counters:\n      per_link: {{ group_by: [link_id], shards: 16 }}\n      per_link_day: {{ group_by: [link_id, \"day(at)\"], shards: 16 }}\n{derived}"
+    );
+    kvmodel_build::load("short.yaml", &source)
+}
+
+/// I002 is information: the collections and counters all the clicks of
+/// one link write lie in other slots than the clicks, so every create
+/// takes the cross-slot commit on the same keys; `colocate: link_id`
+/// brings them into the record's slot.
+#[test]
+fn hot_collections_of_one_parent_in_other_slots_are_information() {
+    let s = clicks("", "");
+    assert_eq!(codes(&s), ["I002"]);
+    let d = &s.diagnostics[0];
+    assert_eq!(d.severity, kvmodel_build::Severity::Info);
+    assert_eq!(
+        d.message,
+        "on a Redis Cluster, `Click` keeps the relation `link`, index `by_link_country`, \
+         counter `per_link` and counter `per_link_day` that all its records with the same \
+         `link_id` write in other slots than those records, so every create takes the \
+         cross-slot commit for them (4 sequential round trips instead of 2), as does an \
+         update that moves one of them (4 instead of 2); the writers of a busy `link_id` all \
+         take it on the same keys"
+    );
+    let help = d.help.as_deref().unwrap();
+    assert!(
+        help.starts_with("add `colocate: link_id`: a key shares the record's slot")
+            && help.contains("a create, or an update that moves them, commits in one script")
+            && help.ends_with("add `allow: [I002]` to the entity"),
+        "{help}"
+    );
+    assert!(!s.has_warnings());
+    assert!(s.warning_lines().is_empty());
+    // At the key, which holds the field to co-locate by.
+    assert!(
+        s.render_diagnostics(false)
+            .starts_with("short.yaml:8:10: info[I002]: on a Redis Cluster, `Click`"),
+        "{}",
+        s.render_diagnostics(false)
+    );
+    // Co-located, everything but the discovery set shares the record's
+    // slot: nothing to say, neither I002 nor I001.
+    let home = clicks("    colocate: link_id\n", "");
+    assert!(codes(&home).is_empty(), "{:?}", home.diagnostics);
+    let allowed = clicks("    allow: [I002]\n", "");
+    assert!(codes(&allowed).is_empty(), "{:?}", allowed.diagnostics);
+}
+
+#[test]
+fn hot_collections_need_a_parent_a_fix_and_a_gain() {
+    // No collection shared by the records of one parent.
+    let s = kvmodel_build::load(
+        "short.yaml",
+        "kvmodel: 1\nnamespace: short\nentities:\n  Visit:\n    key: \"visit:{site}:{id}\"\n    fields: { site: string, id: string, at: timestamp }\n    indexes:\n      by_day: { fields: [\"day(at)\"], order_by: at }\n    counters:\n      per_day: { group_by: [\"day(at)\"] }\n",
+    );
+    assert!(codes(&s).is_empty(), "{:?}", s.diagnostics);
+    // The parent is not in the key: `colocate` could not name it (E120),
+    // so there is no setting to suggest.
+    let s = kvmodel_build::load(
+        "short.yaml",
+        "kvmodel: 1\nnamespace: short\nentities:\n  Link:\n    key: \"link:{id}\"\n    fields: { id: string }\n  Click:\n    key: \"click:{id}\"\n    fields: { id: string, link_id: string }\n    relations:\n      link: { belongs_to: Link, by: link_id }\n    counters:\n      per_link: { group_by: [link_id], shards: 16 }\n",
+    );
+    assert!(codes(&s).is_empty(), "{:?}", s.diagnostics);
+    // An entity-wide counter keeps every create on the 4-step commit
+    // whatever the tag, and nothing shared moves on update: co-locating
+    // would gain nothing.
+    let s = kvmodel_build::load(
+        "social.yaml",
+        "kvmodel: 1\nnamespace: social\nentities:\n  Like:\n    key: \"like:{post_id}:{user_id}\"\n    fields: { post_id: string, user_id: string }\n    counters:\n      per_post: { group_by: [post_id], shards: 16 }\n      total: { shards: 8 }\n",
+    );
+    assert!(codes(&s).is_empty(), "{:?}", s.diagnostics);
+    // With it, an update that moves a shared entry still gains: only those
+    // are named, and only that path.
+    let s = clicks("", "      total: { shards: 8 }\n");
+    assert_eq!(codes(&s), ["I002"]);
+    let d = &s.diagnostics[0];
+    assert!(
+        d.message.starts_with(
+            "on a Redis Cluster, `Click` keeps the relation `link`, index `by_link_country` and \
+             counter `per_link_day` that all its records with the same `link_id` write in other \
+             slots than those records, so an update that moves one of them takes the cross-slot \
+             commit for them (4 sequential round trips instead of 2)"
+        ),
+        "{}",
+        d.message
+    );
+    let help = d.help.as_deref().unwrap();
+    assert!(
+        help.contains("an update that moves them commits in one script there (counter `total` would still lie in other slots)"),
+        "{help}"
+    );
+}
+
+/// An entity co-located by another field, whose keys in the record's slot
+/// all carry the parent's field too, is told to co-locate by the parent
+/// instead, once (I002, not I001 as well); where that would move a key out
+/// of the record's slot, I001 alone names what lies elsewhere.
+#[test]
+fn hot_collections_under_another_colocate_replace_i001() {
+    let source = |tenant_counter: &str| {
+        format!(
+            "kvmodel: 1\nnamespace: short\nentities:\n  Click:\n    key: \"t:{{tenant}}:click:{{link_id}}:{{id}}\"\n    colocate: tenant\n    fields: {{ tenant: string, id: string, link_id: string }}\n    counters:\n      per_link: {{ group_by: [tenant, link_id], shards: 16 }}\n      per_link_only: {{ group_by: [link_id], shards: 16 }}\n{tenant_counter}"
+        )
+    };
+    let s = kvmodel_build::load("short.yaml", &source(""));
+    assert_eq!(codes(&s), ["I002"]);
+    let d = &s.diagnostics[0];
+    assert!(
+        d.message.starts_with(
+            "on a Redis Cluster, `Click` keeps the counter `per_link_only` that all its records with the same `link_id`"
+        ),
+        "{}",
+        d.message
+    );
+    let help = d.help.as_deref().unwrap();
+    assert!(
+        help.starts_with("add `colocate: link_id` in place of `colocate: tenant`"),
+        "{help}"
+    );
+    assert!(
+        s.render_diagnostics(false)
+            .starts_with("short.yaml:6:15: info[I002]"),
+        "{}",
+        s.render_diagnostics(false)
+    );
+    let s = kvmodel_build::load(
+        "short.yaml",
+        &source("      per_tenant: { group_by: [tenant] }\n"),
+    );
+    assert_eq!(codes(&s), ["I001"]);
+    assert!(
+        s.diagnostics[0]
+            .message
+            .contains("its counter `per_link_only` lies in other slots"),
+        "{}",
+        s.diagnostics[0].message
+    );
+}
+
+/// Derive users get I002 from `kvmodel check` on their source, spelled as
+/// attributes.
+#[test]
+fn attributes_get_hot_collections_with_the_attribute_fix() {
+    let source = |attrs: &str| {
+        format!(
+            "#[derive(kvmodel::KvEntity)]\n#[kv(namespace = \"short\", key = \"click:{{link_id}}:{{id}}\"{attrs})]\n#[kv(counter(name = per_link, group_by(link_id), shards = 16))]\npub struct Click {{ pub id: String, pub link_id: String }}\n"
+        )
+    };
+    let load = |attrs: &str| kvmodel_build::load_rust("click.rs", &source(attrs));
+    let s = load("");
+    assert_eq!(codes(&s), ["I002"]);
+    let help = s.diagnostics[0].help.as_deref().unwrap();
+    assert!(
+        help.starts_with("add `colocate = link_id`: ")
+            && help.ends_with("add `allow(I002)` to the entity"),
+        "{help}"
+    );
+    assert!(codes(&load(", colocate = link_id")).is_empty());
+    assert!(codes(&load(", allow(I002)")).is_empty());
 }

@@ -105,6 +105,11 @@ pub enum Lint {
     /// I001 (information): a co-located entity whose claims, entries or
     /// counters still lie in other slots of a Redis Cluster.
     CrossSlot,
+    /// I002 (information): collections and counters shared by the records
+    /// of one parent (the value of a key field they are grouped by) lie in
+    /// other slots of a Redis Cluster than those records, where
+    /// `colocate` on that field would bring them together.
+    HotCollections,
 }
 
 /// One entity (or, without a key, a versioned record type used in a

@@ -273,13 +273,14 @@ impl fmt::Display for Codec {
 
 impl Lint {
     /// Every lint, in code order.
-    pub const ALL: [Lint; 6] = [
+    pub const ALL: [Lint; 7] = [
         Lint::HotCounter,
         Lint::UnboundedIndex,
         Lint::LongKey,
         Lint::EphemeralWithoutTtl,
         Lint::BigRecord,
         Lint::CrossSlot,
+        Lint::HotCollections,
     ];
 
     /// Its code (`W002`, `I001`), as written in `allow` and in diagnostics.
@@ -291,6 +292,7 @@ impl Lint {
             Lint::EphemeralWithoutTtl => "W004",
             Lint::BigRecord => "W005",
             Lint::CrossSlot => "I001",
+            Lint::HotCollections => "I002",
         }
     }
 
@@ -298,7 +300,7 @@ impl Lint {
     /// change.
     pub fn severity(self) -> crate::origin::Severity {
         match self {
-            Lint::CrossSlot => crate::origin::Severity::Info,
+            Lint::CrossSlot | Lint::HotCollections => crate::origin::Severity::Info,
             _ => crate::origin::Severity::Warning,
         }
     }
