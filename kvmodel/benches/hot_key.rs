@@ -74,7 +74,10 @@ struct Run {
 }
 
 fn click(link: &str, w: usize, i: usize) -> (String, i64) {
-    (format!("{link}-{w}-{i}"), i64::try_from(w * EACH + i).unwrap())
+    (
+        format!("{link}-{w}-{i}"),
+        i64::try_from(w * EACH + i).unwrap(),
+    )
 }
 
 async fn run(store: RedisClusterStore, near: bool, edit: bool, link: &str) -> Run {
@@ -178,7 +181,9 @@ fn main() {
         let spread = run(h.store(), false, false, "a").await;
         let near = run(h.store(), true, false, "b").await;
         let edited = run(h.store(), false, true, "c").await;
-        println!("{WRITERS} tasks x {EACH} creates of clicks on one link, Redis Cluster of 3 masters");
+        println!(
+            "{WRITERS} tasks x {EACH} creates of clicks on one link, Redis Cluster of 3 masters"
+        );
         for (name, r) in [
             ("spread over slots", &spread),
             ("co-located (colocate)", &near),

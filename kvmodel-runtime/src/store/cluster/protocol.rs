@@ -4,22 +4,24 @@
 //! Across slots, with a fresh write id:
 //!
 //! 1. **prepare**, every slot at once: the record's slot checks its
-//!    conditions, locks its keys and writes the *intent* (prepared); every
+//!    conditions, takes its holds and writes the *intent* (prepared); every
 //!    other slot checks its conditions, validates its operations, applies
-//!    the early ones (claims, member additions), locks its keys and writes
+//!    the early ones (claims, member additions), takes its holds and writes
 //!    a *token* holding its late operations and what undoes the early ones
 //!    (a slot that only gains members just gains them);
 //! 2. **commit**, the record's slot: the record's own operations applied
 //!    and the intent marked committed — the commit point;
 //! 3. **apply**, every token's slot at once: its late operations applied
-//!    (counters, removals, deletes), its locks released, the token removed,
+//!    (counters, removals, deletes), its holds released, the token removed,
 //!    in one script, so each applies once whoever runs it;
-//! 4. **finish**, the record's slot: the intent removed, its locks released.
+//! 4. **finish**, the record's slot: the intent removed, its holds released.
 //!
-//! A failed condition or an invalid operation anywhere undoes step 1 and
-//! reports as on one server. A key locked by another write makes this one
-//! undo step 1, wait for that write (or finish or undo it once its lease
-//! has passed twice) and start again.
+//! A write holds a key exclusively (a lock), or shares it with writes that
+//! also only read it in a condition, or that also only add to it
+//! (`lua/locks.lua`). A failed condition or an invalid operation anywhere
+//! undoes step 1 and reports as on one server. A key held against it by
+//! another write makes this one undo step 1, wait for that write (or finish
+//! or undo it once its lease has passed twice) and start again.
 
 use std::time::{Duration, Instant};
 
