@@ -1,10 +1,12 @@
 //! A store that fails the way real deployments do, on demand: the process
 //! dies before a commit (nothing written, an error), or a commit is
-//! applied and its reply lost ([`Error::OutcomeUnknown`]). Tests of what
-//! callers see and what is left behind wrap any backend in it.
+//! applied and its reply lost ([`Error::OutcomeUnknown`]), or a condition
+//! fails on meeting another unfinished write while what it checks holds (as
+//! on a Redis Cluster). Tests of what callers see and what is left behind
+//! wrap any backend in it.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -18,6 +20,7 @@ pub struct FaultyStore<S> {
     /// limit).
     budget: Arc<AtomicU64>,
     lose_next: Arc<AtomicBool>,
+    contend: Arc<Mutex<Option<String>>>,
 }
 
 impl<S: Store> FaultyStore<S> {
@@ -27,7 +30,38 @@ impl<S: Store> FaultyStore<S> {
             inner,
             budget: Arc::new(AtomicU64::new(u64::MAX)),
             lose_next: Arc::default(),
+            contend: Arc::default(),
         }
+    }
+
+    /// Fails the next commit that has a condition on `key`, at that
+    /// condition, writing nothing, whatever the key holds: what a Redis
+    /// Cluster answers when the key is held by another unfinished write.
+    pub fn contend_next(&self, key: &str) {
+        *self.contend.lock().unwrap_or_else(|e| e.into_inner()) = Some(key.to_owned());
+    }
+
+    /// The condition to fail in `batch`, if it is the one [`contend_next`]
+    /// named (which is then used up).
+    ///
+    /// [`contend_next`]: FaultyStore::contend_next
+    fn contended(&self, batch: &Batch) -> Option<usize> {
+        let mut target = self.contend.lock().unwrap_or_else(|e| e.into_inner());
+        let index = batch
+            .conditions()
+            .iter()
+            .position(|c| Some(c.key()) == target.as_deref())?;
+        *target = None;
+        Some(index)
+    }
+
+    /// Whether the commit [`contend_next`](FaultyStore::contend_next) named
+    /// has not come yet.
+    pub fn contending(&self) -> bool {
+        self.contend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// Lets `commits` more commits through, then fails every later one
@@ -78,6 +112,9 @@ impl<S: Store> Store for FaultyStore<S> {
     }
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
         self.before_commit()?;
+        if let Some(index) = self.contended(&batch) {
+            return Ok(Outcome::Failed { index });
+        }
         let outcome = self.inner.commit(batch).await?;
         self.after_commit()?;
         Ok(outcome)
@@ -87,6 +124,10 @@ impl<S: Store> Store for FaultyStore<S> {
         T: Send,
         F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
     {
+        if self.contending() {
+            // Read and commit apart, so that the commit meets the failure.
+            return crate::store::commit_after_read_optimistic(self, keys, plan).await;
+        }
         self.before_commit()?;
         let done = self.inner.commit_after_read(keys, plan).await?;
         self.after_commit()?;

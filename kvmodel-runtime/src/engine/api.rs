@@ -26,6 +26,16 @@ enum Guard {
     Parent(usize, ParentFact),
 }
 
+/// Why one attempt of `create_many` asks for another.
+enum Retry {
+    /// The record at this position met the receipt of an expired record at
+    /// its key: sweep it first.
+    Sweep(usize),
+    /// A parent's condition failed while the parent is there (another
+    /// unfinished write held it).
+    Again,
+}
+
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Whether a record is stored at `key` (one read; an expired record is
     /// absent).
@@ -97,7 +107,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(created);
                 }
-                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
                     Some(e) => return Err(e),
                     None => backoff(attempt).await,
                 },
@@ -150,21 +160,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         for attempt in 0..MAX_ATTEMPTS {
             match self.create_many_once(values).await? {
-                Some(index) => {
-                    // An expired record's receipt at this key: sweep it,
-                    // then try again.
+                Some(Retry::Sweep(index)) => {
                     Box::pin(self.expire_leftover(&values[index].record_key())).await?;
                     backoff(attempt).await;
                 }
+                Some(Retry::Again) => backoff(attempt).await,
                 None => return Ok(()),
             }
         }
         Err(Self::gave_up(values[0].record_key()))
     }
 
-    /// One attempt of `create_many`: `Some(index)` when the record at
-    /// `index` met the receipt of an expired record at its key.
-    async fn create_many_once(&self, values: &[E]) -> Result<Option<usize>> {
+    /// One attempt of `create_many`: `Some` when another is needed.
+    async fn create_many_once(&self, values: &[E]) -> Result<Option<Retry>> {
         let all = E::all_key();
         let mut b = Batch::new();
         let mut guards = Vec::new();
@@ -223,9 +231,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     key: values[*i].record_key(),
                 },
             ),
-            Some(Guard::Receipt(i)) => return Ok(Some(*i)),
+            Some(Guard::Receipt(i)) => return Ok(Some(Retry::Sweep(*i))),
             Some(Guard::Claim(i, claim)) => (*i, self.unique_violation(claim)),
-            Some(Guard::Parent(i, p)) => (*i, on_delete::parent_error(E::META.name, p)),
+            Some(Guard::Parent(i, p)) => {
+                if self.store().get(&p.key).await?.is_some() {
+                    return Ok(Some(Retry::Again));
+                }
+                (*i, on_delete::parent_error(E::META.name, p))
+            }
             None => {
                 return Err(Error::InvalidBatch {
                     key: all,

@@ -337,15 +337,22 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// What the failed condition `index` of a write means: a parent that
     /// does not exist, or a unique value another record holds; `None` when
-    /// it is neither (another write changed what this one read: retry).
-    pub(crate) fn refusal(
+    /// it is neither (another write changed what this one read: retry). A
+    /// parent is read again first: on a Redis Cluster a condition on a key
+    /// another unfinished write holds may fail while the parent is there.
+    pub(crate) async fn refusal(
         &self,
         index: usize,
         parents: &[(usize, on_delete::ParentFact)],
         checked: &Checked,
-    ) -> Option<Error> {
-        on_delete::missing_parent(E::META.name, parents, index)
-            .or_else(|| checked.claim(index).map(|c| self.unique_violation(c)))
+    ) -> Result<Option<Error>> {
+        if let Some((_, p)) = parents.iter().find(|(i, _)| *i == index) {
+            if self.store.get(&p.key).await?.is_some() {
+                return Ok(None);
+            }
+            return Ok(Some(on_delete::parent_error(E::META.name, p)));
+        }
+        Ok(checked.claim(index).map(|c| self.unique_violation(c)))
     }
 
     /// [`Error::Conflict`] for the record at `key` after [`MAX_ATTEMPTS`]
@@ -408,16 +415,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     Box::pin(self.expire_leftover(&key)).await?;
                     backoff(attempt).await;
                 }
-                Outcome::Failed { index } => {
-                    return match self.refusal(index, &parents, &checked) {
-                        Some(e) => Err(e),
-                        None => Err(Error::Conflict {
-                            entity: E::META.name,
-                            key,
-                            attempts: 1,
-                        }),
-                    };
-                }
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
+                    Some(e) => return Err(e),
+                    None => backoff(attempt).await,
+                },
             }
         }
         Err(Self::gave_up(key))
@@ -505,7 +506,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     self.sweep_step().await;
                     return Ok(new_value);
                 }
-                Outcome::Failed { index } => match self.refusal(index, &parents, &checked) {
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
                     Some(e) => return Err(e),
                     None => backoff(attempt).await,
                 },

@@ -58,6 +58,7 @@ kvmodel_runtime::on_every_backend!(
     reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
     the_model_walk_agrees_on_every_link_key,
     a_child_of_a_missing_parent_is_refused,
+    a_contended_parent_condition_is_retried_not_refused,
     restrict_refuses_a_parent_with_children,
     cascade_deletes_children_and_grandchildren_with_their_upkeep,
     a_cascade_that_dies_midway_lies_nowhere_and_finishes_when_run_again,

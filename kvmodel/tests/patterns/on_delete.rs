@@ -114,6 +114,37 @@ pub async fn a_child_of_a_missing_parent_is_refused<H: Harness>(h: &H) {
     assert!(posts.verify(10).await.unwrap().is_clean());
 }
 
+/// A parent's condition that fails while the parent is there (on a Redis
+/// Cluster, when another unfinished write holds the parent) is read again
+/// and retried: a create, an update that moves to another parent, an upsert
+/// and a bulk create all apply, none reports a missing parent.
+pub async fn a_contended_parent_condition_is_retried_not_refused<H: Harness>(h: &H) {
+    let store = FaultyStore::new(h.store());
+    let (authors, posts) = (AuthorRepo::new(store.clone()), PostRepo::new(store.clone()));
+    for id in ["a", "b", "c"] {
+        authors.create(&Author { id: id.into() }).await.unwrap();
+    }
+    let parent = AuthorKeys::record;
+    store.contend_next(&parent("a"));
+    posts.create(&post("p1", "a", 1)).await.unwrap();
+    assert!(!store.contending(), "the create met the contention");
+    store.contend_next(&parent("b"));
+    posts.update(&post("p1", "b", 2)).await.unwrap();
+    assert!(!store.contending(), "the update met the contention");
+    store.contend_next(&parent("c"));
+    posts.upsert(&post("p1", "c", 3)).await.unwrap();
+    assert!(!store.contending(), "the upsert met the contention");
+    store.contend_next(&parent("a"));
+    posts
+        .create_many(&[post("p2", "b", 4), post("p3", "a", 5)])
+        .await
+        .unwrap();
+    assert!(!store.contending(), "the bulk create met the contention");
+    assert_eq!(posts.count_per_author("a").await.unwrap(), 1);
+    assert_eq!(posts.get("p1").await.unwrap(), Some(post("p1", "c", 3)));
+    assert_eq!(posts.count_per_author("c").await.unwrap(), 1);
+}
+
 pub async fn restrict_refuses_a_parent_with_children<H: Harness>(h: &H) {
     let store = h.store();
     let teams = TeamRepo::new(store.clone());

@@ -216,16 +216,6 @@ pub(crate) fn require_parents(
     out
 }
 
-/// The error of a failed condition `index` when it is a parent's.
-pub(crate) fn missing_parent(
-    entity: &'static str,
-    parents: &[(usize, ParentFact)],
-    index: usize,
-) -> Option<Error> {
-    let (_, p) = parents.iter().find(|(i, _)| *i == index)?;
-    Some(parent_error(entity, p))
-}
-
 /// The error of a child of `entity` that names the missing parent `p`.
 pub(crate) fn parent_error(entity: &'static str, p: &ParentFact) -> Error {
     Error::MissingParent {
