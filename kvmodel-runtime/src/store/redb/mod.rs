@@ -11,6 +11,7 @@
 //! counts, scans) and `write` the write transaction that checks and applies a
 //! batch.
 
+mod group;
 mod guard;
 mod read;
 mod write;
@@ -28,6 +29,7 @@ use crate::store::{
     MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
 };
 
+use self::group::{Committer, GroupResult};
 use self::guard::{CallerClock, caller, guarded, panic_text};
 use self::read::{read_live, with_live};
 use self::write::Writer;
@@ -64,6 +66,8 @@ pub struct RedbStore {
     /// A [`Store::snapshot`] view: the read transaction every read uses;
     /// commits fail.
     pinned: Option<Arc<redb::ReadTransaction>>,
+    /// Concurrent commits, grouped into one write transaction (`group`).
+    committer: Arc<Committer>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -157,6 +161,7 @@ impl RedbStore {
             clock: Arc::new(CallerClock(clock)),
             collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
             pinned: None,
+            committer: Arc::default(),
         })
     }
 
@@ -188,15 +193,45 @@ impl RedbStore {
             .map_err(e("begin a write transaction"))
     }
 
+    /// Commits `batch` with the batches other callers commit meanwhile
+    /// (`group`). The group's transaction runs guarded: a redb panic is an
+    /// error for every caller of the group, a panic of the caller's clock
+    /// the leader's own.
     fn commit_blocking(&self, batch: Batch) -> Result<Outcome> {
+        if self.pinned.is_some() {
+            // A snapshot view refuses, without joining a group.
+            self.begin_write()?;
+        }
+        self.committer.commit(batch, |group| {
+            self.guarded("write", || Ok(self.commit_group(group)))
+                .and_then(|r| r)
+        })
+    }
+
+    /// One write transaction for `group`: each batch checked against what
+    /// the ones before it left, applied when its conditions hold, one
+    /// commit for all.
+    fn commit_group(&self, group: &[&Batch]) -> GroupResult {
         let now = self.clock.now_ms();
         let txn = self.begin_write()?;
-        let outcome = Writer::open(&txn, self, now)?.commit_batch(&batch)?;
-        if outcome.is_applied() {
+        let mut answers = Vec::with_capacity(group.len());
+        let mut applied = false;
+        {
+            let mut w = Writer::open(&txn, self, now)?;
+            for batch in group {
+                let answer = w.check(batch);
+                if matches!(answer, Ok(Outcome::Applied)) {
+                    w.apply_all(batch)?;
+                    applied = true;
+                }
+                answers.push(answer);
+            }
+        }
+        if applied {
             txn.commit().map_err(e("commit a batch"))?;
         }
         // Otherwise dropping the transaction aborts it: nothing is written.
-        Ok(outcome)
+        Ok(answers)
     }
 
     /// Reads `keys`, plans and commits in one write transaction: nothing
@@ -251,8 +286,8 @@ impl Store for RedbStore {
     }
 
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        self.blocking(move |s| s.guarded("write", || s.commit_blocking(batch)))
-            .await
+        // Guarded inside, around the group's transaction (`commit_blocking`).
+        self.blocking(move |s| s.commit_blocking(batch)).await
     }
 
     // Reads are served from redb's page cache in microseconds; handing them

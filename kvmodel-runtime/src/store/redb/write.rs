@@ -51,6 +51,17 @@ impl<'t> Writer<'t> {
     /// Checks `batch` and, when every condition holds, applies it (the
     /// caller commits the transaction then).
     pub(super) fn commit_batch(&mut self, batch: &Batch) -> Result<Outcome> {
+        let outcome = self.check(batch)?;
+        if outcome.is_applied() {
+            self.apply_all(batch)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Checks `batch` against what the transaction holds now: its failed
+    /// condition, or an error when it does not fit its keys (nothing is
+    /// written either way).
+    pub(super) fn check(&mut self, batch: &Batch) -> Result<Outcome> {
         let expires = batch.ops().iter().any(|op| matches!(op, Op::Expire { .. }));
         if expires && self.set_ttl.is_none() {
             self.set_ttl = Some(
@@ -59,13 +70,16 @@ impl<'t> Writer<'t> {
                     .map_err(e("open table set_ttl"))?,
             );
         }
-        let outcome = check(batch, |k, expect| self.held(k, expect))?;
-        if outcome.is_applied() {
-            for op in batch.ops() {
-                self.apply(op)?;
-            }
+        check(batch, |k, expect| self.held(k, expect))
+    }
+
+    /// Applies every operation of a batch [`check`](Self::check) accepted.
+    /// An error leaves the transaction half written: it must not commit.
+    pub(super) fn apply_all(&mut self, batch: &Batch) -> Result<()> {
+        for op in batch.ops() {
+            self.apply(op)?;
         }
-        Ok(outcome)
+        Ok(())
     }
 
     fn apply(&mut self, op: &Op) -> Result<()> {
