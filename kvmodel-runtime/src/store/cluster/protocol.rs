@@ -560,6 +560,22 @@ impl RedisClusterStore {
         keys: &[String],
         write: &str,
     ) -> Result<()> {
+        let upgraded;
+        let keys = if keys.len() > 1
+            && !keys
+                .last()
+                .is_some_and(|k| is_share_key(&self.inner.prefix, k))
+        {
+            // A token of a version before shared holds: its own key, data
+            // keys and locks; the shared holds' keys are added.
+            let n = (keys.len() - 1) / 2;
+            upgraded = std::iter::once(keys[0].clone())
+                .chain(guard_keys(&keys[1..=n], &self.inner.prefix))
+                .collect::<Vec<_>>();
+            &upgraded[..]
+        } else {
+            keys
+        };
         let n = keys.len().saturating_sub(1) / 3;
         let flags = "-".repeat(n);
         let n = n.to_string();
