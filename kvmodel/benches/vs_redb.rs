@@ -20,6 +20,12 @@
 //! `KV_BENCH_WRITE_OPS` writes × `KV_BENCH_WRITE_ROUNDS` rounds change the
 //! size; a first argument filters the rows by name.)
 //!
+//! Concurrent creates (`concurrent.rs`): the same create from 1, 8, 32 and
+//! 128 writers at once, each side on a fresh file, reported in creates per
+//! second. They run after the other rows, or alone with the first argument
+//! `concurrent` (`KV_BENCH_CONCURRENT_N` creates per run,
+//! `KV_BENCH_CONCURRENT_ROUNDS` rounds, `KV_BENCH_WRITERS` the writer counts).
+//!
 //! Instructions instead of time: with `KV_BENCH_CALLGRIND=1` each row runs
 //! its operations once per side, in the functions `counted_raw`,
 //! `counted_tokio` and (reads) `counted_polled`, whose inclusive costs
@@ -32,6 +38,9 @@ use kvmodel::{KvEntity, KvEnum, PageRequest, RedbStore};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+#[path = "vs_redb/concurrent.rs"]
+mod concurrent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, KvEnum)]
 #[serde(rename_all = "snake_case")]
@@ -512,6 +521,12 @@ fn main() {
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
+    // Concurrent creates need none of the records loaded below.
+    let concurrent = !callgrind && concurrent::NAME.contains(filter.as_str());
+    if concurrent && !filter.is_empty() {
+        concurrent::run();
+        return;
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("bench.redb")).unwrap();
@@ -672,5 +687,8 @@ fn main() {
     for plan in PLANS {
         let kv = ctx.rt.block_on(ctx.repo.count_by_plan(plan)).unwrap();
         assert_eq!(kv, raw::count(ctx.db(), plan).unwrap(), "{plan:?}");
+    }
+    if concurrent {
+        concurrent::run();
     }
 }
