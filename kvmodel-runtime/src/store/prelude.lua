@@ -1,6 +1,7 @@
 -- What every kvmodel script shares (redis.lua and each step of the
 -- cluster's cross-slot protocol start with this text): exact counter
--- arithmetic and the checks of a time to live.
+-- arithmetic, the checks of a time to live, and the validation and
+-- application of one operation.
 
 -- Counters follow the one rule of `kvmodel_runtime::batch`: a canonical
 -- decimal i64 (what INCRBY accepts), sums within 64 bits. Lua numbers are
@@ -72,4 +73,96 @@ end
 local function holds(t)
   if t == 'zset' then return 'a sorted collection' end
   return 'a Redis ' .. t
+end
+
+-- Validation with exactly the rules of `kvmodel_runtime::store::check`
+-- (which include every check the command that applies an operation makes):
+-- a function `fits(k, kind, a, b)` that returns nil when the operation fits
+-- what key `k` will hold by then (and records its effect), otherwise why it
+-- does not. What a key holds: {'none'}, {'int', {hi, lo}}, {'str'},
+-- {'zset'}, or {t} for another Redis type t.
+local function simulator()
+  local state = {}
+  local function value_state(v)
+    local x = parse_int(v)
+    if x then return {'int', x} end
+    return {'str'}
+  end
+  local function current(k)
+    if state[k] == nil then
+      local t = redis.call('TYPE', k).ok
+      if t == 'string' then state[k] = value_state(redis.call('GET', k)) else state[k] = {t} end
+    end
+    return state[k]
+  end
+  local function is_value(s) return s[1] == 'none' or s[1] == 'int' or s[1] == 'str' end
+  return function(k, kind, a, b)
+    if kind == 'p' then
+      if b ~= '' and not is_ms(b) then
+        return 'the time to live ' .. b .. ' is not a whole number of milliseconds'
+      end
+      local s = current(k)
+      if not is_value(s) then
+        if s[1] == 'zset' then return 'a put meets a sorted collection; delete it first' end
+        return 'a put meets ' .. holds(s[1])
+      end
+      state[k] = value_state(a)
+    elseif kind == 'd' then
+      state[k] = {'none'}
+    elseif kind == 'i' then
+      local d = parse_int(a)
+      if d == nil then return 'the increment ' .. a .. ' is not a 64-bit integer' end
+      local s = current(k)
+      local v
+      if s[1] == 'none' then v = {0, 0}
+      elseif s[1] == 'int' then v = s[2]
+      elseif s[1] == 'str' then return 'it holds a value that is not a 64-bit decimal integer counter'
+      elseif s[1] == 'zset' then return 'an increment meets a sorted collection, not a counter'
+      else return 'an increment meets ' .. holds(s[1]) end
+      local sum = add(v, d)
+      if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
+      local problem = beyond(v, sum, a, b)
+      if problem then return problem end
+      state[k] = {'int', sum}
+    elseif kind == 'z' or kind == 'r' or kind == 't' then
+      if kind == 't' and string.match(a, '^[0-9]+$') == nil then
+        return 'the number of members to keep, ' .. a .. ', is not a whole number'
+      end
+      local s = current(k)
+      if s[1] == 'int' or s[1] == 'str' then return 'a sorted-collection operation meets a value' end
+      if s[1] ~= 'none' and s[1] ~= 'zset' then return 'a sorted-collection operation meets ' .. holds(s[1]) end
+      if kind == 'z' then state[k] = {'zset'} end
+    elseif kind == 'x' then
+      if not is_ms(a) then return 'the time to live ' .. a .. ' is not a whole number of milliseconds' end
+    else
+      return 'unknown operation ' .. kind
+    end
+    return nil
+  end
+end
+
+-- Applies one operation that validation accepted, to key `k`, with
+-- commands that cannot fail then; for a member added, whether it was new
+-- (1) or there already (0).
+local function apply_op(k, kind, a, b)
+  if kind == 'p' then
+    if b ~= '' then redis.call('SET', k, a, 'PX', b) else redis.call('SET', k, a) end
+  elseif kind == 'd' then
+    -- UNLINK, never DEL: a big collection is freed in the background
+    -- instead of blocking the server (a small value is freed at once).
+    redis.call('UNLINK', k)
+  elseif kind == 'i' then
+    redis.call('INCRBY', k, a)
+  elseif kind == 'z' then
+    return redis.call('ZADD', k, 0, a)
+  elseif kind == 'r' then
+    redis.call('ZREM', k, a)
+  elseif kind == 't' then
+    -- Members are ranked in byte order (score 0): all but the greatest
+    -- `a` go, lowest first.
+    redis.call('ZREMRANGEBYRANK', k, 0, -(tonumber(a) + 1))
+  else
+    redis.call('PEXPIRE', k, a)
+  end
+  return 0
 end

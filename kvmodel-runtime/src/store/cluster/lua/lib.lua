@@ -89,102 +89,21 @@ local function busy()
   return busy_of(N, key, conflict_at, conditions, NOWAIT)
 end
 
--- Validation with the rules of `kvmodel_runtime::store::check`: what each
--- key will hold, {'none'}, {'int', {hi, lo}}, {'str'}, {'zset'} or {t}.
-local function simulator()
-  local state = {}
-  local function value_state(v)
-    local x = parse_int(v)
-    if x then return {'int', x} end
-    return {'str'}
-  end
-  local function current(k)
-    if state[k] == nil then
-      local t = redis.call('TYPE', k).ok
-      if t == 'string' then state[k] = value_state(redis.call('GET', k)) else state[k] = {t} end
-    end
-    return state[k]
-  end
-  local function is_value(s) return s[1] == 'none' or s[1] == 'int' or s[1] == 'str' end
-  -- nil when `op` fits what its key holds (and records its effect),
-  -- otherwise the reason it does not.
-  return function(op)
-    local k, kind, a, b = key(op.k), op.kind, op.a, op.b
-    if kind == 'p' then
-      if b ~= '' and not is_ms(b) then
-        return 'the time to live ' .. b .. ' is not a whole number of milliseconds'
-      end
-      local s = current(k)
-      if not is_value(s) then
-        if s[1] == 'zset' then return 'a put meets a sorted collection; delete it first' end
-        return 'a put meets ' .. holds(s[1])
-      end
-      state[k] = value_state(a)
-    elseif kind == 'd' then
-      state[k] = {'none'}
-    elseif kind == 'i' then
-      local d = parse_int(a)
-      if d == nil then return 'the increment ' .. a .. ' is not a 64-bit integer' end
-      local s = current(k)
-      local v
-      if s[1] == 'none' then v = {0, 0}
-      elseif s[1] == 'int' then v = s[2]
-      elseif s[1] == 'str' then return 'it holds a value that is not a 64-bit decimal integer counter'
-      elseif s[1] == 'zset' then return 'an increment meets a sorted collection, not a counter'
-      else return 'an increment meets ' .. holds(s[1]) end
-      local sum = add(v, d)
-      if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
-      local problem = beyond(v, sum, a, b)
-      if problem then return problem end
-      state[k] = {'int', sum}
-    elseif kind == 'z' or kind == 'r' or kind == 't' then
-      if kind == 't' and string.match(a, '^[0-9]+$') == nil then
-        return 'the number of members to keep, ' .. a .. ', is not a whole number'
-      end
-      local s = current(k)
-      if s[1] == 'int' or s[1] == 'str' then return 'a sorted-collection operation meets a value' end
-      if s[1] ~= 'none' and s[1] ~= 'zset' then return 'a sorted-collection operation meets ' .. holds(s[1]) end
-      if kind == 'z' then state[k] = {'zset'} end
-    elseif kind == 'x' then
-      if not is_ms(a) then return 'the time to live ' .. a .. ' is not a whole number of milliseconds' end
-    else
-      return 'unknown operation ' .. kind
-    end
-    return nil
-  end
-end
-
--- {-1, key, reason} for the first operation of `list` that does not fit.
+-- {-1, key, reason} for the first operation of `list` that does not fit
+-- (prelude.lua's `simulator`).
 local function validate(list)
-  local fits_key = simulator()
+  local fits = simulator()
   for _, op in ipairs(list) do
-    local reason = fits_key(op)
+    local reason = fits(key(op.k), op.kind, op.a, op.b)
     if reason then return {-1, key(op.k), reason} end
   end
   return nil
 end
 
--- Applies one operation that validation accepted.
+-- Applies one operation that validation accepted (prelude.lua's
+-- `apply_op`).
 local function apply(op)
-  local k, kind, a, b = key(op.k), op.kind, op.a, op.b
-  if kind == 'p' then
-    if b ~= '' then redis.call('SET', k, a, 'PX', b) else redis.call('SET', k, a) end
-  elseif kind == 'd' then
-    redis.call('DEL', k)
-  elseif kind == 'i' then
-    redis.call('INCRBY', k, a)
-  elseif kind == 'z' then
-    return redis.call('ZADD', k, 0, a)
-  elseif kind == 'r' then
-    redis.call('ZREM', k, a)
-  elseif kind == 't' then
-    -- All but the greatest `a` members, lowest first (a late operation:
-    -- applied after the commit point, like a removal).
-    redis.call('ZREMRANGEBYRANK', k, 0, -(tonumber(a) + 1))
-  else
-    redis.call('PEXPIRE', k, a)
-  end
-  return 0
+  return apply_op(key(op.k), op.kind, op.a, op.b)
 end
 
 -- The sum of this write's increments of key number i, in decimal.
