@@ -526,10 +526,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }) => self.pending(state, key, &bytes, &r).await?,
             None => {
                 let all = space.all_key();
-                if !self.unchanged(key, None).await?
-                    || !self.still_member(&all, &[], key.as_bytes()).await?
+                if !self
+                    .still_orphan(key, None, &all, &[], key.as_bytes())
+                    .await?
                 {
-                    return Ok(()); // created or deleted meanwhile
+                    return Ok(()); // created or deleted meanwhile, or in flight
                 }
                 state.drift.orphan_members.push((all, key.to_owned()));
                 if state.repair {
@@ -559,6 +560,83 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             return Ok(true);
         }
         Ok(self.store.get(key).await?.as_deref() == bytes)
+    }
+
+    /// Whether `member` of `collection` still looks out of step with the
+    /// record at `key`, which the walk read as `read`: always on a view.
+    /// Otherwise the member and the record are read again, around a check
+    /// that no unfinished write holds the record, twice, 50 ms apart: on a
+    /// Redis Cluster a write adds its members before its record commits,
+    /// and a write that gives up removes them a round trip after.
+    pub(crate) async fn still_orphan(
+        &self,
+        key: &str,
+        read: Option<&[u8]>,
+        collection: &str,
+        sort: &[u8],
+        member: &[u8],
+    ) -> Result<bool> {
+        if self.has_view() {
+            return Ok(true);
+        }
+        for wait in [0, 50] {
+            if wait > 0 {
+                pause(std::time::Duration::from_millis(wait)).await;
+            }
+            if !self.still_member(collection, sort, member).await?
+                || !self.unchanged(key, read).await?
+                || self.in_flight(&[key.to_owned()]).await?
+                || !self.unchanged(key, read).await?
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether the claim at `claim`, holding `holder`, still looks out of
+    /// step with the record at `owner` (read as `read`): as
+    /// [`still_orphan`](Self::still_orphan) judges a member.
+    pub(crate) async fn still_orphan_claim(
+        &self,
+        claim: &str,
+        holder: &[u8],
+        owner: &str,
+        read: Option<&[u8]>,
+    ) -> Result<bool> {
+        if self.has_view() {
+            return Ok(true);
+        }
+        for wait in [0, 50] {
+            if wait > 0 {
+                pause(std::time::Duration::from_millis(wait)).await;
+            }
+            if !self.unchanged(claim, Some(holder)).await?
+                || !self.unchanged(owner, read).await?
+                || self
+                    .in_flight(&[claim.to_owned(), owner.to_owned()])
+                    .await?
+                || !self.unchanged(claim, Some(holder)).await?
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether an unfinished write holds any of `keys` (only a Redis
+    /// Cluster can say: a cross-slot write adds its claims and members
+    /// before its record), so that what looks out of step around them is a
+    /// write in flight; never on a view.
+    pub(crate) async fn in_flight(&self, keys: &[String]) -> Result<bool> {
+        if self.has_view() {
+            return Ok(false);
+        }
+        Ok(self
+            .store
+            .change_stamps(keys)
+            .await?
+            .is_some_and(|stamps| stamps.contains(&u64::MAX)))
     }
 
     /// Whether `member` is still in `collection` under `sort`: always on a
@@ -1026,4 +1104,13 @@ async fn trimmed<S: Store>(store: &S, m: &MemberFact, member: &[u8]) -> Result<b
         .members
         .first()
         .is_some_and(|l| encode_entry(&l.sort, &l.member) > encode_entry(&m.sort, member)))
+}
+
+/// Sleeps `d` (on tokio when the walk runs on it).
+async fn pause(d: std::time::Duration) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::time::sleep(d).await;
+    } else {
+        std::thread::sleep(d);
+    }
 }

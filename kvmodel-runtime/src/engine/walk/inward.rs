@@ -236,8 +236,9 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                     }
                 };
                 if orphan
-                    && self.still_member(collection, &m.sort, &m.member).await?
-                    && self.unchanged(key, read.as_deref()).await?
+                    && self
+                        .still_orphan(key, read.as_deref(), collection, &m.sort, &m.member)
+                        .await?
                 {
                     state
                         .drift
@@ -339,8 +340,9 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 },
             };
             if orphan
-                && self.unchanged(claim, Some(&holder)).await?
-                && self.unchanged(owner, read.as_deref()).await?
+                && self
+                    .still_orphan_claim(claim, &holder, owner, read.as_deref())
+                    .await?
             {
                 state
                     .drift

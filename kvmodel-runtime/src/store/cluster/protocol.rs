@@ -626,16 +626,17 @@ impl RedisClusterStore {
     }
 
     /// Undoes step 1 of a write its writer gives up before the commit
-    /// point: tokens undone, new members of member-only slots removed, the
-    /// intent dropped. Best effort: what stays is a leftover that readers see
+    /// point: tokens undone and new members of member-only slots removed,
+    /// then the intent dropped and the record's holds released — in that
+    /// order, so that no early claim or member outlives the hold on its
+    /// record (`verify` takes a member beside a held record for a write in
+    /// flight). Best effort: what stays is a leftover that readers see
     /// through and others undo once the lease has passed.
     async fn drop_prepared(&self, groups: &[Group], write: &str, added: &[Option<Vec<u8>>]) {
         let prefix = &self.inner.prefix;
         let undo = groups.iter().zip(added).map(|(g, a)| async move {
             match g.role {
-                Role::Primary => {
-                    let _ = self.finish(&g.own, &g.keys, write, b"d").await;
-                }
+                Role::Primary => {}
                 Role::Token => {
                     let keys = g.script_keys(prefix);
                     let _ = self
@@ -657,6 +658,9 @@ impl RedisClusterStore {
             }
         });
         join_all(undo).await;
+        if let Some(primary) = groups.iter().find(|g| g.role == Role::Primary) {
+            let _ = self.finish(&primary.own, &primary.keys, write, b"d").await;
+        }
     }
 }
 

@@ -61,8 +61,8 @@ end
 -- this write, or nil.
 local function first_conflict()
   for i = 1, N do
-    local l, h, late = conflict_at(i)
-    if l then return {-2, l, h, late} end
+    local l, h, _, changes = conflict_at(i)
+    if l then return {-2, l, h, changes} end
   end
   return nil
 end
