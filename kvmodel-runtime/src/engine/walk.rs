@@ -526,10 +526,8 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }) => self.pending(state, key, &bytes, &r).await?,
             None => {
                 let all = space.all_key();
-                if !self
-                    .still_orphan(key, None, &all, &[], key.as_bytes())
-                    .await?
-                {
+                let member = Some((all.as_str(), &[][..], key.as_bytes()));
+                if !self.still_out_of_step(&[(key, None)], member).await? {
                     return Ok(()); // created or deleted meanwhile, or in flight
                 }
                 state.drift.orphan_members.push((all, key.to_owned()));
@@ -562,61 +560,39 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         Ok(self.store.get(key).await?.as_deref() == bytes)
     }
 
-    /// Whether `member` of `collection` still looks out of step with the
-    /// record at `key`, which the walk read as `read`: always on a view.
-    /// Otherwise the member and the record are read again, around a check
-    /// that no unfinished write holds the record, twice, 50 ms apart: on a
-    /// Redis Cluster a write adds its members before its record commits,
-    /// and a write that gives up removes them a round trip after.
-    pub(crate) async fn still_orphan(
+    /// Whether what the walk found out of step still is: every key of
+    /// `read` still holds what the walk read there, and `member` (a
+    /// collection, sort and member), if given, is still in its collection.
+    /// Always on a view. Otherwise they are read again, around a check that
+    /// no unfinished write holds those keys, twice, 50 ms apart: on a Redis
+    /// Cluster a write adds its claims and members before its record
+    /// commits, and a write that gives up removes them a round trip after.
+    pub(crate) async fn still_out_of_step(
         &self,
-        key: &str,
-        read: Option<&[u8]>,
-        collection: &str,
-        sort: &[u8],
-        member: &[u8],
+        read: &[(&str, Option<&[u8]>)],
+        member: Option<(&str, &[u8], &[u8])>,
     ) -> Result<bool> {
         if self.has_view() {
             return Ok(true);
         }
+        let keys: Vec<String> = read.iter().map(|(k, _)| (*k).to_owned()).collect();
+        let as_read = |now: Vec<Option<Vec<u8>>>| {
+            now.iter()
+                .zip(read)
+                .all(|(now, (_, then))| now.as_deref() == *then)
+        };
         for wait in [0, 50] {
             if wait > 0 {
                 pause(std::time::Duration::from_millis(wait)).await;
             }
-            if !self.still_member(collection, sort, member).await?
-                || !self.unchanged(key, read).await?
-                || self.in_flight(&[key.to_owned()]).await?
-                || !self.unchanged(key, read).await?
-            {
-                return Ok(false);
+            if let Some((collection, sort, m)) = member {
+                if !self.still_member(collection, sort, m).await? {
+                    return Ok(false);
+                }
             }
-        }
-        Ok(true)
-    }
-
-    /// Whether the claim at `claim`, holding `holder`, still looks out of
-    /// step with the record at `owner` (read as `read`): as
-    /// [`still_orphan`](Self::still_orphan) judges a member.
-    pub(crate) async fn still_orphan_claim(
-        &self,
-        claim: &str,
-        holder: &[u8],
-        owner: &str,
-        read: Option<&[u8]>,
-    ) -> Result<bool> {
-        if self.has_view() {
-            return Ok(true);
-        }
-        for wait in [0, 50] {
-            if wait > 0 {
-                pause(std::time::Duration::from_millis(wait)).await;
-            }
-            if !self.unchanged(claim, Some(holder)).await?
-                || !self.unchanged(owner, read).await?
-                || self
-                    .in_flight(&[claim.to_owned(), owner.to_owned()])
-                    .await?
-                || !self.unchanged(claim, Some(holder)).await?
+            if !as_read(self.store.get_many(&keys).await?)
+                || self.in_flight(&keys).await?
+                || !as_read(self.store.get_many(&keys).await?)
             {
                 return Ok(false);
             }

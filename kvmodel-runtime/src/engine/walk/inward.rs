@@ -237,7 +237,10 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 };
                 if orphan
                     && self
-                        .still_orphan(key, read.as_deref(), collection, &m.sort, &m.member)
+                        .still_out_of_step(
+                            &[(key, read.as_deref())],
+                            Some((collection, &m.sort, &m.member)),
+                        )
                         .await?
                 {
                     state
@@ -341,7 +344,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             };
             if orphan
                 && self
-                    .still_orphan_claim(claim, &holder, owner, read.as_deref())
+                    .still_out_of_step(&[(claim, Some(&holder)), (owner, read.as_deref())], None)
                     .await?
             {
                 state

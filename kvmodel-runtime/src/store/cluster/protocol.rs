@@ -33,7 +33,7 @@ use crate::store::RedisStore;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::cluster::RedisClusterStore;
 use crate::store::cluster::plan::{Group, Role, guard_keys, hold_flags, never_waits, plan, slots};
-use crate::store::cluster::scripts::{Reply, reply};
+use crate::store::cluster::scripts::{Met, Reply, reply};
 use crate::store::cluster::slots::is_share_key;
 
 /// Where a test makes a cross-slot commit stop, as if its process died
@@ -78,14 +78,8 @@ pub(crate) enum Attempt {
     Done(Outcome),
     /// Condition number `.0` failed on meeting another unfinished write.
     Contended(usize),
-    /// A key is held by another write (the lock's key and value, and
-    /// whether the holder changes the key): wait until it is released,
-    /// retry.
-    Locked {
-        lock: String,
-        held: String,
-        changes: bool,
-    },
+    /// A key is held by another write: wait until it is released, retry.
+    Locked(Met),
     /// Refused for a reason that passes (the lease ran out): retry.
     Again,
 }
@@ -200,11 +194,11 @@ impl RedisClusterStore {
                     }
                     return Ok(Outcome::Failed { index });
                 }
-                Attempt::Locked {
+                Attempt::Locked(Met {
                     lock,
                     held,
                     changes,
-                } => {
+                }) => {
                     met = true;
                     // A condition on a key whose holder will change it is
                     // given up after a while; on one that is only read, or
@@ -310,15 +304,7 @@ impl RedisClusterStore {
             Reply::Failed { index, held: false } => Attempt::Done(Outcome::Failed { index }),
             Reply::Failed { index, held: true } => Attempt::Contended(index),
             Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
-            Reply::Locked {
-                lock,
-                held,
-                changes,
-            } => Attempt::Locked {
-                lock,
-                held,
-                changes,
-            },
+            Reply::Locked(met) => Attempt::Locked(met),
             Reply::Refused(why) => {
                 return Err(Error::backend("redis-cluster", "commit a batch", why));
             }
@@ -412,7 +398,7 @@ impl RedisClusterStore {
         let mut failed: Option<usize> = None;
         let mut contended = false;
         let mut bad: Option<Error> = None;
-        let mut locked: Option<(String, String, bool)> = None;
+        let mut locked: Option<Met> = None;
         let mut again = false;
         let mut added: Vec<Option<Vec<u8>>> = vec![None; groups.len()];
         for (i, r) in prepared.into_iter().enumerate() {
@@ -423,11 +409,7 @@ impl RedisClusterStore {
                     contended |= held;
                 }
                 Ok(Ok(Reply::Invalid { key, reason })) => bad = Some(invalid(key, reason)),
-                Ok(Ok(Reply::Locked {
-                    lock,
-                    held,
-                    changes,
-                })) => locked = Some((lock, held, changes)),
+                Ok(Ok(Reply::Locked(met))) => locked = Some(met),
                 Ok(Ok(Reply::Refused(_))) => again = true,
                 Ok(Err(e)) => {
                     bad.get_or_insert_with(|| match e {
@@ -462,12 +444,8 @@ impl RedisClusterStore {
             if let Some(e) = bad {
                 return Err(e);
             }
-            if let Some((lock, held, changes)) = locked {
-                return Ok(Attempt::Locked {
-                    lock,
-                    held,
-                    changes,
-                });
+            if let Some(met) = locked {
+                return Ok(Attempt::Locked(met));
             }
             debug_assert!(again);
             return Ok(Attempt::Again);
@@ -494,15 +472,7 @@ impl RedisClusterStore {
                     }
                     Reply::Failed { index, held: true } => Attempt::Contended(index),
                     Reply::Invalid { key, reason } => return Err(invalid(key, reason)),
-                    Reply::Locked {
-                        lock,
-                        held,
-                        changes,
-                    } => Attempt::Locked {
-                        lock,
-                        held,
-                        changes,
-                    },
+                    Reply::Locked(met) => Attempt::Locked(met),
                     _ => Attempt::Again,
                 });
             }

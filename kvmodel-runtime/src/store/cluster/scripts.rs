@@ -58,6 +58,18 @@ impl Scripts {
     }
 }
 
+/// Another write's hold that a step met.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Met {
+    /// The lock's key, or the key's shared holds.
+    pub(crate) lock: String,
+    /// Which write holds it (`write|deadline|intent|token`), or `!` for a
+    /// claim.
+    pub(crate) held: String,
+    /// Whether that holder changes the key.
+    pub(crate) changes: bool,
+}
+
 /// What a script said about a batch (or a part of one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reply {
@@ -69,14 +81,8 @@ pub(crate) enum Reply {
     /// An operation does not fit its key; nothing was written.
     Invalid { key: String, reason: String },
     /// A key is held by another unfinished cross-slot write; nothing was
-    /// written. The lock's key (or the key's shared holds), its value
-    /// (which write holds it, or `!` for a claim), and whether that holder
-    /// changes the key.
-    Locked {
-        lock: String,
-        held: String,
-        changes: bool,
-    },
+    /// written.
+    Locked(Met),
     /// The step was refused (its write was dropped, aborted, or outlived
     /// its lease); nothing was written.
     Refused(String),
@@ -125,11 +131,11 @@ pub(crate) fn reply(value: &Value) -> Result<Reply> {
             key: text(items.get(1)),
             reason: text(items.get(2)),
         }),
-        Some(Value::Int(-2)) => Ok(Reply::Locked {
+        Some(Value::Int(-2)) => Ok(Reply::Locked(Met {
             lock: text(items.get(1)),
             held: text(items.get(2)),
             changes: text(items.get(3)) != "0",
-        }),
+        })),
         Some(Value::Int(-3)) => Ok(Reply::Refused(text(items.get(1)))),
         _ => Err(unexpected(value)),
     }
