@@ -238,7 +238,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         kind: "discovery",
         pattern: p,
         example: x,
-        note: "sorted collection of every record key (list_all; no SCAN)".into(),
+        note: "sorted collection of every record key (list_all; no SCAN), kept on Redis and Redis Cluster only: redb and memory range over the record keys instead and keep none".into(),
     });
     out.extend(links::rows(e, model, &ns, &space));
     if e.ttl.is_some() {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::codec::key::Derived;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::records::Records;
 use kvmodel_runtime::engine::shards;
 use kvmodel_runtime::engine::state;
 use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
@@ -267,6 +268,7 @@ async fn readable(
     state::require(
         &cx.store,
         def.space(),
+        &def.records(&cx.store),
         def.name(),
         def.version(),
         kind,
@@ -325,16 +327,22 @@ async fn page(
             ))
         })?);
     }
-    let range = cx.store.range(key, req).await.map_err(store_error)?;
-    let keys: Vec<String> = range
-        .members
-        .iter()
-        .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-        .collect();
-    let values = cx.store.get_many(&keys).await.map_err(store_error)?;
-    let (mut items, mut stale) = (Vec::new(), Vec::new());
     let all = what == "all";
-    for ((k, bytes), m) in keys.iter().zip(values).zip(&range.members) {
+    let source = if all {
+        def.records(&cx.store)
+    } else {
+        Records::Set(key.to_owned())
+    };
+    let (read, next) = source
+        .page_with(&cx.store, req, |m, v| {
+            (m.to_member(), v.map(<[u8]>::to_vec))
+        })
+        .await
+        .map_err(store_error)?;
+    let (mut items, mut stale) = (Vec::new(), Vec::new());
+    for (m, bytes) in read {
+        let k = String::from_utf8_lossy(&m.member);
+        let k = k.as_ref();
         let Some(bytes) = bytes else {
             stale.push(json!({ "key": k, "why": "no such record" }));
             continue;
@@ -359,7 +367,7 @@ async fn page(
         "entity": def.name(),
         "collection": key,
         "items": items,
-        "next": range.next.map(|n| hex::encode(&n)),
+        "next": next.map(|n| hex::encode(&n)),
     });
     if !all {
         doc[what] = Value::String(name.to_owned());

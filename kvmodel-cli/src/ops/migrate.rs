@@ -269,7 +269,7 @@ async fn migrate_entities(
         }
         let def = ModelDef::new(model.clone());
         let walker = Walker::new(&def, &cx.store);
-        let total = cx.store.collection_len(&def.space().all_key()).await?;
+        let total = def.records(&cx.store).count(&cx.store).await?;
         let cursor = er.cursor.as_deref().and_then(hex::decode);
         let mut st = MigrateState::after(cursor);
         st.dry_run = args.dry_run;

@@ -89,8 +89,9 @@ pub struct Report {
     pub version: u32,
     /// Whether the entity declares counters.
     pub counted: bool,
-    /// Its discovery set, which lists every record.
-    pub listing: String,
+    /// Its discovery set, which lists every record, on a store that keeps
+    /// one.
+    pub listing: Option<String>,
     /// Nothing was written.
     pub dry_run: bool,
     /// Per key, in the order given.
@@ -242,7 +243,7 @@ async fn judge_and_purge(
         entity: def.name().to_owned(),
         version: def.version(),
         counted: !def.model().counters.is_empty(),
-        listing: def.space().all_key(),
+        listing: def.records(store).is_set().then(|| def.space().all_key()),
         dry_run: dry_run || refused,
         outcomes,
         left: BTreeMap::new(),
@@ -306,7 +307,7 @@ pub fn text(r: &Report) -> String {
                     None => "no record is left, only its expired write awaiting the sweep".into(),
                 };
                 out.push_str(&format!("{verb} {key} ({why})\n"));
-                for line in removed(p, &r.listing) {
+                for line in removed(p, r.listing.as_deref()) {
                     out.push_str(&format!("  {remove} {line}\n"));
                 }
                 for l in r.left.get(key).into_iter().flatten() {
@@ -390,10 +391,14 @@ fn left_line(l: &Left, dry_run: bool) -> String {
 }
 
 /// What a purge removes, one line each.
-fn removed(p: &Purge, listing: &str) -> Vec<String> {
+fn removed(p: &Purge, listing: Option<&str>) -> Vec<String> {
     let mut lines = Vec::new();
-    if p.record {
-        lines.push(format!("record {} and its member of {listing}", p.key));
+    match (p.record, listing) {
+        (true, Some(listing)) => {
+            lines.push(format!("record {} and its member of {listing}", p.key));
+        }
+        (true, None) => lines.push(format!("record {}", p.key)),
+        (false, _) => {}
     }
     if p.receipt {
         lines.push("its expiry receipt and ledger entry".to_owned());
@@ -559,7 +564,8 @@ mod tests {
             "{text}"
         );
         for line in [
-            format!("  would remove record {key} and its member of shop:user#all"),
+            // The test store ranges over its keys: no discovery set.
+            format!("  would remove record {key}"),
             format!("  would remove claim {claim}"),
             "  would leave 1 record(s) of Order in shop:order#rel:user:u1 (relation `user`, \
              on_delete: keep, so they stay)"
@@ -587,7 +593,7 @@ mod tests {
         );
         assert_eq!(store.get(&key).await.unwrap(), None);
         assert_eq!(store.get(&claim).await.unwrap(), None);
-        assert_eq!(store.collection_len(&UserKeys::all()).await.unwrap(), 3);
+        assert_eq!(def.records(&store).count(&store).await.unwrap(), 3);
 
         // What it added to the counters is all that is left, and reconcile
         // repairs it.

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::Store;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
 use kvmodel_runtime::engine::state;
 use kvmodel_runtime::engine::walk::{Phase, WalkState, Walker};
@@ -148,9 +147,9 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<u8, Fail> {
                 st
             }
         };
-        let total = cx
-            .store
-            .collection_len(&def.space().all_key())
+        let total = def
+            .records(&cx.store)
+            .count(&cx.store)
             .await
             .map_err(store_error)?;
         while !st.is_done() {

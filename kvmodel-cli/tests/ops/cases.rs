@@ -567,8 +567,14 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     let o = kvmodel(&ops("purge", &url, &["User", "u1", "--dry-run"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
+    // Redis keeps a discovery set; redb ranges over its keys instead.
+    let listed = if b.is_redis() {
+        " and its member of shop:user#all"
+    } else {
+        ""
+    };
     for line in [
-        format!("  would remove record {key} and its member of shop:user#all"),
+        format!("  would remove record {key}{listed}"),
         format!("  would remove claim {claim}"),
         "  would leave 1 record(s) of Order in shop:order#rel:user:u1 (relation `user`, \
          on_delete: keep, so they stay)"
@@ -621,31 +627,36 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     let store = b.open().await;
     assert_eq!(store.get(&key).await.unwrap(), None);
     assert_eq!(store.get(&claim).await.unwrap(), None);
-    assert_eq!(store.collection_len(&UserKeys::all()).await.unwrap(), 3);
+    assert_eq!(UserRepo::new(store.clone()).count_all().await.unwrap(), 3);
     // An order damaged behind the store's back, and one written by hand
     // with its entries: their relation members go with them.
     let mut batch = Batch::new();
     let forged = OrderKeys::record("o7");
-    batch
-        .put(&forged, b"\x00not a record".to_vec(), None)
-        .add(OrderKeys::all(), Vec::new(), forged.clone().into_bytes())
-        .add(
-            OrderKeys::relation_user("u2"),
-            kvmodel::__private::sort_of(&ts("2026-03-03T10:00:00Z")),
-            forged.clone().into_bytes(),
-        );
+    if b.is_redis() {
+        batch.add(OrderKeys::all(), Vec::new(), forged.clone().into_bytes());
+    }
+    batch.put(&forged, b"\x00not a record".to_vec(), None).add(
+        OrderKeys::relation_user("u2"),
+        kvmodel::__private::sort_of(&ts("2026-03-03T10:00:00Z")),
+        forged.clone().into_bytes(),
+    );
     assert!(store.commit(batch).await.unwrap().is_applied());
     drop(store);
     damage_record(&b, &OrderKeys::record("o1")).await;
     let o = kvmodel(&ops("purge", &url, &["Order", "o1", "o7"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
+    let listed = if b.is_redis() {
+        " and its member of shop:order#all"
+    } else {
+        ""
+    };
     for line in [
-        "  removed record shop:order:o1 and its member of shop:order#all",
-        "  removed member of shop:order#rel:user:u1",
-        "  removed record shop:order:o7 and its member of shop:order#all",
-        "  removed member of shop:order#rel:user:u2",
-        "purge: 2 purged, 0 not found",
+        format!("  removed record shop:order:o1{listed}"),
+        "  removed member of shop:order#rel:user:u1".to_owned(),
+        format!("  removed record shop:order:o7{listed}"),
+        "  removed member of shop:order#rel:user:u2".to_owned(),
+        "purge: 2 purged, 0 not found".to_owned(),
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
@@ -659,7 +670,7 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
         .unwrap()
         .members;
     assert_eq!(members.len(), 1, "o2 only");
-    assert_eq!(store.collection_len(&OrderKeys::all()).await.unwrap(), 2);
+    assert_eq!(OrderRepo::new(store.clone()).count_all().await.unwrap(), 2);
     assert_eq!(
         store
             .collection_len(&OrderKeys::relation_user("u1"))
@@ -721,8 +732,13 @@ pub async fn purge_takes_back_what_a_receipt_lists(b: Backend) {
     let o = visits("purge", &["Visit", "b"]);
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
+    let record = if b.is_redis() {
+        "  removed record visits:visit:b and its member of visits:visit#all"
+    } else {
+        "  removed record visits:visit:b"
+    };
     for line in [
-        "  removed record visits:visit:b and its member of visits:visit#all",
+        record,
         "  removed its expiry receipt and ledger entry",
         "  removed claim visits:visit#uniq:by_token:t-b",
         "  removed member of visits:visit#idx:by_page:home",

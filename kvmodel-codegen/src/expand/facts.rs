@@ -363,6 +363,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 
     let ns = cx.namespace();
     let space = cx.key_space();
+    let key_text = template
+        .segments
+        .iter()
+        .map(|s| match s {
+            crate::ir::Segment::Literal(l) => l.clone(),
+            crate::ir::Segment::Field(f) => format!("{{{f}}}"),
+        })
+        .collect::<Vec<_>>()
+        .join(":");
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {
         crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
@@ -388,6 +397,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 name: #ename,
                 namespace: #ns,
                 key_space: #space,
+                key: #key_text,
                 encoding: #encoding,
                 ttl: #ttl,
                 storage: #storage,

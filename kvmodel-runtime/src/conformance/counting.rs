@@ -57,6 +57,23 @@ impl<S: Store> Store for CountingStore<S> {
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.call().range(key, req).await
     }
+    fn orders_keys(&self) -> bool {
+        self.inner.orders_keys()
+    }
+    async fn range_keys_with<T, K, F>(
+        &self,
+        prefix: &str,
+        keep: K,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
+    where
+        T: Send,
+        K: Fn(&str) -> bool + Send,
+        F: FnMut(&str, Option<&[u8]>) -> T + Send,
+    {
+        self.call().range_keys_with(prefix, keep, req, read).await
+    }
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {
         self.call().time_to_live(key).await
     }

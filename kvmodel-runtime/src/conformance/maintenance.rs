@@ -170,3 +170,91 @@ pub async fn change_stamps_follow_every_move<H: Harness>(h: &H) {
     assert!(third[0] > second[0] && third[1] > 0, "{third:?}");
     assert_eq!(s.counter(&c).await.expect("counter"), 0);
 }
+
+/// A store that ranges over its keys ([`Store::orders_keys`]) pages through
+/// the value keys under a prefix in byte order, both ways, resuming after
+/// each page's position: every kept key once, none outside the prefix, no
+/// counter or collection, and an expired value left out or handed over as
+/// `None`.
+/// Other stores are not asked.
+pub async fn range_keys_pages_value_keys_in_order<H: Harness>(h: &H) {
+    use crate::store::{Direction, RangeRequest};
+    let s = h.store();
+    if !s.orders_keys() {
+        return;
+    }
+    let prefix = h.key("rk:");
+    let mut b = Batch::new();
+    let mut want = Vec::new();
+    for i in 0..23 {
+        let k = format!("{prefix}{i:02}");
+        b.put(&k, format!("v{i}").into_bytes(), None);
+        want.push(k);
+    }
+    b.put(format!("{prefix}skip:1"), b"x".to_vec(), None);
+    b.put(h.key("rj:outside"), b"x".to_vec(), None);
+    b.put(h.key("rk"), b"x".to_vec(), None);
+    b.incr(format!("{prefix}counter"), 1);
+    b.add(format!("{prefix}set"), b"s".to_vec(), b"m".to_vec());
+    b.put(
+        format!("{prefix}zz"),
+        b"brief".to_vec(),
+        Some(Duration::from_millis(50)),
+    );
+    assert!(s.commit(b).await.expect("commit").is_applied());
+    h.pass(Duration::from_millis(120)).await;
+    let keep = |k: &str| !k.contains("skip") && !k.ends_with("counter");
+    for direction in [Direction::Ascending, Direction::Descending] {
+        for limit in [1, 5, 100] {
+            let (mut seen, mut after) = (Vec::new(), None);
+            for _ in 0..100 {
+                let mut req = RangeRequest::all(limit);
+                req.direction = direction;
+                req.after = after.take();
+                let (page, next) = s
+                    .range_keys_with(&prefix, keep, req, |k, v| {
+                        (k.to_owned(), v.map(<[u8]>::to_vec))
+                    })
+                    .await
+                    .expect("range_keys_with");
+                assert!(
+                    page.len() <= limit,
+                    "a page of {} for a limit of {limit}",
+                    page.len()
+                );
+                seen.extend(page);
+                match next {
+                    Some(n) => after = Some(n),
+                    None => break,
+                }
+            }
+            let (expired, live): (Vec<_>, Vec<_>) =
+                seen.into_iter().partition(|(k, _)| k.ends_with("zz"));
+            // An expired value is left out or handed over as `None`.
+            assert!(
+                expired.is_empty() || expired == vec![(format!("{prefix}zz"), None)],
+                "{direction:?}, {limit}: {expired:?}"
+            );
+            let mut expect = want.clone();
+            if direction == Direction::Descending {
+                expect.reverse();
+            }
+            let keys: Vec<String> = live.iter().map(|(k, _)| k.clone()).collect();
+            assert_eq!(keys, expect, "{direction:?}, pages of {limit}");
+            for (k, v) in &live {
+                let i: u32 = k[prefix.len()..].parse().expect("a test key");
+                assert_eq!(v.as_deref(), Some(format!("v{i}").as_bytes()), "{k}");
+            }
+        }
+    }
+    let (none, next) = s
+        .range_keys_with(
+            &h.key("nothing:"),
+            |_| true,
+            RangeRequest::all(10),
+            |k, _| k.to_owned(),
+        )
+        .await
+        .expect("range_keys_with");
+    assert!(none.is_empty() && next.is_none());
+}

@@ -191,7 +191,7 @@ macro_rules! conformance_tests {
             counter_syntax_is_one_rule, counter_overflow_is_exact, kinds_do_not_mix,
             sub_millisecond_ttls_are_accepted, reading_a_non_counter_is_a_read_error,
             collection_len_counts_live_members, range_takes_any_limit,
-            scan_lists_keys_by_prefix, now_ms_is_the_ttl_clock,
+            scan_lists_keys_by_prefix, now_ms_is_the_ttl_clock, range_keys_pages_value_keys_in_order,
             commit_after_read_plans_one_write, concurrent_planned_writes_lose_nothing,
             get_via_follows_one_key, range_values_reads_each_members_value,
             range_values_with_lends_each_members_value, get_with_lends_the_value,

@@ -5,10 +5,11 @@
 
 use std::collections::HashMap;
 
+use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
 use crate::engine::expiry::{due_at, stored_from};
 use crate::engine::on_delete::{self, ParentFact};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, backoff, transition};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, Upkeep, backoff, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -44,12 +45,16 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Ok(self.store().get(key).await?.is_some())
     }
 
-    /// The number of records: the size of the discovery set, one cheap read
-    /// ([`Store::collection_len`]). For an entity with a TTL it also counts
-    /// records that expired and that no sweep or listing has removed yet.
+    /// The number of records. On a store that keeps a discovery set (Redis,
+    /// Redis Cluster) its size, one cheap read ([`Store::collection_len`]),
+    /// which for an entity with a TTL also counts records that expired and
+    /// that no sweep or listing has removed yet. On a store that ranges over
+    /// its keys (redb, memory) a walk over the record keys, counting live
+    /// records only.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "count_all", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn count_all(&self) -> Result<i64> {
-        let n = self.store().collection_len(&E::all_key()).await?;
+        let records = Typed::<E>::new().records(self.store());
+        let n = records.count(self.store()).await?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
@@ -92,8 +97,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         old: stored.receipt.as_ref(),
                         due: due_at(now, ttl),
                     };
-                    let checked =
-                        transition::<E>(&mut b, &key, old.as_ref(), Some(&new), ttl, receipt)?;
+                    let checked = transition(
+                        Upkeep::of::<E, S>(self.store()),
+                        &mut b,
+                        &key,
+                        old.as_ref(),
+                        Some(&new),
+                        ttl,
+                        receipt,
+                    )?;
                     let parents = on_delete::require_parents(&mut b, &had, parents.clone());
                     Ok(Planned::Commit(b, Some((old.is_none(), checked, parents))))
                 })
@@ -205,8 +217,16 @@ impl<E: Entity, S: Store> Engine<E, S> {
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             guards.push(Guard::Record(index));
             let receipt = ReceiptMove::Record { old: None, due };
-            let checked =
-                transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt).map_err(bulk)?;
+            let checked = transition(
+                Upkeep::of::<E, S>(self.store()),
+                &mut b,
+                &key,
+                None,
+                Some(&facts),
+                ttl,
+                receipt,
+            )
+            .map_err(bulk)?;
             // The receipt's condition, between the record's and the claims'.
             while guards.len() < checked.first {
                 guards.push(Guard::Receipt(index));

@@ -5,10 +5,12 @@
 
 use std::marker::PhantomData;
 
-use crate::codec::key::{Derived, Space};
+use crate::codec::key::{Derived, RecordKeys, Space};
 use crate::engine::entity::{self, Entity, Facts, Ttl};
+use crate::engine::records::Records;
 use crate::error::Result;
 use crate::model::{EntityModel, Record};
+use crate::store::Store;
 
 /// An entity as maintenance sees it.
 pub trait EntityDef: Send + Sync {
@@ -20,6 +22,17 @@ pub trait EntityDef: Send + Sync {
 
     /// Its namespace and key space.
     fn space(&self) -> Space<'_>;
+
+    /// Its record keys, as a range ([`Records`]).
+    fn record_keys(&self) -> RecordKeys;
+
+    /// Where its records are listed on `store`.
+    fn records<S: Store>(&self, store: &S) -> Records
+    where
+        Self: Sized,
+    {
+        Records::on(store, self.space(), || self.record_keys())
+    }
 
     /// The version records are written at.
     fn version(&self) -> u32;
@@ -98,6 +111,10 @@ impl<E: Entity> EntityDef for Typed<E> {
         E::space()
     }
 
+    fn record_keys(&self) -> RecordKeys {
+        E::record_keys()
+    }
+
     fn version(&self) -> u32 {
         E::VERSION
     }
@@ -161,6 +178,10 @@ impl EntityDef for ModelDef {
 
     fn space(&self) -> Space<'_> {
         Space::new(&self.model.namespace, &self.key_space)
+    }
+
+    fn record_keys(&self) -> RecordKeys {
+        self.model.record_keys()
     }
 
     fn version(&self) -> u32 {

@@ -6,7 +6,7 @@
 use crate::engine::entity::{self, Entity, Facts};
 use crate::engine::expiry::stored_from;
 use crate::engine::on_delete::{self, Kind, OnPath, Own};
-use crate::engine::repo::{Engine, ReceiptMove, purge_hint, transition};
+use crate::engine::repo::{Engine, ReceiptMove, Upkeep, purge_hint, transition};
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -96,7 +96,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     old: stored.receipt.as_ref(),
                     due: None,
                 };
-                transition::<E>(&mut b, key, Some(&old), None, None, receipt)?;
+                transition(
+                    Upkeep::of::<E, S>(self.store()),
+                    &mut b,
+                    key,
+                    Some(&old),
+                    None,
+                    None,
+                    receipt,
+                )?;
                 if linked {
                     crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
                 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::codec::compress;
-use crate::codec::key::{Derived, Space};
+use crate::codec::key::{Derived, RecordKeys, Space};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
@@ -74,6 +74,10 @@ pub struct EntityMeta {
     /// The entity's key space in derived keys: the literal segments of its
     /// key template (`user` for `user:{id}`), never its Rust type name.
     pub key_space: &'static str,
+    /// The key template, `:`-separated, each placeholder as `{field}`
+    /// (`user:{id}`): where a store that ranges over its keys finds the
+    /// entity's records.
+    pub key: &'static str,
     /// Payload encoding.
     pub encoding: Encoding,
     /// Record time to live.
@@ -171,9 +175,15 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         Space::new(Self::META.namespace, Self::META.key_space)
     }
 
-    /// The discovery set listing every record of the entity.
+    /// The discovery set listing every record of the entity, on a store
+    /// that keeps one ([`Store::orders_keys`] is false).
     fn all_key() -> String {
         Self::space().all_key()
+    }
+
+    /// The entity's record keys, as a range.
+    fn record_keys() -> RecordKeys {
+        RecordKeys::new(Self::META.namespace, Self::META.key)
     }
 
     /// The expiry ledger: record keys under the time their last write is

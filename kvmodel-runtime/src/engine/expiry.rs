@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::key::Space;
 use crate::engine::entity::{ClaimFact, Entity, Facts};
-use crate::engine::repo::{Engine, ReceiptMove, transition_in};
+use crate::engine::repo::{Engine, ReceiptMove, Upkeep, transition};
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
@@ -250,7 +250,7 @@ pub(crate) fn move_receipt_in(
 /// whose receipt is `stored` (read as `receipt`): conditional on the record
 /// being absent and the receipt unchanged.
 pub(crate) fn expire_ops(
-    space: Space<'_>,
+    upkeep: Upkeep<'_>,
     b: &mut Batch,
     key: &str,
     stored: &[u8],
@@ -261,8 +261,8 @@ pub(crate) fn expire_ops(
     // Claims carry the record's TTL and expired with it; one may belong to
     // another record by now.
     facts.claims.clear();
-    transition_in(
-        space,
+    transition(
+        upkeep,
         b,
         key,
         Some(&facts),
@@ -274,7 +274,7 @@ pub(crate) fn expire_ops(
         bytes: stored.to_vec(),
         receipt: Ok(receipt.clone()),
     };
-    move_receipt_in(space, b, key, Some(&old), None)
+    move_receipt_in(upkeep.space, b, key, Some(&old), None)
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -381,7 +381,7 @@ pub(crate) async fn expire_receipt_in<S: Store>(
     receipt: &Receipt,
 ) -> Result<bool> {
     let mut b = Batch::new();
-    expire_ops(space, &mut b, key, bytes, receipt)?;
+    expire_ops(Upkeep::on(space, store), &mut b, key, bytes, receipt)?;
     Ok(crate::engine::walk::commit(store, b).await?.is_applied())
 }
 
@@ -488,7 +488,7 @@ async fn sweep_plans<S: Store>(
                     continue; // due by the estimate, not yet expired
                 }
                 let bytes = stored.as_deref().unwrap_or_default();
-                expire_ops(space, &mut b, key, bytes, &r)?;
+                expire_ops(Upkeep::on(space, store), &mut b, key, bytes, &r)?;
                 plans.push((b, true));
             }
             // No receipt, or one of a later write: the entry is stale.

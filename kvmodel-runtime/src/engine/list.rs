@@ -4,8 +4,10 @@
 
 use std::borrow::Cow;
 
+use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{self, Entity};
 use crate::engine::page::{ListRequest, Page};
+use crate::engine::records::Records;
 use crate::engine::repo::Engine;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -73,9 +75,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "list", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn list(&self, collection: &str, page: ListRequest) -> Result<Page<E>> {
         let discovery = collection == E::all_key();
-        let (reached, next) = self
-            .store()
-            .range_values_with(collection, page.range(collection)?, |member, bytes| {
+        let source = if discovery {
+            Typed::<E>::new().records(self.store())
+        } else {
+            Records::Set(collection.to_owned())
+        };
+        let (reached, next) = source
+            .page_with(self.store(), page.range(collection)?, |member, bytes| {
                 reach::<E>(collection, discovery, member, bytes)
             })
             .await?;
@@ -86,6 +92,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
         for reached in reached {
             match reached {
                 Reached::Listed(value) => items.push(value),
+                // Gone from a range of record keys: expired, and the
+                // expiry sweep removes it.
+                Reached::Gone(_) if !source.is_set() => {}
                 Reached::Gone(m) => {
                     sweep.absent(key(&m));
                     sweep.remove(collection, m.sort, m.member);

@@ -18,7 +18,7 @@ use crate::codec::key::{Derived, derived_parts};
 use crate::codec::record;
 use crate::engine::def::EntityDef;
 use crate::engine::expiry::StoredReceipt;
-use crate::engine::repo::{MAX_ATTEMPTS, ReceiptMove, backoff, transition_in};
+use crate::engine::repo::{MAX_ATTEMPTS, ReceiptMove, Upkeep, backoff, transition};
 use crate::engine::skipped::Skipped;
 use crate::engine::walk::{Walker, about_the_record, commit};
 use crate::error::Result;
@@ -217,7 +217,15 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 old: receipt.as_ref(),
                 due,
             };
-            let checked = transition_in(space, &mut b, key, Some(&old), Some(&new), ttl, moved)?;
+            let checked = transition(
+                Upkeep::on(space, self.store),
+                &mut b,
+                key,
+                Some(&old),
+                Some(&new),
+                ttl,
+                moved,
+            )?;
             match commit(self.store, b).await? {
                 Outcome::Applied => return Ok(Rewrite::Done),
                 Outcome::Failed { index } => match checked.claim(index) {

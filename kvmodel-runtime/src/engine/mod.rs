@@ -20,6 +20,7 @@ pub mod migrate;
 pub mod on_delete;
 pub mod orphans;
 pub mod page;
+pub mod records;
 pub mod repo;
 pub mod shards;
 pub mod skipped;

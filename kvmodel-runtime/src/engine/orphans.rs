@@ -10,7 +10,7 @@
 use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{Entity, Facts};
 use crate::engine::expiry::{StoredReceipt, expire_ops, move_receipt_in};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, transition_in};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, Upkeep, transition};
 use crate::engine::walk::Walker;
 use crate::engine::walk::inward::{Kind, page};
 use crate::error::{Error, Result};
@@ -88,6 +88,7 @@ impl Purge {
 /// collection of the entity). Writes nothing.
 pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Result<Found> {
     let space = def.space();
+    let upkeep = Upkeep::on(space, store);
     let receipt_key = space.receipt_key(key);
     let mut read = store
         .get_many(&[key.to_owned(), receipt_key.clone()])
@@ -115,7 +116,7 @@ pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Resu
                 bytes,
             }),
         ) => {
-            expire_ops(space, &mut b, key, bytes, r)?;
+            expire_ops(upkeep, &mut b, key, bytes, r)?;
             let mut facts = r.facts.clone();
             facts.claims.clear();
             (facts, true)
@@ -125,7 +126,9 @@ pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Resu
                 Some(bytes) => b.equals(key, bytes.clone()).delete(key),
                 None => b.absent(key),
             };
-            b.remove(space.all_key(), Vec::new(), key.as_bytes().to_vec());
+            if upkeep.discovery {
+                b.remove(space.all_key(), Vec::new(), key.as_bytes().to_vec());
+            }
             let (mut owned, known) = match &receipt {
                 Some(StoredReceipt { receipt: Ok(r), .. }) => (r.facts.clone(), true),
                 _ => (owned_entries(def, store, key).await?, false),
@@ -144,8 +147,8 @@ pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Resu
             }
             let mut rest = owned.clone();
             rest.claims.clear();
-            transition_in(
-                space,
+            transition(
+                upkeep,
                 &mut b,
                 key,
                 Some(&rest),

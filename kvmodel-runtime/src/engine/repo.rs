@@ -18,6 +18,32 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
 
+/// Where a write's upkeep goes: the entity's derived key space, and
+/// whether the store keeps the entity's discovery set (it does unless it
+/// ranges over its keys in order, [`Store::orders_keys`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Upkeep<'a> {
+    /// The entity's derived key space.
+    pub(crate) space: Space<'a>,
+    /// Whether writes add and remove discovery members.
+    pub(crate) discovery: bool,
+}
+
+impl<'a> Upkeep<'a> {
+    /// The upkeep of the entity spelled in `space` on `store`.
+    pub(crate) fn on<S: Store>(space: Space<'a>, store: &S) -> Self {
+        Upkeep {
+            space,
+            discovery: !store.orders_keys(),
+        }
+    }
+
+    /// The upkeep of `E` on `store`.
+    pub(crate) fn of<E: Entity, S: Store>(store: &S) -> Upkeep<'static> {
+        Upkeep::on(E::space(), store)
+    }
+}
+
 /// How many times `update`, `modify` and `delete` re-read and retry before
 /// giving up with [`Error::Conflict`].
 pub const MAX_ATTEMPTS: u32 = 16;
@@ -105,12 +131,14 @@ impl Checked {
 ///   its share of 64 bits ([`Batch::incr_within`]), so the total stays
 ///   readable;
 /// - the discovery member is added while a record exists (again on every
-///   write, which repairs drift) and removed with it.
+///   write, which repairs drift) and removed with it, where the store keeps
+///   a discovery set ([`Upkeep`]).
 ///
 /// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
 /// passes the entries it found as `old` and those the record implies as `new`;
 /// the expiry sweep passes an expired write's receipt as `old`.
-pub(crate) fn transition<E: Entity>(
+pub(crate) fn transition(
+    upkeep: Upkeep<'_>,
     b: &mut Batch,
     owner: &str,
     old: Option<&Facts>,
@@ -118,19 +146,7 @@ pub(crate) fn transition<E: Entity>(
     ttl: Option<Duration>,
     receipt: ReceiptMove<'_>,
 ) -> Result<Checked> {
-    transition_in(E::space(), b, owner, old, new, ttl, receipt)
-}
-
-/// [`transition`] for the entity whose derived keys live in `space`.
-pub(crate) fn transition_in(
-    space: Space<'_>,
-    b: &mut Batch,
-    owner: &str,
-    old: Option<&Facts>,
-    new: Option<&Facts>,
-    ttl: Option<Duration>,
-    receipt: ReceiptMove<'_>,
-) -> Result<Checked> {
+    let space = upkeep.space;
     if let ReceiptMove::Record { old: stored, due } = receipt {
         let next = match (new, due) {
             (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
@@ -141,8 +157,6 @@ pub(crate) fn transition_in(
         }
     }
     let first = b.conditions().len();
-    let discovery = space.all_key();
-    let discovery = discovery.as_str();
     let none = Facts::default();
     let (from, to) = (old.unwrap_or(&none), new.unwrap_or(&none));
     let owner_bytes = owner.as_bytes();
@@ -224,10 +238,13 @@ pub(crate) fn transition_in(
             }
         }
     }
-    if new.is_some() {
-        b.add(discovery, Vec::new(), owner_bytes.to_vec());
-    } else if old.is_some() {
-        b.remove(discovery, Vec::new(), owner_bytes.to_vec());
+    if upkeep.discovery {
+        let discovery = space.all_key();
+        if new.is_some() {
+            b.add(discovery, Vec::new(), owner_bytes.to_vec());
+        } else if old.is_some() {
+            b.remove(discovery, Vec::new(), owner_bytes.to_vec());
+        }
     }
     Ok(Checked {
         first,
@@ -396,7 +413,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let mut b = Batch::new();
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             let receipt = ReceiptMove::Record { old: None, due };
-            let checked = transition::<E>(&mut b, &key, None, Some(&facts), ttl, receipt)?;
+            let checked = transition(
+                Upkeep::of::<E, S>(self.store()),
+                &mut b,
+                &key,
+                None,
+                Some(&facts),
+                ttl,
+                receipt,
+            )?;
             let parents = on_delete::require_parents(&mut b, &[], parents.clone());
             match self.commit(b).await? {
                 Outcome::Applied => {
@@ -495,7 +520,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         due: due_at(now, ttl),
                     };
                     let checked =
-                        transition::<E>(&mut b, key, Some(&old), Some(&new), ttl, receipt)?;
+                        transition(Upkeep::of::<E, S>(self.store()), &mut b, key, Some(&old), Some(&new), ttl, receipt)?;
                     let parents =
                         on_delete::require_parents(&mut b, &old_value_parents, new_parents);
                     Ok(Planned::Commit(b, (new_value, checked, parents)))

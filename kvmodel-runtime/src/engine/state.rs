@@ -30,12 +30,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::key::{Derived, Space};
 use crate::codec::record;
+use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::Entity;
 use crate::engine::migrate::{Duplicate, MigrateState};
+use crate::engine::records::Records;
 use crate::engine::repo::Engine;
 use crate::error::{Error, Result};
+use crate::store::Store;
 use crate::store::batch::Batch;
-use crate::store::{RangeRequest, Store};
 
 /// Records the first read looks at, when no state is stored, before it
 /// leaves the decision to a migration.
@@ -113,28 +115,19 @@ async fn replace<S: Store>(
     Ok(load(store, space).await?.unwrap_or(state))
 }
 
-/// Whether the entity has no record.
-async fn empty<S: Store>(store: &S, space: Space<'_>) -> Result<bool> {
-    let page = store.range(&space.all_key(), RangeRequest::all(1)).await?;
-    Ok(page.members.is_empty())
-}
-
 /// Establishes the state of an entity none is stored for, as code at
 /// `version` sees it: see the [module documentation](self).
-pub async fn establish<S: Store>(store: &S, space: Space<'_>, version: u32) -> Result<IndexState> {
-    let all = space.all_key();
+pub async fn establish<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    records: &Records,
+    version: u32,
+) -> Result<IndexState> {
     let mut lowest: Option<u32> = None;
     let mut seen = 0usize;
     let mut after = None;
     let finished = loop {
-        let mut req = RangeRequest::all(1000);
-        req.after = after.take();
-        let page = store.range(&all, req).await?;
-        let keys: Vec<String> = page
-            .members
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-            .collect();
+        let (keys, next) = records.keys(store, after.take(), 1000).await?;
         for (key, bytes) in keys.iter().zip(store.get_many(&keys).await?) {
             // Records that do not decode are read by nobody: they leave
             // no index partial.
@@ -143,7 +136,7 @@ pub async fn establish<S: Store>(store: &S, space: Space<'_>, version: u32) -> R
             }
         }
         seen += keys.len();
-        match page.next {
+        match next {
             Some(n) if seen < FIRST_LOOK => after = Some(n),
             Some(_) => break false,
             None => break true,
@@ -217,6 +210,7 @@ fn what(kind: Derived) -> &'static str {
 pub async fn require<S: Store>(
     store: &S,
     space: Space<'_>,
+    records: &Records,
     entity: &str,
     version: u32,
     kind: Derived,
@@ -225,12 +219,12 @@ pub async fn require<S: Store>(
 ) -> Result<IndexState> {
     let state = match load(store, space).await? {
         Some(s) => s,
-        None => establish(store, space, version).await?,
+        None => establish(store, space, records, version).await?,
     };
     if state.readable(since) {
         return Ok(state);
     }
-    if empty(store, space).await? {
+    if records.is_empty(store).await? {
         let fresh = IndexState {
             complete: version,
             by: "a read of an empty entity".to_owned(),
@@ -297,6 +291,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let state = require(
             self.store(),
             E::space(),
+            &Typed::<E>::new().records(self.store()),
             E::META.name,
             E::VERSION,
             kind,

@@ -66,7 +66,7 @@ use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
 pub use crate::engine::maintenance::Drift;
 use crate::engine::maintenance::{CounterDrift, Unjudged, Unsettled, is_member};
-use crate::engine::repo::{ReceiptMove, transition_in};
+use crate::engine::repo::{ReceiptMove, Upkeep, transition};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -353,29 +353,23 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
     }
 
-    /// The record keys of one page of at most `page` members of the
-    /// discovery set after `cursor`, and the cursor of the next page
-    /// (`None` after the last): what every walk over all records reads.
+    /// The record keys of one page of at most `page` records after
+    /// `cursor` (of the discovery set, or of the record keys' range:
+    /// [`Records`]), and the cursor of the next page (`None` after the
+    /// last): what every walk over all records reads.
     pub(crate) async fn discovery_page(
         &self,
         cursor: Option<Vec<u8>>,
         page: usize,
     ) -> Result<(Vec<String>, Option<Vec<u8>>)> {
-        let mut req = RangeRequest::all(page.max(1));
-        req.after = cursor;
-        let range = self
-            .reader()
-            .range(&self.def.space().all_key(), req)
-            .await?;
-        let keys = range
-            .members
-            .iter()
-            .map(|m| String::from_utf8_lossy(&m.member).into_owned())
-            .collect();
-        Ok((keys, range.next))
+        let reader = self.reader();
+        self.def
+            .records(&*reader)
+            .keys(&*reader, cursor, page)
+            .await
     }
 
-    /// A page of the discovery set.
+    /// A page of the records.
     async fn records(&self, state: &mut WalkState, page: usize) -> Result<()> {
         let (keys, next) = self.discovery_page(state.cursor.clone(), page).await?;
         let (values, receipts) = self.read_records(&keys).await?;
@@ -524,6 +518,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 receipt: Ok(r),
                 bytes,
             }) => self.pending(state, key, &bytes, &r).await?,
+            // An expired record whose key remains (no receipt: it never
+            // had entries to undo); nothing lists it.
+            None if !self.def.records(self.store).is_set() => {}
             None => {
                 let all = space.all_key();
                 let member = Some((all.as_str(), &[][..], key.as_bytes()));
@@ -740,8 +737,8 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         let ttl = self.lifetime(key).await?;
         let mut fix = Batch::new();
         fix.equals(key, bytes);
-        transition_in(
-            self.def.space(),
+        transition(
+            Upkeep::on(self.def.space(), self.store),
             &mut fix,
             key,
             Some(have),

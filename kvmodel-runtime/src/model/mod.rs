@@ -27,7 +27,7 @@ mod value;
 pub use record::Record;
 pub use value::{Generic, Ordered, parse_arg};
 
-use crate::codec::key::Derived;
+use crate::codec::key::{Derived, RecordKeys};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::Encoding;
 use crate::codec::storage::Storage;
@@ -353,6 +353,19 @@ impl EntityModel {
             })
             .collect();
         literals.join(":")
+    }
+
+    /// The entity's record keys, as a range.
+    pub fn record_keys(&self) -> RecordKeys {
+        let template: Vec<String> = self
+            .key
+            .iter()
+            .map(|s| match s {
+                Segment::Literal(l) => l.clone(),
+                Segment::Field(f) => format!("{{{f}}}"),
+            })
+            .collect();
+        RecordKeys::new(&self.namespace, &template.join(":"))
     }
 
     /// The placeholders of the key template, in order.

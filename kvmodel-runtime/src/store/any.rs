@@ -228,6 +228,25 @@ impl Store for AnyStore {
         each!(self, s => s.range(key, req).await)
     }
 
+    fn orders_keys(&self) -> bool {
+        each!(self, s => s.orders_keys())
+    }
+
+    async fn range_keys_with<T, K, F>(
+        &self,
+        prefix: &str,
+        keep: K,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
+    where
+        T: Send,
+        K: Fn(&str) -> bool + Send,
+        F: FnMut(&str, Option<&[u8]>) -> T + Send,
+    {
+        each!(self, s => s.range_keys_with(prefix, keep, req, read).await)
+    }
+
     async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
     where
         T: Send,

@@ -153,3 +153,95 @@ pub(crate) fn scan_page(mut keys: Vec<String>, count: usize) -> ScanPage {
 pub(crate) fn scan_count(count: usize) -> usize {
     count.clamp(1, 10_000)
 }
+
+/// The bounds of the keys a [`Store::range_keys_with`](super::Store::range_keys_with)
+/// page walks: those that start with `prefix`, past `req.after` in
+/// `req.direction`. `None` when no key is left (past the end, or a cursor
+/// beyond the prefix).
+pub(crate) fn key_bounds(
+    prefix: &str,
+    req: &RangeRequest,
+) -> Result<Option<(Bound<String>, Bound<String>)>> {
+    let after = match &req.after {
+        Some(a) => Some(
+            String::from_utf8(a.clone()).map_err(|_| Error::InvalidCursor {
+                reason: "it is not a key of this store".to_owned(),
+            })?,
+        ),
+        None => None,
+    };
+    let mut lower = Bound::Included(prefix.to_owned());
+    let mut upper = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+    match (after, req.direction) {
+        (Some(a), Direction::Ascending) if a.as_str() >= prefix => lower = Bound::Excluded(a),
+        (Some(a), Direction::Descending) => match &upper {
+            Bound::Excluded(end) if a >= *end => {}
+            _ => upper = Bound::Excluded(a),
+        },
+        _ => {}
+    }
+    let empty = match (&lower, &upper) {
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+        _ => false,
+    };
+    Ok((!empty).then_some((lower, upper)))
+}
+
+/// The least string above every string that starts with `prefix`: the
+/// prefix with its last character raised by one (characters that cannot be
+/// raised are dropped first); `None` when there is none. UTF-8 byte order
+/// is character order, so this bounds the prefix's keys in byte order too.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let raised = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(c) = raised {
+            chars.push(c);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// Collects a [`Store::range_keys_with`](super::Store::range_keys_with)
+/// page: at most `limit` keys, and the last of them as the position to
+/// resume from when another key followed.
+pub(crate) struct KeyPage<T> {
+    out: Vec<T>,
+    limit: usize,
+    last: Vec<u8>,
+    more: bool,
+}
+
+impl<T> KeyPage<T> {
+    /// An empty page of at most `limit` keys (at least one).
+    pub(crate) fn new(limit: usize) -> Self {
+        let limit = limit.max(1);
+        KeyPage {
+            out: Vec::with_capacity(limit.min(1024)),
+            limit,
+            last: Vec::new(),
+            more: false,
+        }
+    }
+
+    /// Offers the page the next key of the walk that the caller keeps:
+    /// `false` when the page was full already (the key starts the next
+    /// page), and the walk stops.
+    pub(crate) fn offer(&mut self, key: &str, read: impl FnOnce() -> T) -> bool {
+        if self.out.len() >= self.limit {
+            self.more = true;
+            return false;
+        }
+        self.out.push(read());
+        self.last.clear();
+        self.last.extend_from_slice(key.as_bytes());
+        true
+    }
+
+    /// What was read for each key, and where the next page starts.
+    pub(crate) fn finish(self) -> (Vec<T>, Option<Vec<u8>>) {
+        let next = self.more.then_some(self.last);
+        (self.out, next)
+    }
+}

@@ -1,6 +1,6 @@
 //! `MemoryStore`: an in-process store for tests and prototypes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -9,13 +9,14 @@ use crate::store::batch::{Batch, Op, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
 use crate::store::{
-    Direction, Held, RangeRequest, RangeResult, ScanPage, Store, Via, bounds_empty, check,
-    encode_entry, entry_bounds, member_keys, page_from_entries, scan_count, scan_page,
+    Direction, Held, KeyPage, RangeRequest, RangeResult, ScanPage, Store, Via, bounds_empty, check,
+    encode_entry, entry_bounds, key_bounds, member_keys, page_from_entries, scan_count, scan_page,
 };
 
 #[derive(Debug, Default, Clone)]
 struct Inner {
-    values: HashMap<String, (Vec<u8>, Option<u64>)>,
+    /// Values in key order, so that [`Store::range_keys_with`] ranges over them.
+    values: BTreeMap<String, (Vec<u8>, Option<u64>)>,
     sets: HashMap<String, (BTreeSet<Vec<u8>>, Option<u64>)>,
     commits: u64,
 }
@@ -260,6 +261,33 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// A page of the value keys under `prefix` that `keep` accepts.
+    fn range_keys_now<T>(
+        &self,
+        prefix: &str,
+        keep: impl Fn(&str) -> bool,
+        req: &RangeRequest,
+        mut read: impl FnMut(&str, Option<&[u8]>) -> T,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)> {
+        let mut page = KeyPage::new(req.limit);
+        let Some(bounds) = key_bounds(prefix, req)? else {
+            return Ok(page.finish());
+        };
+        let inner = self.lock();
+        let now = self.clock.now_ms();
+        let range = inner.values.range::<String, _>(bounds);
+        let mut walk = |(k, (v, exp)): (&String, &(Vec<u8>, Option<u64>))| {
+            !keep(k) || page.offer(k, || read(k, live(*exp, now).then_some(v.as_slice())))
+        };
+        match req.direction {
+            Direction::Ascending => range.take_while(|e| walk(*e)).for_each(drop),
+            Direction::Descending => range.rev().take_while(|e| walk(*e)).for_each(drop),
+        }
+        Ok(page.finish())
+    }
+}
+
 impl Store for MemoryStore {
     fn backend(&self) -> &'static str {
         "memory"
@@ -281,6 +309,25 @@ impl Store for MemoryStore {
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.range_now(key, &req)
+    }
+
+    fn orders_keys(&self) -> bool {
+        true
+    }
+
+    async fn range_keys_with<T, K, F>(
+        &self,
+        prefix: &str,
+        keep: K,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
+    where
+        T: Send,
+        K: Fn(&str) -> bool + Send,
+        F: FnMut(&str, Option<&[u8]>) -> T + Send,
+    {
+        self.range_keys_now(prefix, keep, &req, read)
     }
 
     async fn range_values(

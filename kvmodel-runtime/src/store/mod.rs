@@ -38,10 +38,10 @@ pub use cluster::{
 };
 #[cfg(feature = "redis")]
 pub(crate) use entries::page_from_entries_with;
+pub(crate) use entries::{KeyPage, key_bounds, scan_count, scan_page};
 pub use entries::{
     bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries, split_entry,
 };
-pub(crate) use entries::{scan_count, scan_page};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
@@ -270,6 +270,51 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// uses it to tell which records are due.
     fn now_ms(&self) -> impl Future<Output = Result<u64>> + Send {
         async { Ok(clock::Clock::now_ms(&clock::SystemClock)) }
+    }
+
+    /// Whether the store ranges over its keys in byte order
+    /// ([`range_keys_with`](Store::range_keys_with)): memory and redb do.
+    /// The engine then finds an entity's records by the range of their keys
+    /// and keeps no discovery set; on a store that cannot (the default,
+    /// Redis, Redis Cluster), every write keeps the entity's discovery set
+    /// in step instead.
+    fn orders_keys(&self) -> bool {
+        false
+    }
+
+    /// A page of the keys holding values that start with `prefix` and that
+    /// `keep` accepts, in byte order (`req.direction` says which way; the
+    /// sort-key bounds of `req` do not apply), resuming after `req.after`
+    /// (a `next` of an earlier page) and holding at most `req.limit` keys.
+    /// `read` gets each key and its value: `None` where the value has
+    /// expired and the store still holds it (a store may leave such keys
+    /// out instead). Returns what `read` returned for each key, in key order, and
+    /// the position to resume from (`None` after the last).
+    ///
+    /// Only called when [`orders_keys`](Store::orders_keys) is true; the
+    /// default fails.
+    fn range_keys_with<T, K, F>(
+        &self,
+        prefix: &str,
+        keep: K,
+        req: RangeRequest,
+        read: F,
+    ) -> impl Future<Output = Result<(Vec<T>, Option<Vec<u8>>)>> + Send
+    where
+        T: Send,
+        K: Fn(&str) -> bool + Send,
+        F: FnMut(&str, Option<&[u8]>) -> T + Send,
+    {
+        let _ = (prefix, keep, req, read);
+        let backend = self.backend();
+        async move {
+            Err(crate::Error::backend(
+                backend,
+                "range over keys",
+                "this store does not range over its keys in order \
+                 (`Store::orders_keys` is false), so it keeps a discovery set instead",
+            ))
+        }
     }
 
     /// Maintenance only (`verify`, `reconcile`, `purge`), never in normal

@@ -761,3 +761,60 @@ pub async fn maintenance_migrates_verifies_and_repairs<H: Harness>(h: &H) {
         "m1"
     );
 }
+
+/// `list_all` and `count_all` list every record of an entity and nothing
+/// else, in pages, also beside an entity whose keys share its first literal
+/// segment. A store that ranges over its keys (redb, memory) keeps no
+/// discovery set; one that cannot (Redis) keeps one with every record.
+pub async fn records_are_listed_by_their_keys_where_keys_are_ordered<H: Harness>(h: &H) {
+    let (docs, notes) = (DocRepo::new(h.store()), NoteRepo::new(h.store()));
+    let mut want = Vec::new();
+    for i in 0..7 {
+        for tenant in ["acme", "a:b", "zeta"] {
+            let doc = Doc {
+                tenant: tenant.into(),
+                id: i,
+                title: format!("{tenant} {i}"),
+            };
+            docs.create(&doc).await.unwrap();
+            want.push(doc);
+            notes
+                .create(&Note {
+                    tenant: tenant.into(),
+                    id: i,
+                })
+                .await
+                .unwrap();
+        }
+    }
+    docs.delete("zeta", 3).await.unwrap();
+    want.retain(|d| !(d.tenant == "zeta" && d.id == 3));
+    let mut listed = Vec::new();
+    let mut page = PageRequest::new(4);
+    loop {
+        let p = docs.list_all(page.clone()).await.unwrap();
+        assert!(p.items.len() <= 4);
+        listed.extend(p.items);
+        match p.next {
+            Some(next) => page = PageRequest::new(4).after(next),
+            None => break,
+        }
+    }
+    let key = |d: &Doc| (d.tenant.clone(), d.id);
+    listed.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(listed, want);
+    assert_eq!(docs.count_all().await.unwrap(), 20);
+    assert_eq!(notes.count_all().await.unwrap(), 21);
+    let s = h.store();
+    let set = DocKeys::all();
+    let members = collection_len(&s, &set).await;
+    if s.orders_keys() {
+        assert_eq!(
+            members, 0,
+            "a store that ranges over its keys keeps no `{set}`"
+        );
+    } else {
+        assert_eq!(members, 20, "`{set}` lists every record");
+    }
+}

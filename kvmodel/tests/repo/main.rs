@@ -21,4 +21,5 @@ kvmodel_runtime::on_every_backend!(
     contended_modify_loses_nothing,
     separators_never_collide,
     maintenance_migrates_verifies_and_repairs,
+    records_are_listed_by_their_keys_where_keys_are_ordered,
 );

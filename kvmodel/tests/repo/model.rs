@@ -92,6 +92,15 @@ pub struct Doc {
     pub title: String,
 }
 
+/// Records whose keys share `Doc`'s first literal segment: on a store
+/// that ranges over its keys, `Doc`'s listing must leave them out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "docs", key = "tenant:{tenant}:note:{id}")]
+pub struct Note {
+    pub tenant: String,
+    pub id: i64,
+}
+
 /// Old versions of a profile, read through a chain of `From` impls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(version = 1)]

@@ -442,3 +442,127 @@ impl Segments for KeyMatch<'_> {
         KeyMatch::tag(self, part)
     }
 }
+
+/// The record keys of one entity, `{namespace}:{template}`, as a range of
+/// keys: on a store that ranges over its keys in order, this is how an
+/// entity's records are found (no discovery set).
+///
+/// Every record key starts with [`prefix`](RecordKeys::prefix); other keys
+/// may too (an entity `user:admin:{id}` beside `user:{id}`), and
+/// [`matches`](RecordKeys::matches) tells them apart: a user component is
+/// escaped, so it never holds a `:`, and a record key has exactly its
+/// template's segments. Derived keys never start with the prefix (their
+/// key space ends at a `#`).
+///
+/// ```
+/// use kvmodel_runtime::codec::key::RecordKeys;
+/// let users = RecordKeys::new("shop", "user:{id}");
+/// assert_eq!(users.prefix(), "shop:user:");
+/// assert!(users.matches("shop:user:42"));
+/// assert!(!users.matches("shop:user:admin:7"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordKeys {
+    prefix: String,
+    /// The segments after the namespace: `Some(literal)`, `None` for a
+    /// placeholder.
+    segments: Vec<Option<String>>,
+}
+
+impl RecordKeys {
+    /// The record keys of the template `template` (`:`-separated, each
+    /// placeholder as `{field}`) in `namespace`.
+    pub fn new(namespace: &str, template: &str) -> Self {
+        let segments: Vec<Option<String>> = template
+            .split(':')
+            .map(|s| (!(s.starts_with('{') && s.ends_with('}'))).then(|| s.to_owned()))
+            .collect();
+        let mut prefix = namespace.to_owned();
+        let fixed = segments.iter().take_while(|s| s.is_some()).count();
+        for literal in segments[..fixed].iter().flatten() {
+            prefix.push(':');
+            prefix.push_str(literal);
+        }
+        if fixed < segments.len() {
+            prefix.push(':');
+        }
+        RecordKeys { prefix, segments }
+    }
+
+    /// What every record key starts with: the namespace and the template's
+    /// literal segments before its first placeholder, each with its `:`.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether `key` has this template's shape: its segments, with the
+    /// literal ones as written.
+    pub fn matches(&self, key: &str) -> bool {
+        let Some(rest) = key.strip_prefix(self.prefix.as_str()) else {
+            return false;
+        };
+        let fixed = self.segments.iter().take_while(|s| s.is_some()).count();
+        if fixed == self.segments.len() {
+            return rest.is_empty();
+        }
+        let mut parts = rest.split(':');
+        for want in &self.segments[fixed..] {
+            match (parts.next(), want) {
+                (Some(got), Some(literal)) if got == literal => {}
+                (Some(_), None) => {}
+                _ => return false,
+            }
+        }
+        parts.next().is_none()
+    }
+}
+
+#[cfg(test)]
+mod record_keys {
+    use super::RecordKeys;
+
+    #[test]
+    fn a_record_key_has_its_templates_segments() {
+        let members = RecordKeys::new("app", "org:{org}:member:{id}");
+        assert_eq!(members.prefix(), "app:org:");
+        assert!(members.matches("app:org:acme:member:7"));
+        assert!(
+            members.matches("app:org:{acme}:member:7"),
+            "a hash tag is one segment"
+        );
+        assert!(
+            !members.matches("app:org:acme:admin:7"),
+            "a literal differs"
+        );
+        assert!(
+            !members.matches("app:org:acme:member:7:x"),
+            "one segment too many"
+        );
+        assert!(!members.matches("app:org:acme:member"), "one segment short");
+        assert!(!members.matches("app:org#all"), "a derived key");
+        assert!(
+            !members.matches("apps:org:acme:member:7"),
+            "another namespace"
+        );
+    }
+
+    #[test]
+    fn a_template_without_placeholders_is_one_key() {
+        let config = RecordKeys::new("app", "settings:global");
+        assert_eq!(config.prefix(), "app:settings:global");
+        assert!(config.matches("app:settings:global"));
+        assert!(!config.matches("app:settings:global:x"));
+        assert!(!config.matches("app:settings:globals"));
+    }
+
+    #[test]
+    fn escaped_components_stay_one_segment() {
+        let users = RecordKeys::new("shop", "user:{id}");
+        let key = super::KeyBuilder::new("shop")
+            .lit("user")
+            .part("1:orders")
+            .finish();
+        assert!(users.matches(&key), "{key}");
+        assert!(!users.matches("shop:user:1:orders"));
+    }
+}

@@ -29,7 +29,7 @@ mod slot;
 mod sort;
 
 pub use layout::{
-    Derived, KeyBuilder, KeyMatch, Segments, Space, derived_parts, shard_key, shard_of,
+    Derived, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts, shard_key, shard_of,
 };
 pub use part::KeyPart;
 #[cfg(feature = "redis-cluster")]

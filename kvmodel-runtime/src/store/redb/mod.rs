@@ -358,6 +358,33 @@ impl Store for RedbStore {
         self.guarded("read", || self.get_via_now(key))
     }
 
+    fn orders_keys(&self) -> bool {
+        true
+    }
+
+    async fn range_keys_with<T, K, F>(
+        &self,
+        prefix: &str,
+        keep: K,
+        req: RangeRequest,
+        read: F,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)>
+    where
+        T: Send,
+        K: Fn(&str) -> bool + Send,
+        F: FnMut(&str, Option<&[u8]>) -> T + Send,
+    {
+        let mut read = read;
+        self.guarded("read", || {
+            self.range_keys_now(
+                prefix,
+                |k| caller(|| keep(k)),
+                &req,
+                |k, v| caller(|| read(k, v)),
+            )
+        })
+    }
+
     /// One write transaction for read, plan and commit, except on a
     /// current-thread runtime, where the write goes to the blocking pool
     /// (which needs a `'static` plan) and the optimistic protocol applies.

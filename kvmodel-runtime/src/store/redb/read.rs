@@ -10,8 +10,8 @@ use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 use super::{KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, live, live_value, split_value};
 use crate::error::Result;
 use crate::store::{
-    Direction, MemberRef, RangeRequest, RangeResult, ScanPage, Via, decode_entry, entry_bounds,
-    scan_count, scan_page, split_entry,
+    Direction, KeyPage, MemberRef, RangeRequest, RangeResult, ScanPage, Via, decode_entry,
+    entry_bounds, key_bounds, scan_count, scan_page, split_entry,
 };
 
 /// A read transaction of the store: its own, or the one a
@@ -175,6 +175,43 @@ impl RedbStore {
         Ok((out, next))
     }
 
+    /// A page of the value keys under `prefix` that `keep` accepts, each
+    /// value lent to `read` where it lies, in one read transaction.
+    pub(super) fn range_keys_now<T>(
+        &self,
+        prefix: &str,
+        keep: impl Fn(&str) -> bool,
+        req: &RangeRequest,
+        mut read: impl FnMut(&str, Option<&[u8]>) -> T,
+    ) -> Result<(Vec<T>, Option<Vec<u8>>)> {
+        let mut page = KeyPage::new(req.limit);
+        let Some((lower, upper)) = key_bounds(prefix, req)? else {
+            return Ok(page.finish());
+        };
+        let now = self.clock.now_ms();
+        let txn = self.begin_read()?;
+        let kv = txn.open_table(KV).map_err(e("open table kv"))?;
+        let bounds = (as_str(&lower), as_str(&upper));
+        let mut range = kv.range::<&str>(bounds).map_err(e("range over keys"))?;
+        loop {
+            let item = match req.direction {
+                Direction::Ascending => range.next(),
+                Direction::Descending => range.next_back(),
+            };
+            let Some(item) = item else { break };
+            let (k, v) = item.map_err(e("range over keys"))?;
+            let k = k.value();
+            if !keep(k) {
+                continue;
+            }
+            let value = live_value(k, v.value(), || now)?;
+            if !page.offer(k, || read(k, value)) {
+                break;
+            }
+        }
+        Ok(page.finish())
+    }
+
     /// The value at `key` and the value at the key it holds, in one read
     /// transaction.
     pub(super) fn get_via_now(&self, key: &str) -> Result<Option<Via>> {
@@ -309,5 +346,14 @@ where
     match kv.get(key).map_err(e("read a value"))? {
         Some(raw) => Ok(read(live_value(key, raw.value(), now)?)),
         None => Ok(read(None)),
+    }
+}
+
+/// A bound on `String` keys as a bound on `&str` keys.
+fn as_str(bound: &Bound<String>) -> Bound<&str> {
+    match bound {
+        Bound::Included(s) => Bound::Included(s.as_str()),
+        Bound::Excluded(s) => Bound::Excluded(s.as_str()),
+        Bound::Unbounded => Bound::Unbounded,
     }
 }
