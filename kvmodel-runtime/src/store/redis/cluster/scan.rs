@@ -9,8 +9,8 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{FromRedisValue, Value};
 
 use crate::error::{Error, Result};
-use crate::store::cluster::RedisClusterStore;
-use crate::store::redis_wire::prefix_pattern;
+use crate::store::redis::cluster::RedisClusterStore;
+use crate::store::redis::wire::{prefix_pattern, scan_cmd};
 use crate::store::{ScanPage, scan_count};
 
 fn bad_cursor() -> Error {
@@ -74,12 +74,7 @@ impl RedisClusterStore {
         pattern: &str,
         count: usize,
     ) -> Result<(u64, Vec<String>)> {
-        let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count);
+        let cmd = scan_cmd(cursor, pattern, count);
         self.inner
             .round_trips
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
