@@ -3,9 +3,9 @@
 //! one text:
 //!
 //! - `prelude.lua` starts every script that writes: exact counter
-//!   arithmetic, the checks of a time to live, a batch read from `ARGV`,
-//!   the check of a condition, and the validation (with the rules of
-//!   [`check`](crate::store::check)) and application of an operation.
+//!   arithmetic, the checks of a time to live, the validation (with the
+//!   rules of [`check`](crate::store::check)) and application of an
+//!   operation, a batch read from `ARGV`, the check of its conditions.
 //! - `commit.lua` commits a batch in one step: [`COMMIT`] on a server, and
 //!   the cluster's batch within one slot behind the holds of unfinished
 //!   cross-slot writes (`cluster/locks.lua`, `cluster/single.lua`).

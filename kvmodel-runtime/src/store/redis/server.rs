@@ -1,13 +1,15 @@
 //! `RedisStore`: a real Redis server.
 //!
-//! `commit` is one `EVALSHA` of `lua/commit.lua` (loaded on `NOSCRIPT`)
-//! that checks every condition and validates every operation before the first
-//! write, with the rules of [`check`](crate::store::check) (which include
-//! every check of the commands it then runs), so a failed condition or a
-//! malformed batch writes nothing. Sorted
-//! collections are sorted sets whose members are the order-preserving entries
-//! (all scores 0, read with `ZRANGEBYLEX`); TTLs are native (`PX`); counters
-//! are `INCRBY`; `get_many` is one `MGET`.
+//! `commit` is one `EVALSHA` of the commit script (`lua/prelude.lua`, then
+//! `lua/commit.lua`; loaded on `NOSCRIPT`) that checks every condition and
+//! validates every operation before the first write, with the rules of
+//! [`check`](crate::store::check) (which include every check of the
+//! commands it then runs), so a failed condition or a malformed batch writes
+//! nothing. Sorted collections are sorted sets whose members are the
+//! order-preserving entries (all scores 0, read with `ZRANGEBYLEX`); TTLs
+//! are native (`PX`); counters are `INCRBY`; `get_many` is one `MGET`;
+//! `get_via` and `range_values` are one run of the read script
+//! (`lua/read.lua`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

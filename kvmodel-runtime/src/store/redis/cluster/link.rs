@@ -9,6 +9,7 @@ use std::time::Duration;
 use redis::Value;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
 use crate::error::{Error, Result};
 use crate::store::redis::cluster::{
@@ -147,7 +148,7 @@ impl RedisClusterStoreBuilder {
 }
 
 impl RedisClusterStore {
-    pub(super) fn conn(&self) -> ClusterConnection {
+    fn conn(&self) -> ClusterConnection {
         self.inner.conn.clone()
     }
 
@@ -158,6 +159,21 @@ impl RedisClusterStore {
     ) -> Result<T> {
         self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
         cmd.query_async(&mut self.conn())
+            .await
+            .map_err(|e| Error::backend("redis-cluster", context, e))
+    }
+
+    /// Sends `cmd` to the one node `node` names (not to a key's slot), and
+    /// reads its reply.
+    pub(super) async fn query_node(
+        &self,
+        cmd: redis::Cmd,
+        node: SingleNodeRoutingInfo,
+        context: &'static str,
+    ) -> Result<Value> {
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.conn()
+            .route_command(cmd, RoutingInfo::SingleNode(node))
             .await
             .map_err(|e| Error::backend("redis-cluster", context, e))
     }

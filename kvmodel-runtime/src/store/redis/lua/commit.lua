@@ -9,18 +9,16 @@
 -- cannot fail once phase 2 passed. A failed check writes nothing.
 
 -- (prelude.lua, prepended: counters, times to live, the batch read from
--- ARGV, the check of a condition, and the validation and application of
--- one operation, shared with the cluster's scripts.)
+-- ARGV, the check of its conditions, the validation of its operations and
+-- the application of one, shared with the cluster's scripts.)
 
 local function key_of(i) return KEYS[i] end
 
 local conditions, ops = read_batch(1, false)
-for _, c in ipairs(conditions) do
-  local failed = check_condition(key_of(c.k), c.kind, c.want, c.index)
-  if failed then return failed end
-end
+local failed = check_conditions(conditions, key_of)
+if failed then return failed end
 
-local invalid = invalid_op(ops, key_of)
+local invalid = validate(ops, key_of)
 if invalid then return invalid end
 
 for _, op in ipairs(ops) do

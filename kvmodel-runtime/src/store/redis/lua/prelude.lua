@@ -1,8 +1,10 @@
 -- What every kvmodel script that writes shares (commit.lua, on a server
 -- and within one cluster slot, and each step of the cluster's cross-slot
 -- protocol start with this text): exact counter arithmetic, the checks of
--- a time to live, a batch read from ARGV, the check of a condition, and the
--- validation and application of one operation.
+-- a time to live, the validation (`simulator`) and application
+-- (`apply_op`) of one operation, a batch read from ARGV (`read_batch`), the
+-- check of its conditions (`check_conditions`) and the validation of its
+-- operations (`validate`).
 
 -- Counters follow the one rule of `kvmodel_runtime::batch`: a canonical
 -- decimal i64 (what INCRBY accepts), sums within 64 bits. Lua numbers are
@@ -203,24 +205,27 @@ local function condition_holds(kind, cur, want)
     or (kind == 'o' and cur and cur ~= want) or (kind == 'p' and not cur))
 end
 
--- Checks condition number `index` of a batch (kind, with `want`) on key
--- `k` now: nil when it holds, {0, index} when it fails, {-1, k, reason}
--- when it cannot be checked (the key holds a collection, or the kind is
--- unknown).
+-- Checks `conditions` (read_batch's) in order, on the keys now, key
+-- number i being `key_of(i)`: nil when all hold; for the first that does
+-- not, {0, its index in the batch} when it fails, {-1, key, reason} when it
+-- cannot be checked (the key holds a collection, or the kind is unknown).
 local CONDITIONS = {a = true, e = true, o = true, p = true}
-local function check_condition(k, kind, want, index)
-  local t = redis.call('TYPE', k).ok
-  if t ~= 'none' and t ~= 'string' then
-    return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
+local function check_conditions(conditions, key_of)
+  for _, c in ipairs(conditions) do
+    local k = key_of(c.k)
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'none' and t ~= 'string' then
+      return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
+    end
+    if not CONDITIONS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
+    if not condition_holds(c.kind, redis.call('GET', k), c.want) then return {0, c.index} end
   end
-  if not CONDITIONS[kind] then return {-1, k, 'unknown condition ' .. kind} end
-  if not condition_holds(kind, redis.call('GET', k), want) then return {0, index} end
   return nil
 end
 
--- {-1, key, reason} for the first operation of `list` that does not fit
--- (`simulator`), or nil; `key_of(i)` names key number i.
-local function invalid_op(list, key_of)
+-- {-1, key, reason} for the first operation of `list` (read_batch's) that
+-- does not fit (`simulator`), or nil; key number i is `key_of(i)`.
+local function validate(list, key_of)
   local fits = simulator()
   for _, op in ipairs(list) do
     local reason = fits(key_of(op.k), op.kind, op.a, op.b)

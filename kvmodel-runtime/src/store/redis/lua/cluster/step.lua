@@ -45,27 +45,22 @@ local function first_conflict()
   return nil
 end
 
--- {0, batch index} for the first condition that fails, {-1, key, reason}
--- for one that cannot be checked, nil when all hold (prelude.lua's
--- `check_condition`).
-local function check_conditions()
-  for _, c in ipairs(conditions) do
-    local failed = check_condition(key(c.k), c.kind, c.want, c.index)
-    if failed then return failed end
-  end
-  return nil
-end
-
 -- What decides when another write's hold keeps this step from going on
 -- (locks.lua's `busy_of`), or nil.
 local function busy()
   return busy_of(N, key, conflict_at, conditions, NOWAIT)
 end
 
--- {-1, key, reason} for the first operation of `list` that does not fit
--- (prelude.lua's `invalid_op`).
-local function validate(list)
-  return invalid_op(list, key)
+-- What keeps this step from writing, or nil: another write's hold
+-- (`busy`), then a condition that fails (prelude.lua's
+-- `check_conditions`), then, with `validating`, an operation that does not
+-- fit (prelude.lua's `validate`).
+local function refusal(validating)
+  local held = busy()
+  if held then return held end
+  local failed = check_conditions(conditions, key)
+  if failed or not validating then return failed end
+  return validate(ops, key)
 end
 
 -- Applies one operation that validation accepted (prelude.lua's
