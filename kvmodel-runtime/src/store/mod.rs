@@ -14,8 +14,6 @@ mod any;
 pub mod batch;
 mod check;
 pub mod clock;
-#[cfg(feature = "redis-cluster")]
-mod cluster;
 pub mod counter;
 mod entries;
 pub mod memory;
@@ -23,19 +21,10 @@ pub mod memory;
 mod redb;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(feature = "redis")]
-mod redis_link;
-#[cfg(feature = "redis")]
-mod redis_wire;
 
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Expect, Held, check};
-#[cfg(feature = "redis-cluster")]
-pub use cluster::{
-    CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
-    RedisClusterStoreBuilder,
-};
 #[cfg(feature = "redis")]
 pub(crate) use entries::page_from_entries_with;
 pub(crate) use entries::{KeyPage, key_bounds, scan_count, scan_page};
@@ -45,10 +34,13 @@ pub use entries::{
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
+#[cfg(feature = "redis-cluster")]
+pub use redis::{
+    CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
+    RedisClusterStoreBuilder,
+};
 #[cfg(feature = "redis")]
-pub use redis::RedisStore;
-#[cfg(feature = "redis")]
-pub use redis_link::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStoreBuilder};
+pub use redis::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStore, RedisStoreBuilder};
 
 /// Direction of a range scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]

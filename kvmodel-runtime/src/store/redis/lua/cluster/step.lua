@@ -9,8 +9,8 @@
 -- operations (count, then kind, key number, a, b, early flag each),
 -- numbered from 1 like the keys.
 --
--- Counters and times to live: prelude.lua; holds: locks.lua (both
--- prepended).
+-- Counters, times to live, the batch read from ARGV, conditions and
+-- operations: prelude.lua; holds: locks.lua (both prepended).
 
 local W, LEASE = ARGV[1], tonumber(ARGV[2])
 local N = tonumber(ARGV[5])
@@ -26,35 +26,13 @@ local function lock(i) return KEYS[1 + N + i] end
 local function share(i) return KEYS[1 + 2 * N + i] end
 local function mode(i) return string.sub(FLAGS, i, i) end
 
--- Conditions and operations, decoded.
-local conditions, ops = {}, {}
-do
-  local i = 7
-  local c = tonumber(ARGV[i]); i = i + 1
-  for _ = 1, c do
-    conditions[#conditions + 1] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), want = ARGV[i + 2], index = tonumber(ARGV[i + 3])}
-    i = i + 4
-  end
-  local m = tonumber(ARGV[i]); i = i + 1
-  for _ = 1, m do
-    ops[#ops + 1] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), a = ARGV[i + 2], b = ARGV[i + 3], early = ARGV[i + 4] == '1'}
-    i = i + 5
-  end
-end
-
--- This write's increments of key number i: {a, b} each.
-local function incs_of(i)
-  local out = {}
-  for _, op in ipairs(ops) do
-    if op.k == i and op.kind == 'i' then out[#out + 1] = {a = op.a, b = op.b} end
-  end
-  return out
-end
+-- Conditions and operations, decoded (prelude.lua's `read_batch`).
+local conditions, ops = read_batch(7, true)
 
 -- The lock key and value of another write's hold that keeps this write
 -- from holding key number i, or nil.
 local function conflict_at(i)
-  return conflict(key(i), lock(i), share(i), mode(i), W, incs_of(i), ticket_of(W), NOWAIT)
+  return conflict(key(i), lock(i), share(i), mode(i), W, incs_of(ops, i), ticket_of(W), NOWAIT)
 end
 
 -- {-2, lock key, lock value} for the first key of the slot held against
@@ -67,37 +45,22 @@ local function first_conflict()
   return nil
 end
 
--- {0, batch index} for the first condition that fails, {-1, key, reason}
--- for one that inspects a collection, nil when all hold.
-local KINDS = {a = true, e = true, o = true, p = true}
-local function check_conditions()
-  for _, c in ipairs(conditions) do
-    local k = key(c.k)
-    local t = redis.call('TYPE', k).ok
-    if t ~= 'none' and t ~= 'string' then
-      return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
-    end
-    if not KINDS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
-    if not holds_now(k, c.kind, c.want) then return {0, c.index} end
-  end
-  return nil
-end
-
 -- What decides when another write's hold keeps this step from going on
 -- (locks.lua's `busy_of`), or nil.
 local function busy()
   return busy_of(N, key, conflict_at, conditions, NOWAIT)
 end
 
--- {-1, key, reason} for the first operation of `list` that does not fit
--- (prelude.lua's `simulator`).
-local function validate(list)
-  local fits = simulator()
-  for _, op in ipairs(list) do
-    local reason = fits(key(op.k), op.kind, op.a, op.b)
-    if reason then return {-1, key(op.k), reason} end
-  end
-  return nil
+-- What keeps this step from writing, or nil: another write's hold
+-- (`busy`), then a condition that fails (prelude.lua's
+-- `check_conditions`), then, with `validating`, an operation that does not
+-- fit (prelude.lua's `validate`).
+local function refusal(validating)
+  local held = busy()
+  if held then return held end
+  local failed = check_conditions(conditions, key)
+  if failed or not validating then return failed end
+  return validate(ops, key)
 end
 
 -- Applies one operation that validation accepted (prelude.lua's
@@ -109,7 +72,7 @@ end
 -- The sum of this write's increments of key number i, in decimal.
 local function net_of(i)
   local v = {0, 0}
-  for _, inc in ipairs(incs_of(i)) do
+  for _, inc in ipairs(incs_of(ops, i)) do
     v = add(v, parse_int(inc.a) or {0, 0}) or v
   end
   local hi, lo = v[1], v[2]

@@ -18,13 +18,12 @@
 //!   record conditions on its receipt, so the two share a slot, are read
 //!   together in one step and locked together.
 
-use std::ops::Bound;
-
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op};
-use crate::store::cluster::RedisClusterStore;
-use crate::store::cluster::slots::{SLOTS, slot_of, tag};
-use crate::store::{Direction, RangeRequest, RangeResult, entry_bounds, page_from_entries};
+use crate::store::redis::cluster::RedisClusterStore;
+use crate::store::redis::cluster::slots::{SLOTS, slot_of, tag};
+use crate::store::redis::wire::range_cmd;
+use crate::store::{Direction, RangeRequest, RangeResult, page_from_entries};
 
 /// The marker that ends a discovery key (`#` + `Derived::Discovery`).
 const MARK: &str = "#all";
@@ -47,14 +46,6 @@ fn receipt_record(key: &str) -> Option<(String, usize)> {
     let at = key.find(RECEIPT)? + RECEIPT.len();
     let (ns, _) = key.split_once(':')?;
     Some((format!("{ns}:{}", &key[at..]), at))
-}
-
-fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
-    match b {
-        Bound::Unbounded => unbounded.to_vec(),
-        Bound::Included(v) => [b"[".as_slice(), v].concat(),
-        Bound::Excluded(v) => [b"(".as_slice(), v].concat(),
-    }
 }
 
 impl RedisClusterStore {
@@ -212,24 +203,8 @@ impl RedisClusterStore {
     /// Up to `limit + 1` raw entries of the sorted set at the stored key
     /// `key`, in scan order.
     pub(crate) async fn entries(&self, key: &str, req: RangeRequest) -> Result<Vec<Vec<u8>>> {
-        let (lo, hi) = entry_bounds(&req);
-        let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
-        let mut cmd = match req.direction {
-            Direction::Ascending => {
-                let mut c = redis::cmd("ZRANGEBYLEX");
-                c.arg(key).arg(lo).arg(hi);
-                c
-            }
-            Direction::Descending => {
-                let mut c = redis::cmd("ZREVRANGEBYLEX");
-                c.arg(key).arg(hi).arg(lo);
-                c
-            }
-        };
-        // Redis counts in an i64: a larger limit asks for everything.
-        let count = i64::try_from(req.limit.saturating_add(1)).unwrap_or(i64::MAX);
-        cmd.arg("LIMIT").arg(0).arg(count);
-        self.query(&cmd, "read a sorted collection").await
+        self.query(&range_cmd(key, &req), "read a sorted collection")
+            .await
     }
 
     /// A page of the logical collection over `shards`: each read from the

@@ -5,12 +5,12 @@
 //! address) and that master's `SCAN` cursor. A topology change between pages
 //! may skip or repeat keys, as any key written meanwhile may be.
 
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{FromRedisValue, Value};
 
 use crate::error::{Error, Result};
-use crate::store::cluster::RedisClusterStore;
-use crate::store::redis_wire::prefix_pattern;
+use crate::store::redis::cluster::RedisClusterStore;
+use crate::store::redis::wire::{prefix_pattern, scan_cmd};
 use crate::store::{ScanPage, scan_count};
 
 fn bad_cursor() -> Error {
@@ -24,17 +24,13 @@ impl RedisClusterStore {
     pub(crate) async fn masters(&self) -> Result<Vec<(String, u16)>> {
         let mut cmd = redis::cmd("CLUSTER");
         cmd.arg("NODES");
-        self.inner
-            .round_trips
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let reply = self
-            .conn()
-            .route_command(
+            .query_node(
                 cmd,
-                RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
+                SingleNodeRoutingInfo::RandomPrimary,
+                "list the masters of the cluster",
             )
-            .await
-            .map_err(|e| Error::backend("redis-cluster", "list the masters of the cluster", e))?;
+            .await?;
         let text = match reply {
             Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
             Value::VerbatimString { text, .. } => text,
@@ -74,26 +70,12 @@ impl RedisClusterStore {
         pattern: &str,
         count: usize,
     ) -> Result<(u64, Vec<String>)> {
-        let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count);
-        self.inner
-            .round_trips
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let reply = self
-            .conn()
-            .route_command(
-                cmd,
-                RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                    host: node.0.clone(),
-                    port: node.1,
-                }),
-            )
-            .await
-            .map_err(|e| Error::backend("redis-cluster", "scan keys", e))?;
+        let cmd = scan_cmd(cursor, pattern, count);
+        let node = SingleNodeRoutingInfo::ByAddress {
+            host: node.0.clone(),
+            port: node.1,
+        };
+        let reply = self.query_node(cmd, node, "scan keys").await?;
         <(u64, Vec<String>)>::from_redis_value(reply)
             .map_err(|e| Error::backend("redis-cluster", "read a scan reply", e))
     }

@@ -15,8 +15,8 @@
 use crate::store::batch::{Batch, Condition, Op};
 use std::collections::HashMap;
 
-use crate::store::cluster::slots::{intent_key, lock_key, share_key, slot_of, token_key};
-use crate::store::redis_wire::{encode_condition, encode_op};
+use crate::store::redis::cluster::slots::{intent_key, lock_key, share_key, slot_of, token_key};
+use crate::store::redis::wire::{encode_condition, encode_op};
 
 /// What a group asks of its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub(crate) fn guard_keys(keys: &[String], prefix: &str) -> Vec<String> {
 }
 
 /// How a write holds each of `keys` until its last effect is applied, one
-/// flag per key (`lua/locks.lua`): `L` exclusively when it puts or deletes
+/// flag per key (`lua/cluster/locks.lua`): `L` exclusively when it puts or deletes
 /// the key, or both conditions on and increments it; `S` shared when it
 /// only conditions on it; `I` shared when it only increments it (writes
 /// that add to one counter go on together); `-` not at all (collection

@@ -7,12 +7,8 @@
 -- write is applied (after the record's), so it never expires before the
 -- record it claims for.
 if redis.call('EXISTS', OWN) == 1 then return {-3, 'its write id is taken'} end
-local held = busy()
-if held then return held end
-local failed = check_conditions()
-if failed then return failed end
-local invalid = validate(ops)
-if invalid then return invalid end
+local refused = refusal(true)
+if refused then return refused end
 local undo, late, renew = {}, {}, {}
 for _, op in ipairs(ops) do
   if op.early and op.kind == 'p' then

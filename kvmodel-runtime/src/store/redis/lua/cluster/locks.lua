@@ -1,7 +1,7 @@
 -- kvmodel on Redis Cluster: the holds of unfinished cross-slot writes on a
 -- key, as every script that writes sees them (a batch within one slot and
 -- every step of the cross-slot protocol start with this text, after
--- prelude.lua).
+-- ../prelude.lua).
 --
 -- A write holds each key it touches in one of three modes (a flag per key):
 --   'L' exclusive: it puts or deletes the key, or both conditions on and
@@ -25,6 +25,16 @@
 -- characters of its write ids); a claim not renewed lapses after CLAIM ms.
 
 local CLAIM = 500
+
+-- The increments {a, b} among `ops` (a batch's operations, as prelude.lua's
+-- `read_batch` gives them) of key number i, in batch order.
+local function incs_of(ops, i)
+  local out = {}
+  for _, op in ipairs(ops) do
+    if op.k == i and op.kind == 'i' then out[#out + 1] = {a = op.a, b = op.b} end
+  end
+  return out
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -141,9 +151,7 @@ end
 -- holds a collection (validation reports that).
 local function holds_now(k, kind, want)
   if redis.call('TYPE', k).ok ~= 'string' and redis.call('EXISTS', k) == 1 then return true end
-  local cur = redis.call('GET', k)
-  return not ((kind == 'a' and cur) or (kind == 'e' and cur ~= want)
-    or (kind == 'o' and cur and cur ~= want) or (kind == 'p' and not cur))
+  return condition_holds(kind, redis.call('GET', k), want)
 end
 
 -- What decides when another write's hold keeps this batch from going on,

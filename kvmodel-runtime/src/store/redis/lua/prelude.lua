@@ -1,7 +1,10 @@
--- What every kvmodel script shares (redis.lua and each step of the
--- cluster's cross-slot protocol start with this text): exact counter
--- arithmetic, the checks of a time to live, and the validation and
--- application of one operation.
+-- What every kvmodel script that writes shares (commit.lua, on a server
+-- and within one cluster slot, and each step of the cluster's cross-slot
+-- protocol start with this text): exact counter arithmetic, the checks of
+-- a time to live, the validation (`simulator`) and application
+-- (`apply_op`) of one operation, a batch read from ARGV (`read_batch`), the
+-- check of its conditions (`check_conditions`) and the validation of its
+-- operations (`validate`).
 
 -- Counters follow the one rule of `kvmodel_runtime::batch`: a canonical
 -- decimal i64 (what INCRBY accepts), sums within 64 bits. Lua numbers are
@@ -165,4 +168,68 @@ local function apply_op(k, kind, a, b)
     redis.call('PEXPIRE', k, a)
   end
   return 0
+end
+
+-- The conditions and operations of a batch, read from ARGV at `at`: a
+-- count, then each condition's kind, key number and value; a count, then
+-- each operation's kind, key number, a and b. Key numbers count from 1.
+-- With `tagged` (the cluster's steps), each condition also carries its
+-- index in the batch and each operation whether it is early ('1');
+-- otherwise a condition's index is its position, from 0. A condition:
+-- {kind, k, want, index}; an operation: {kind, k, a, b, early}.
+local function read_batch(at, tagged)
+  local extra = 0
+  if tagged then extra = 1 end
+  local conditions, ops = {}, {}
+  local i = at
+  local c = tonumber(ARGV[i]); i = i + 1
+  for j = 1, c do
+    local index = j - 1
+    if tagged then index = tonumber(ARGV[i + 3]) end
+    conditions[j] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), want = ARGV[i + 2], index = index}
+    i = i + 3 + extra
+  end
+  local m = tonumber(ARGV[i]); i = i + 1
+  for j = 1, m do
+    ops[j] = {kind = ARGV[i], k = tonumber(ARGV[i + 1]), a = ARGV[i + 2], b = ARGV[i + 3],
+      early = tagged and ARGV[i + 4] == '1'}
+    i = i + 4 + extra
+  end
+  return conditions, ops
+end
+
+-- Whether condition `kind` (with `want`) holds on `cur`, the value of its
+-- key (false when it has none); an unknown kind holds.
+local function condition_holds(kind, cur, want)
+  return not ((kind == 'a' and cur) or (kind == 'e' and cur ~= want)
+    or (kind == 'o' and cur and cur ~= want) or (kind == 'p' and not cur))
+end
+
+-- Checks `conditions` (read_batch's) in order, on the keys now, key
+-- number i being `key_of(i)`: nil when all hold; for the first that does
+-- not, {0, its index in the batch} when it fails, {-1, key, reason} when it
+-- cannot be checked (the key holds a collection, or the kind is unknown).
+local CONDITIONS = {a = true, e = true, o = true, p = true}
+local function check_conditions(conditions, key_of)
+  for _, c in ipairs(conditions) do
+    local k = key_of(c.k)
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'none' and t ~= 'string' then
+      return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
+    end
+    if not CONDITIONS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
+    if not condition_holds(c.kind, redis.call('GET', k), c.want) then return {0, c.index} end
+  end
+  return nil
+end
+
+-- {-1, key, reason} for the first operation of `list` (read_batch's) that
+-- does not fit (`simulator`), or nil; key number i is `key_of(i)`.
+local function validate(list, key_of)
+  local fits = simulator()
+  for _, op in ipairs(list) do
+    local reason = fits(key_of(op.k), op.kind, op.a, op.b)
+    if reason then return {-1, key_of(op.k), reason} end
+  end
+  return nil
 end

@@ -5,12 +5,8 @@
 local st = redis.call('HMGET', OWN, 'w', 'state', 'deadline')
 if st[1] ~= W or st[2] ~= 'p' then return {-3, 'it was ' .. (st[2] or 'dropped')} end
 if now_ms() > tonumber(st[3]) then return {-3, 'it outlived its lease'} end
-local held = busy()
-if held then return held end
-local failed = check_conditions()
-if failed then return failed end
-local invalid = validate(ops)
-if invalid then return invalid end
+local refused = refusal(true)
+if refused then return refused end
 for _, op in ipairs(ops) do apply(op) end
 if ARGV[3] == '1' then
   redis.call('DEL', OWN)

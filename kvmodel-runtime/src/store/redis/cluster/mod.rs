@@ -5,8 +5,8 @@
 //! for the [`Store`] contract:
 //!
 //! - a batch whose keys share one hash slot commits as one script: the
-//!   Redis store's own `redis.lua`, behind a check that no key is held by
-//!   an unfinished cross-slot write (see `docs/cluster.md`);
+//!   Redis server's own `lua/commit.lua`, behind a check that no key is
+//!   held by an unfinished cross-slot write (`commit`, `docs/cluster.md`);
 //! - a batch across slots follows the cross-slot protocol (`protocol`):
 //!   locks and early effects, a commit point in the record's slot, late
 //!   effects applied once, crash-safe and finished or undone by whoever
@@ -24,22 +24,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{ErrorKind, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::batch::{Batch, Outcome};
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
+use crate::store::counter::{stamp_key, stamped, stamps_of};
+use crate::store::redis::scripts::Scripts;
+use crate::store::redis::wire::time_to_live;
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via, page_from_entries};
 
+mod commit;
 mod layout;
+mod link;
 mod plan;
 mod protocol;
 mod recovery;
 mod scan;
-mod scripts;
-pub mod slots;
+mod slots;
 
+pub use link::RedisClusterStoreBuilder;
 pub use protocol::CrashPoint;
 pub use recovery::Recovery;
 
@@ -73,7 +76,7 @@ struct Inner {
     prefix: String,
     lease: Duration,
     shards: u16,
-    scripts: scripts::Scripts,
+    scripts: Scripts,
     round_trips: AtomicU64,
 }
 
@@ -85,134 +88,6 @@ impl std::fmt::Debug for RedisClusterStore {
             .field("lease", &self.inner.lease)
             .field("round_trips", &self.round_trips())
             .finish_non_exhaustive()
-    }
-}
-
-/// Options for a [`RedisClusterStore`]: seeds, timeouts, the lease of
-/// cross-slot writes, a key prefix, the discovery shards.
-///
-/// ```no_run
-/// # async fn demo() -> kvmodel_runtime::Result<()> {
-/// use std::time::Duration;
-/// use kvmodel_runtime::RedisClusterStore;
-///
-/// let store = RedisClusterStore::builder(&["redis://127.0.0.1:7000"])
-///     .lease(Duration::from_secs(2))
-///     .key_prefix("app1/")
-///     .connect()
-///     .await?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct RedisClusterStoreBuilder {
-    seeds: Vec<String>,
-    prefix: String,
-    lease: Duration,
-    shards: u16,
-    connect_timeout: Duration,
-    response_timeout: Duration,
-}
-
-impl RedisClusterStoreBuilder {
-    /// Options for the cluster that `seeds` (`redis://HOST:PORT` URLs of
-    /// some of its nodes) belong to, with the defaults.
-    pub fn new(seeds: &[&str]) -> Self {
-        RedisClusterStoreBuilder {
-            seeds: seeds.iter().map(|s| (*s).to_owned()).collect(),
-            prefix: String::new(),
-            lease: DEFAULT_LEASE,
-            shards: DEFAULT_DISCOVERY_SHARDS,
-            connect_timeout: crate::store::DEFAULT_CONNECT_TIMEOUT,
-            response_timeout: crate::store::DEFAULT_RESPONSE_TIMEOUT,
-        }
-    }
-
-    /// How long a cross-slot write may take to reach its commit point
-    /// (default [`DEFAULT_LEASE`]). A write that takes longer is abandoned
-    /// and retried by its writer; one whose writer is gone is finished or
-    /// undone by others once the lease has passed twice. Every client of a
-    /// cluster should use the same lease.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease.max(Duration::from_millis(1));
-        self
-    }
-
-    /// Stores every key under `prefix` (which must not contain `{` or `}`,
-    /// the hash-tag braces), so that several applications share a cluster
-    /// without seeing each other's keys.
-    pub fn key_prefix(mut self, prefix: &str) -> Self {
-        self.prefix = prefix.to_owned();
-        self
-    }
-
-    /// How many keys each discovery set is spread over (1 to 1024, default
-    /// [`DEFAULT_DISCOVERY_SHARDS`]); `list_all` merges them. Every client
-    /// of a cluster must use the same number: data written with one cannot
-    /// be listed with another.
-    pub fn discovery_shards(mut self, shards: u16) -> Self {
-        self.shards = shards.clamp(1, 1024);
-        self
-    }
-
-    /// How long opening a connection to a node may take.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How long a request may wait for its reply.
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
-
-    /// Connects to the cluster and returns the store.
-    pub async fn connect(self) -> Result<RedisClusterStore> {
-        let bad = |reason: String| Error::InvalidUrl {
-            url: self.seeds.join(","),
-            reason,
-        };
-        if self.seeds.is_empty() {
-            return Err(bad(
-                "it names no node; give at least one seed, `redis://HOST:PORT`".to_owned(),
-            ));
-        }
-        if self.prefix.contains(['{', '}']) {
-            return Err(bad(format!(
-                "the key prefix `{}` contains a hash-tag brace; choose one without `{{` and `}}`",
-                self.prefix
-            )));
-        }
-        for seed in &self.seeds {
-            redis::Client::open(seed.as_str()).map_err(|e| Error::InvalidUrl {
-                url: seed.clone(),
-                reason: format!("{e}; write each seed as `redis://HOST:PORT`"),
-            })?;
-        }
-        let client = ClusterClient::builder(self.seeds.iter().map(String::as_str))
-            .connection_timeout(self.connect_timeout)
-            .response_timeout(self.response_timeout)
-            .build()
-            .map_err(|e| bad(format!("{e}; write each seed as `redis://HOST:PORT`")))?;
-        let conn = client.get_async_connection().await.map_err(|e| {
-            Error::backend(
-                "redis-cluster",
-                format!("connect to the cluster at `{}`", self.seeds.join(", ")),
-                e,
-            )
-        })?;
-        Ok(RedisClusterStore {
-            inner: Arc::new(Inner {
-                conn,
-                seeds: self.seeds,
-                prefix: self.prefix,
-                lease: self.lease,
-                shards: self.shards,
-                scripts: scripts::Scripts::new(),
-                round_trips: AtomicU64::new(0),
-            }),
-            crash: None,
-        })
     }
 }
 
@@ -252,49 +127,6 @@ impl RedisClusterStore {
             crash: Some(point),
         }
     }
-
-    fn conn(&self) -> ClusterConnection {
-        self.inner.conn.clone()
-    }
-
-    async fn query<T: redis::FromRedisValue>(
-        &self,
-        cmd: &redis::Cmd,
-        context: &'static str,
-    ) -> Result<T> {
-        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
-        cmd.query_async(&mut self.conn())
-            .await
-            .map_err(|e| Error::backend("redis-cluster", context, e))
-    }
-
-    /// Runs `script` with `keys` and `args`; the error is classified as a
-    /// commit's: `Ok(Err(e))` when the reply was lost (it may have run).
-    async fn run(
-        &self,
-        script: &redis::Script,
-        keys: &[String],
-        args: &[Vec<u8>],
-    ) -> Result<std::result::Result<Value, redis::RedisError>> {
-        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
-        let mut inv = script.prepare_invoke();
-        inv.key(keys);
-        for a in args {
-            inv.arg(a.as_slice());
-        }
-        match inv.invoke_async::<Value>(&mut self.conn()).await {
-            Ok(v) => Ok(Ok(v)),
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-                Err(Error::backend("redis-cluster", "run a commit script", e))
-            }
-            Err(e) if e.is_connection_refusal() => Err(Error::backend(
-                "redis-cluster",
-                "reach the node of a slot (nothing was sent)",
-                e,
-            )),
-            Err(e) => Ok(Err(e)),
-        }
-    }
 }
 
 impl Store for RedisClusterStore {
@@ -306,7 +138,7 @@ impl Store for RedisClusterStore {
         if batch.is_empty() {
             return Ok(Outcome::Applied);
         }
-        let batch = self.physical(crate::store::counter::stamped(batch))?;
+        let batch = self.physical(stamped(batch))?;
         self.commit_physical(batch).await
     }
 
@@ -319,7 +151,7 @@ impl Store for RedisClusterStore {
         }
         let mut cmd = redis::cmd("MGET");
         for k in keys {
-            cmd.arg(self.phys(&crate::store::counter::stamp_key(k)));
+            cmd.arg(self.phys(&stamp_key(k)));
         }
         for k in keys {
             cmd.arg(slots::lock_key(&self.inner.prefix, &self.phys(k)));
@@ -332,7 +164,7 @@ impl Store for RedisClusterStore {
             self.query::<bool>(&cmd, "read shared holds").await
         }))
         .await?;
-        let mut stamps = crate::store::counter::stamps_of(values);
+        let mut stamps = stamps_of(values);
         for ((stamp, lock), shared) in stamps.iter_mut().zip(locks).zip(shared) {
             if lock.is_some() || shared {
                 *stamp = u64::MAX;
@@ -347,7 +179,7 @@ impl Store for RedisClusterStore {
         self.query(&cmd, "read a value").await
     }
 
-    async fn get_via(&self, key: &str) -> Result<Option<crate::store::Via>> {
+    async fn get_via(&self, key: &str) -> Result<Option<Via>> {
         let Some(pointer) = self.get(key).await? else {
             return Ok(None);
         };
@@ -377,7 +209,7 @@ impl Store for RedisClusterStore {
             None => {
                 let limit = req.limit;
                 let entries = self.entries(&self.phys(key), req).await?;
-                crate::store::page_from_entries(entries, limit)
+                page_from_entries(entries, limit)
             }
         }
     }
@@ -397,7 +229,7 @@ impl Store for RedisClusterStore {
         let mut cmd = redis::cmd("PTTL");
         cmd.arg(self.phys(key));
         let ms: i64 = self.query(&cmd, "read a time to live").await?;
-        Ok(u64::try_from(ms).ok().map(Duration::from_millis))
+        Ok(time_to_live(ms))
     }
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {

@@ -1,16 +1,16 @@
 //! `RedisStore`: a real Redis server.
 //!
-//! `commit` is one `EVALSHA` of a generic Lua script (loaded on `NOSCRIPT`)
-//! that checks every condition and validates every operation before the first
-//! write, with the rules of [`check`](crate::store::check) (which include
-//! every check of the commands it then runs), so a failed condition or a
-//! malformed batch writes nothing. Sorted
-//! collections are sorted sets whose members are the order-preserving entries
-//! (all scores 0, read with `ZRANGEBYLEX`); TTLs are native (`PX`); counters
-//! are `INCRBY`; `get_many` is one `MGET`.
+//! `commit` is one `EVALSHA` of the commit script (`lua/prelude.lua`, then
+//! `lua/commit.lua`; loaded on `NOSCRIPT`) that checks every condition and
+//! validates every operation before the first write, with the rules of
+//! [`check`](crate::store::check) (which include every check of the
+//! commands it then runs), so a failed condition or a malformed batch writes
+//! nothing. Sorted collections are sorted sets whose members are the
+//! order-preserving entries (all scores 0, read with `ZRANGEBYLEX`); TTLs
+//! are native (`PX`); counters are `INCRBY`; `get_many` is one `MGET`;
+//! `get_via` and `range_values` are one run of the read script
+//! (`lua/read.lua`).
 
-use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,19 +18,17 @@ use redis::{ErrorKind, Value};
 
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
-use crate::store::redis_link::{Failure, Link, RedisStoreBuilder};
-use crate::store::redis_wire::{encode_condition, encode_op, prefix_pattern};
-use crate::store::{
-    Direction, RangeRequest, RangeResult, ScanPage, Store, Via, entry_bounds, member_keys,
-    page_from_entries, page_from_entries_with, scan_count,
+use crate::store::counter::{stamp_key, stamped, stamps_of};
+use crate::store::redis::link::{Failure, Link, RedisStoreBuilder};
+use crate::store::redis::scripts::{COMMIT, READ};
+use crate::store::redis::wire::{
+    Reply, commit_args, error_reply, prefix_pattern, range_args, range_cmd, reply, scan_cmd,
+    time_to_live, unexpected,
 };
-
-/// The commit script: the shared prelude (exact counter arithmetic, TTL
-/// checks), then the commit itself.
-const SCRIPT: &str = concat!(include_str!("prelude.lua"), include_str!("redis.lua"));
-
-/// The read-only script behind `get_via` and `range_values`.
-const READ_SCRIPT: &str = include_str!("redis_read.lua");
+use crate::store::{
+    RangeRequest, RangeResult, ScanPage, Store, Via, member_keys, page_from_entries,
+    page_from_entries_with, scan_count,
+};
 
 /// A Redis store: a cheap-clone handle over one multiplexed connection,
 /// opened again on the next call after it drops.
@@ -84,8 +82,8 @@ impl RedisStore {
     pub(crate) fn on(link: Link) -> Self {
         RedisStore {
             link: Arc::new(link),
-            sha: Arc::from(redis::Script::new(SCRIPT).get_hash()),
-            read_sha: Arc::from(redis::Script::new(READ_SCRIPT).get_hash()),
+            sha: Arc::from(redis::Script::new(COMMIT).get_hash()),
+            read_sha: Arc::from(redis::Script::new(READ).get_hash()),
             round_trips: Arc::default(),
         }
     }
@@ -120,7 +118,7 @@ impl RedisStore {
                 ),
                 e,
             ),
-            Failure::Sent(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+            Failure::Sent(e) if error_reply(&e) => {
                 Error::backend("redis", "run the commit script", e)
             }
             Failure::Sent(e) => Error::OutcomeUnknown {
@@ -130,34 +128,12 @@ impl RedisStore {
         }
     }
 
-    /// Flattens a batch into the script's `KEYS` and `ARGV`.
-    fn encode(batch: &Batch) -> (Vec<&str>, Vec<Vec<u8>>) {
-        let mut keys: Vec<&str> = Vec::new();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        let mut argv: Vec<Vec<u8>> = vec![batch.conditions().len().to_string().into_bytes()];
-        for c in batch.conditions() {
-            let (kind, want) = encode_condition(c);
-            argv.push(kind.to_vec());
-            argv.push(key_index(c.key(), &mut keys, &mut index));
-            argv.push(want.to_vec());
-        }
-        argv.push(batch.ops().len().to_string().into_bytes());
-        for op in batch.ops() {
-            let (kind, a, b) = encode_op(op);
-            argv.push(kind.to_vec());
-            argv.push(key_index(op.key(), &mut keys, &mut index));
-            argv.push(a);
-            argv.push(b);
-        }
-        (keys, argv)
-    }
-
     /// The `EVALSHA` arguments `commit` sends for `batch`: script SHA, `KEYS`,
     /// `ARGV` (for benchmarks and debugging with `redis-cli`).
     #[doc(hidden)]
     pub fn script_invocation(batch: &Batch) -> (String, Vec<String>, Vec<Vec<u8>>) {
-        let (keys, argv) = Self::encode(batch);
-        let sha = redis::Script::new(SCRIPT).get_hash().to_owned();
+        let (keys, argv) = commit_args(batch);
+        let sha = redis::Script::new(COMMIT).get_hash().to_owned();
         (sha, keys.into_iter().map(str::to_owned).collect(), argv)
     }
 
@@ -165,7 +141,7 @@ impl RedisStore {
     /// commit on a server that has not seen it) `EVAL` with its text, which
     /// also caches it: at most two round trips.
     async fn eval(&self, keys: &[&str], argv: &[Vec<u8>]) -> Result<Value> {
-        self.run_script(SCRIPT, &self.sha, keys, argv)
+        self.run_script(COMMIT, &self.sha, keys, argv)
             .await
             .map_err(|f| self.commit_failure(f))
     }
@@ -179,7 +155,7 @@ impl RedisStore {
         context: &'static str,
     ) -> Result<T> {
         let reply = self
-            .run_script(READ_SCRIPT, &self.read_sha, &[key], argv)
+            .run_script(READ, &self.read_sha, &[key], argv)
             .await
             .map_err(|failure| self.read_failure(failure, context))?;
         redis::from_redis_value(reply).map_err(|e| Error::backend("redis", context, e))
@@ -221,56 +197,6 @@ impl RedisStore {
     }
 }
 
-/// The 1-based position of `key` in `KEYS`, adding it on first sight.
-fn key_index<'a>(
-    key: &'a str,
-    keys: &mut Vec<&'a str>,
-    index: &mut HashMap<&'a str, usize>,
-) -> Vec<u8> {
-    let n = *index.entry(key).or_insert_with(|| {
-        keys.push(key);
-        keys.len()
-    });
-    n.to_string().into_bytes()
-}
-
-fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
-    match b {
-        Bound::Unbounded => unbounded.to_vec(),
-        Bound::Included(v) => [b"[".as_slice(), v].concat(),
-        Bound::Excluded(v) => [b"(".as_slice(), v].concat(),
-    }
-}
-
-/// The range command for `req` and its arguments after the key: command
-/// name, the two bounds in command order, and how many entries to read
-/// (one past the limit, to tell whether more follow).
-fn range_args(req: &RangeRequest) -> (&'static str, [Vec<u8>; 3]) {
-    let (lo, hi) = entry_bounds(req);
-    let (lo, hi) = (bound_arg(&lo, b"-"), bound_arg(&hi, b"+"));
-    // Redis counts in an i64: a larger limit asks for everything.
-    let count = i64::try_from(req.limit.saturating_add(1))
-        .unwrap_or(i64::MAX)
-        .to_string()
-        .into_bytes();
-    match req.direction {
-        Direction::Ascending => ("ZRANGEBYLEX", [lo, hi, count]),
-        Direction::Descending => ("ZREVRANGEBYLEX", [hi, lo, count]),
-    }
-}
-
-fn script_error(reply: &[Value]) -> Error {
-    let text = |v: Option<&Value>| match v {
-        Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
-        Some(Value::SimpleString(s)) => s.clone(),
-        other => format!("{other:?}"),
-    };
-    Error::InvalidBatch {
-        key: text(reply.get(1)),
-        reason: text(reply.get(2)),
-    }
-}
-
 impl Store for RedisStore {
     fn backend(&self) -> &'static str {
         "redis"
@@ -280,32 +206,15 @@ impl Store for RedisStore {
         if batch.is_empty() {
             return Ok(Outcome::Applied);
         }
-        let batch = crate::store::counter::stamped(batch);
-        let (keys, argv) = Self::encode(&batch);
-        let reply = self.eval(&keys, &argv).await?;
-        let Value::Array(items) = &reply else {
-            return Err(Error::backend(
-                "redis",
-                "read the commit reply",
-                format!("unexpected reply {reply:?}"),
-            ));
-        };
-        match items.first() {
-            Some(Value::Int(1)) => Ok(Outcome::Applied),
-            Some(Value::Int(0)) => match items.get(1) {
-                Some(Value::Int(i)) => Ok(Outcome::Failed { index: *i as usize }),
-                other => Err(Error::backend(
-                    "redis",
-                    "read the commit reply",
-                    format!("unexpected condition index {other:?}"),
-                )),
-            },
-            Some(Value::Int(-1)) => Err(script_error(items)),
-            other => Err(Error::backend(
-                "redis",
-                "read the commit reply",
-                format!("unexpected reply {other:?}"),
-            )),
+        let batch = stamped(batch);
+        let (keys, argv) = commit_args(&batch);
+        let value = self.eval(&keys, &argv).await?;
+        match reply(&value, "redis")? {
+            Reply::Done(_) => Ok(Outcome::Applied),
+            Reply::Failed { index, .. } => Ok(Outcome::Failed { index }),
+            Reply::Invalid { key, reason } => Err(Error::InvalidBatch { key, reason }),
+            // Only the cluster's scripts answer these.
+            Reply::Locked(_) | Reply::Refused(_) => Err(unexpected("redis", &value)),
         }
     }
 
@@ -316,7 +225,8 @@ impl Store for RedisStore {
     }
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
-        crate::store::redis_wire::change_stamps(self, keys).await
+        let stamps: Vec<String> = keys.iter().map(|k| stamp_key(k)).collect();
+        Ok(Some(stamps_of(self.get_many(&stamps).await?)))
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -329,9 +239,7 @@ impl Store for RedisStore {
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
-        let (name, [a, b, count]) = range_args(&req);
-        let mut cmd = redis::cmd(name);
-        cmd.arg(key).arg(a).arg(b).arg("LIMIT").arg(0).arg(count);
+        let cmd = range_cmd(key, &req);
         let entries: Vec<Vec<u8>> = self.query(&cmd, "read a sorted collection").await?;
         page_from_entries(entries, req.limit)
     }
@@ -391,12 +299,7 @@ impl Store for RedisStore {
                 })?,
             None => 0,
         };
-        let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor)
-            .arg("MATCH")
-            .arg(prefix_pattern(prefix))
-            .arg("COUNT")
-            .arg(scan_count(count));
+        let cmd = scan_cmd(cursor, &prefix_pattern(prefix), scan_count(count));
         let (next, keys): (u64, Vec<String>) = self.query(&cmd, "scan keys").await?;
         Ok(ScanPage {
             keys,
@@ -408,7 +311,6 @@ impl Store for RedisStore {
         let mut cmd = redis::cmd("PTTL");
         cmd.arg(key);
         let ms: i64 = self.query(&cmd, "read a time to live").await?;
-        // -2: absent, -1: no expiry.
-        Ok(u64::try_from(ms).ok().map(std::time::Duration::from_millis))
+        Ok(time_to_live(ms))
     }
 }

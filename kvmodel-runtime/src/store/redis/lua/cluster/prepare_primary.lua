@@ -3,10 +3,8 @@
 -- locked, the intent written (prepared). ARGV[3]: the token groups, ARGV[4]:
 -- the locked keys of this slot (both opaque here, read by recovery).
 if redis.call('EXISTS', OWN) == 1 then return {-3, 'its write id is taken'} end
-local held = busy()
-if held then return held end
-local failed = check_conditions()
-if failed then return failed end
+local refused = refusal(false)
+if refused then return refused end
 local deadline = now_ms() + LEASE
 take_locks(deadline, OWN, '')
 redis.call('HSET', OWN, 'w', W, 'state', 'p', 'deadline', deadline, 'groups', ARGV[3], 'locks', ARGV[4])

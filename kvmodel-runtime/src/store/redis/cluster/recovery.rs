@@ -17,11 +17,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::store::cluster::RedisClusterStore;
-use crate::store::cluster::protocol::unpack;
-use crate::store::cluster::scripts::{bytes, text};
-use crate::store::cluster::slots::OWN;
-use crate::store::redis_wire::prefix_pattern;
+use crate::store::redis::cluster::RedisClusterStore;
+use crate::store::redis::cluster::protocol::unpack;
+use crate::store::redis::cluster::slots::OWN;
+use crate::store::redis::wire::{bytes, prefix_pattern, text};
 
 /// What a recovery pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -221,7 +220,7 @@ impl RedisClusterStore {
             cmd.arg(&share);
             let holds: Vec<String> = self.query(&cmd, "read shared holds").await?;
             for hold in &holds {
-                // "S  held" or "I net held" (lua/locks.lua).
+                // "S  held" or "I net held" (lua/cluster/locks.lua).
                 let held = hold.splitn(3, ' ').nth(2).and_then(parse_lock);
                 if let Some((w, deadline, intent, token)) = held {
                     out.push((w.into(), intent.into(), token.into(), deadline, false));

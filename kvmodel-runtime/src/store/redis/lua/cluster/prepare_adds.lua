@@ -4,7 +4,7 @@
 -- a member whose write never commits is stale, and readers see through it.
 local held = first_conflict()
 if held then return held end
-local invalid = validate(ops)
+local invalid = validate(ops, key)
 if invalid then return invalid end
 local added = {}
 for _, op in ipairs(ops) do added[#added + 1] = tostring(apply(op)) end

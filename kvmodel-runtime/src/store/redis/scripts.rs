@@ -1,0 +1,87 @@
+//! Every Lua script the Redis stores run, each put together from the
+//! pieces in `lua/`, so that what the server and the cluster do alike is
+//! one text:
+//!
+//! - `prelude.lua` starts every script that writes: exact counter
+//!   arithmetic, the checks of a time to live, the validation (with the
+//!   rules of [`check`](crate::store::check)) and application of an
+//!   operation, a batch read from `ARGV`, the check of its conditions.
+//! - `commit.lua` commits a batch in one step: [`COMMIT`] on a server, and
+//!   the cluster's batch within one slot behind the holds of unfinished
+//!   cross-slot writes (`cluster/locks.lua`, `cluster/single.lua`).
+//! - `read.lua` ([`READ`]) reads a key and the key it names, or a page of a
+//!   collection and the records its members name (server only).
+//! - `cluster/step.lua` is what every step of the cross-slot protocol
+//!   shares (after the prelude and `cluster/locks.lua`), followed by the
+//!   step's own body (`cluster/prepare_*.lua`, `commit.lua`, `apply.lua`,
+//!   `undo.lua`, `resolve.lua`, `finish.lua`).
+
+macro_rules! lua {
+    ($file:literal) => {
+        include_str!(concat!("lua/", $file))
+    };
+}
+
+/// The commit script of a server: the prelude, then `commit.lua`.
+pub(crate) const COMMIT: &str = concat!(lua!("prelude.lua"), lua!("commit.lua"));
+
+/// The read-only script behind a server's `get_via` and `range_values`.
+pub(crate) const READ: &str = lua!("read.lua");
+
+#[cfg(feature = "redis-cluster")]
+pub(crate) use cluster::Scripts;
+
+#[cfg(feature = "redis-cluster")]
+mod cluster {
+    use redis::Script;
+
+    /// A step of the cross-slot protocol: the prelude, the holds, what
+    /// every step shares, then the step's own body.
+    macro_rules! step {
+        ($file:literal) => {
+            Script::new(concat!(
+                lua!("prelude.lua"),
+                lua!("cluster/locks.lua"),
+                lua!("cluster/step.lua"),
+                include_str!(concat!("lua/cluster/", $file))
+            ))
+        };
+    }
+
+    /// Every script the cluster store runs, loaded on first use (on
+    /// `NOSCRIPT`) by the redis crate on the node a call reaches.
+    pub(crate) struct Scripts {
+        /// A batch within one slot: the server's commit script behind the
+        /// holds of unfinished cross-slot writes.
+        pub(crate) single: Script,
+        pub(crate) prepare_primary: Script,
+        pub(crate) prepare_group: Script,
+        pub(crate) prepare_adds: Script,
+        pub(crate) commit: Script,
+        pub(crate) apply: Script,
+        pub(crate) undo: Script,
+        pub(crate) resolve: Script,
+        pub(crate) finish: Script,
+    }
+
+    impl Scripts {
+        pub(crate) fn new() -> Scripts {
+            Scripts {
+                single: Script::new(concat!(
+                    lua!("prelude.lua"),
+                    lua!("cluster/locks.lua"),
+                    lua!("cluster/single.lua"),
+                    lua!("commit.lua")
+                )),
+                prepare_primary: step!("prepare_primary.lua"),
+                prepare_group: step!("prepare_group.lua"),
+                prepare_adds: step!("prepare_adds.lua"),
+                commit: step!("commit.lua"),
+                apply: step!("apply.lua"),
+                undo: step!("undo.lua"),
+                resolve: step!("resolve.lua"),
+                finish: step!("finish.lua"),
+            }
+        }
+    }
+}
