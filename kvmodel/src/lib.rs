@@ -38,6 +38,54 @@
 //! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f).unwrap();
 //! # }
 //! ```
+//!
+//! The `#[kv(…)]` attributes are listed in [`attributes`].
+//!
+//! # Tracing
+//!
+//! With the `tracing` feature (on by default), repositories report what they
+//! do to [`tracing`](https://docs.rs/tracing), all of it at `DEBUG` level with
+//! the target `kvmodel`:
+//!
+//! - **Spans.** Every repository operation is a span named after the engine
+//!   method that runs it, with the fields `entity` (the entity's Rust type
+//!   name) and `backend` (`memory`, `redb`, `redis` or `redis-cluster`):
+//!   `create`, `create_many`, `get`, `get_many`, `exists`, `count_all`,
+//!   `update`, `upsert`, `modify`, `try_modify`, `delete`, `find_unique`
+//!   (the `find_by_…` methods), `list` (`list_<index>`,
+//!   `list_by_<relation>`), `list_all`, `count` (`count_…` and `sum_…`,
+//!   sharded or not), `migrate_all` (with `migrate_from` inside it),
+//!   `verify`, `reconcile` and `sweep_expired`. Links (`link_…`,
+//!   `unlink_…`, their listings and counts) and `purge` have no span of
+//!   their own.
+//! - **Commit events.** The commit of each write, maintenance step or link
+//!   is an event `commit` with the fields `backend`, `conditions` and `ops`
+//!   (how many of each the batch holds), `keys` (how many distinct keys it
+//!   touches), `bytes` (the bytes of the values and collection entries it
+//!   writes) and `outcome` (`applied`, `condition failed` or `error`).
+//! - **Retry events.** Every optimistic retry is an event "another writer
+//!   changed the record; retrying" with the fields `attempt` (the attempt
+//!   that failed) and `wait_us` (the jittered backoff before the next one).
+//!
+//! To see them, install a subscriber in the program, for example
+//! `tracing-subscriber` with its `env-filter` feature
+//! (`tracing-subscriber = { version = "0.3", features = ["env-filter"] }`):
+//!
+//! ```ignore
+//! tracing_subscriber::fmt().with_env_filter("kvmodel=debug").init();
+//! ```
+//!
+//! Without a subscriber that listens at `DEBUG` for `kvmodel`, nothing of it
+//! is computed: each span or event costs one cached check (on `MemoryStore`,
+//! 1.007× the instructions of a build without the feature). To build without
+//! it, turn off the default features and name the ones you keep:
+//!
+//! ```toml
+//! kvmodel = { version = "0.1", default-features = false, features = ["derive", "redb"] }
+//! ```
+//!
+//! Cargo unifies features, so another crate of the build that enables
+//! `kvmodel/tracing` turns it back on.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
