@@ -24,9 +24,10 @@ pub struct Builder {
 }
 
 /// Why a build failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// A schema could not be read or an output could not be written.
+    #[error("kvmodel could not access `{}`: {source}", path.display())]
     Io {
         /// The path involved.
         path: PathBuf,
@@ -34,28 +35,13 @@ pub enum BuildError {
         source: std::io::Error,
     },
     /// A schema has errors (or warnings, with `deny_warnings`); rendered.
+    #[error("kvmodel schema problems:\n{0}")]
     Schema(String),
     /// No output directory: neither `out_dir` nor `OUT_DIR` is set.
+    #[error(
+        "kvmodel needs an output directory: call `out_dir(..)` or run from build.rs, where OUT_DIR is set"
+    )]
     NoOutDir,
-}
-
-impl std::fmt::Display for BuildError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BuildError::Io { path, source } => write!(f, "kvmodel could not access `{}`: {source}", path.display()),
-            BuildError::Schema(s) => write!(f, "kvmodel schema problems:\n{s}"),
-            BuildError::NoOutDir => f.write_str("kvmodel needs an output directory: call `out_dir(..)` or run from build.rs, where OUT_DIR is set"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BuildError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }
 
 impl Builder {

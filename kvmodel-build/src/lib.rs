@@ -141,10 +141,6 @@ pub fn load(file: &str, source: &str) -> Schema {
         }
     };
     let mut diagnostics = diags.into_vec();
-    // A schema file has one namespace, for every entity: when it is missing
-    // or malformed, the top level says so once, and "`User` has a key but
-    // no namespace" for each entity would only repeat it.
-    diagnostics.retain(|d| d.code != "E100");
     diagnostics.sort_by_key(|d| line_col(&d.origin));
     Schema {
         file: file.to_owned(),
@@ -186,19 +182,12 @@ pub struct OutputFile {
 }
 
 /// Why generation failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct GenerateError {
     /// The schemas' rendered diagnostics.
     pub message: String,
 }
-
-impl std::fmt::Display for GenerateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for GenerateError {}
 
 /// The declarations of each schema, one file per schema. Fails when any
 /// schema has errors.

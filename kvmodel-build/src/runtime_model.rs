@@ -13,16 +13,9 @@ use kvmodel_runtime::model::{
 
 /// Why a model cannot be lowered: it names a type no schema declares (the
 /// derive's own Rust types), or it has no namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct LowerError(pub String);
-
-impl std::fmt::Display for LowerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for LowerError {}
 
 /// The run-time model of a checked schema: every entity with a key, its
 /// named types resolved.

@@ -1,23 +1,21 @@
-//! Commands and exit codes: 0 success, 1 problems found (schema errors,
-//! `--check` differences, `--deny-warnings` warnings, drift in a store), 2
-//! usage or I/O errors, 3 refused (another migration holds the lease, or
-//! `purge` was given a record that reads), 4 unsettled (counters writers
-//! moved while a walk measured them), 130 interrupted (run the command
-//! again to resume).
+//! Commands; their exit codes are [`Code`]'s, and the help texts list
+//! them from there.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use kvmodel_build::{Schema, keys::Format};
+
+use crate::exit::{self, Code, Fail, fail};
 
 /// Typed repositories for key-value stores, from a declared data model.
 #[derive(Debug, Parser)]
+///
+/// The exit codes of the help texts are written from [`Code`] by
+/// [`command`].
 #[command(name = "kvmodel", version, about, long_about = None)]
-#[command(
-    after_help = "Exit codes: 0 success, 1 problems found, 2 usage or I/O error, 3 refused (another migration holds the lease, or purge was given a record that reads), 4 unsettled (verify/reconcile: writers moved counters while they were measured; run again), 130 interrupted (run again to resume)."
-)]
 struct Cli {
     /// When to color diagnostics.
     #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
@@ -100,10 +98,17 @@ enum Command {
     /// another key's record), with the claims, index and relation members
     /// and counter amounts found to point to them; a record that reads is
     /// refused (exit 3): delete it through the program.
-    #[command(
-        after_help = "Exit codes: 0 every record given was purged or was not there, 1 a record kept changing (run again), 2 usage or I/O error, 3 refused: a record given reads, or is at a version newer than the schema (then nothing is purged)."
-    )]
     Purge(crate::ops::PurgeArgs),
+    /// Print the Redis ACL rules (`ACL SETUSER` lines) of least-privilege
+    /// users for the schemas' namespaces: a reader, a writer and an operator
+    /// for the maintenance commands.
+    ///
+    /// Each line grants the keys of the namespaces (read-only for a reader)
+    /// and exactly the commands kvmodel sends, its scripts' included. The
+    /// users get no password: add `>PASSWORD` to each line before running it
+    /// (`grep -v '^#' FILE | redis-cli` runs the lines of FILE), then
+    /// connect with `redis://USER:PASSWORD@HOST:PORT`.
+    Acl(crate::acl::AclArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
         /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
@@ -122,14 +127,6 @@ enum Command {
     },
 }
 
-/// A failure that ends the command with an exit code.
-struct Exit(u8);
-
-fn usage(msg: impl std::fmt::Display) -> Exit {
-    eprintln!("error: {msg}");
-    Exit(2)
-}
-
 /// What a command reads.
 #[derive(Clone, Copy, PartialEq)]
 enum Inputs {
@@ -145,20 +142,20 @@ fn load_all(
     inputs: Inputs,
     color: bool,
     deny_warnings: bool,
-) -> Result<Vec<Schema>, Exit> {
+) -> Result<Vec<Schema>, Fail> {
     let mut schemas = Vec::new();
     for p in paths {
         let s = match inputs {
             Inputs::Models => kvmodel_build::load_model_file(p),
             Inputs::Schemas if kvmodel_build::is_rust_source(p) => {
-                return Err(usage(format_args!(
+                return Err(fail(format_args!(
                     "`{}` is Rust source; this command reads schema files (the derive expands Rust source when it compiles; `check`, `keys` and `diff` read it too)",
                     p.display()
                 )));
             }
             Inputs::Schemas => kvmodel_build::load_file(p),
         }
-        .map_err(|e| usage(format_args!("cannot read `{}`: {e}", p.display())))?;
+        .map_err(|e| fail(format_args!("cannot read `{}`: {e}", p.display())))?;
         schemas.push(s);
     }
     let (mut errors, mut warnings) = (0, 0);
@@ -181,24 +178,24 @@ fn load_all(
         eprintln!("kvmodel: {errors} error(s), {warnings} warning(s)");
     }
     if errors > 0 || (deny_warnings && warnings > 0) {
-        return Err(Exit(1));
+        return Err(Fail(Code::Problems));
     }
     Ok(schemas)
 }
 
 /// An exit code as the command's result.
-fn exit(code: u8) -> Result<(), Exit> {
+fn exit(code: Code) -> Result<(), Fail> {
     match code {
-        0 => Ok(()),
-        code => Err(Exit(code)),
+        Code::Success => Ok(()),
+        code => Err(Fail(code)),
     }
 }
 
-fn write_stdout(text: &str) -> Result<(), Exit> {
+fn write_stdout(text: &str) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
-        .map_err(|e| usage(format_args!("cannot write output: {e}")))
+        .map_err(|e| fail(format_args!("cannot write output: {e}")))
 }
 
 fn generate(
@@ -206,15 +203,15 @@ fn generate(
     output: Option<&Path>,
     check: bool,
     color: bool,
-) -> Result<(), Exit> {
+) -> Result<(), Fail> {
     let loaded = load_all(schemas, Inputs::Schemas, color, false)?;
     let files = kvmodel_build::generate(&loaded).map_err(|e| {
         eprintln!("{e}");
-        Exit(1)
+        Fail(Code::Problems)
     })?;
     let Some(output) = output.filter(|o| o.as_os_str() != "-") else {
         if check {
-            return Err(usage(format_args!(
+            return Err(fail(format_args!(
                 "`--check` compares with files on disk; pass `-o FILE|DIR`"
             )));
         }
@@ -223,7 +220,7 @@ fn generate(
     };
     let to_file = output.extension().is_some_and(|e| e == "rs");
     if to_file && files.len() != 1 {
-        return Err(usage(format_args!(
+        return Err(fail(format_args!(
             "`{}` is a single file, but {} schemas were given; pass a directory",
             output.display(),
             files.len()
@@ -242,7 +239,7 @@ fn generate(
             }
         } else {
             let wrote = kvmodel_build::write_if_changed(&path, &f.contents)
-                .map_err(|e| usage(format_args!("cannot write `{}`: {e}", path.display())))?;
+                .map_err(|e| fail(format_args!("cannot write `{}`: {e}", path.display())))?;
             eprintln!(
                 "{} {}",
                 if wrote { "wrote" } else { "unchanged" },
@@ -257,12 +254,12 @@ fn generate(
                 p.display()
             );
         }
-        return Err(Exit(1));
+        return Err(Fail(Code::Problems));
     }
     Ok(())
 }
 
-fn execute(cli: Cli) -> Result<(), Exit> {
+fn execute(cli: Cli) -> Result<(), Fail> {
     let color = match cli.color {
         Color::Always => true,
         Color::Never => false,
@@ -287,7 +284,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
         Command::Expand { schemas } => {
             for s in load_all(&schemas, Inputs::Schemas, color, false)? {
                 let text = kvmodel_build::expand(&s.model).map_err(|e| {
-                    usage(format_args!(
+                    fail(format_args!(
                         "internal error while expanding {}: {e}",
                         s.file
                     ))
@@ -304,7 +301,7 @@ fn execute(cli: Cli) -> Result<(), Exit> {
                 .iter()
                 .any(|c| c.impact == kvmodel_build::diff::Impact::Breaking)
             {
-                return Err(Exit(1));
+                return Err(Fail(Code::Problems));
             }
             Ok(())
         }
@@ -313,6 +310,29 @@ fn execute(cli: Cli) -> Result<(), Exit> {
         Command::Migrate(args) => exit(crate::ops::run(crate::ops::migrate(args))),
         Command::Inspect(args) => exit(crate::ops::run(crate::ops::inspect(args))),
         Command::Purge(args) => exit(crate::ops::run(crate::ops::purge(args))),
+        Command::Acl(args) => {
+            if let Some(user) = &args.user {
+                if user.is_empty() || user.contains(|c: char| c.is_whitespace() || c == '"') {
+                    return Err(fail(format_args!(
+                        "`{user}` cannot name a Redis user: write it without spaces or quotes"
+                    )));
+                }
+            }
+            let loaded = load_all(&args.schemas, Inputs::Models, color, false)?;
+            let namespaces = crate::acl::namespaces(&loaded);
+            if namespaces.is_empty() {
+                return Err(fail(format_args!(
+                    "the schemas declare no entity with a key, so no namespace to grant"
+                )));
+            }
+            let files: Vec<String> = loaded.iter().map(|s| s.file.clone()).collect();
+            write_stdout(&crate::acl::report(
+                &files,
+                &namespaces,
+                &args.roles,
+                args.user.as_deref(),
+            ))
+        }
         Command::Keys { schemas, format } => {
             let format = match format {
                 KeysFormat::Text => Format::Text,
@@ -332,17 +352,82 @@ fn execute(cli: Cli) -> Result<(), Exit> {
     }
 }
 
+/// The command line's definition, with the exit codes of [`Code`] in its
+/// help texts.
+pub fn command() -> clap::Command {
+    Cli::command()
+        .after_help(exit::general_help())
+        .mut_subcommand("purge", |c| c.after_help(exit::purge_help()))
+        .mut_subcommand("acl", |c| c.after_help(exit::acl_help()))
+}
+
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return if e.use_stderr() {
+                Code::Failed
+            } else {
+                Code::Success
+            }
+            .into();
         }
     };
     match execute(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Exit(code)) => ExitCode::from(code),
+        Ok(()) => Code::Success.into(),
+        Err(Fail(code)) => code.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every exit code a help text names is one of [`Code`]'s, and the
+    /// top-level help lists them all.
+    #[test]
+    fn help_texts_name_only_the_exit_codes() {
+        let numbers: Vec<u8> = Code::ALL.iter().map(|c| c.number()).collect();
+        let mut root = command();
+        let mut texts = vec![root.render_long_help().to_string()];
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat(&texts[0]).contains(&exit::general_help()),
+            "{}",
+            texts[0]
+        );
+        for sub in root.get_subcommands_mut() {
+            texts.push(sub.render_long_help().to_string());
+        }
+        for text in &texts {
+            let flat = flat(text);
+            for (at, _) in flat.match_indices("exit ") {
+                let digits: String = flat[at + 5..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                if let Ok(n) = digits.parse::<u8>() {
+                    assert!(numbers.contains(&n), "exit {n} is no code: {flat}");
+                }
+            }
+            if let Some(at) = flat.find("Exit codes:") {
+                let list = &flat[at + "Exit codes:".len()..];
+                // `, N meaning`: a part that starts with no number goes on
+                // the meaning before it.
+                let listed: Vec<u8> = list
+                    .split(", ")
+                    .filter_map(|part| part.trim().split(' ').next()?.parse().ok())
+                    .collect();
+                assert!(listed.len() >= 3, "{flat}");
+                for n in listed {
+                    assert!(numbers.contains(&n), "{n} is no code: {flat}");
+                }
+            }
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 #![warn(missing_docs)]
 
+mod acl;
 mod cli;
+mod exit;
 mod ops;
 
 fn main() -> std::process::ExitCode {

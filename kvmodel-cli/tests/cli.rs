@@ -40,6 +40,7 @@ fn help_texts() {
         &["purge", "--help"],
         &["diff", "--help"],
         &["proto", "--help"],
+        &["acl", "--help"],
     ] {
         let o = kvmodel(args);
         assert_eq!(code(&o), 0);

@@ -57,7 +57,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
 /// Checks one entity. `model` gives the other entities and named types when
 /// known (YAML); the derive sees one entity at a time.
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
-    check_basics(e, diags);
+    check_basics(e, model.is_none(), diags);
     storage::check(e, diags);
     proto::check(e, model, diags);
     on_delete::check(e, diags);
@@ -193,7 +193,10 @@ impl NameSet {
     }
 }
 
-fn check_basics(e: &Entity, diags: &mut Diagnostics) {
+/// `alone`: the entity is checked on its own (the derive), so its missing
+/// namespace is its own error (E100); a schema file has one namespace for
+/// every entity, and its front-end reports a missing one once (E011).
+fn check_basics(e: &Entity, alone: bool, diags: &mut Diagnostics) {
     if *e.version < 1 {
         diags.error(
             "E106",
@@ -202,7 +205,7 @@ fn check_basics(e: &Entity, diags: &mut Diagnostics) {
         );
     }
     match (&e.namespace, &e.key) {
-        (None, Some(k)) => diags.push(
+        (None, Some(k)) if alone => diags.push(
             Diagnostic::error("E100", &k.origin, format!("`{}` has a key but no namespace", *e.name))
                 .help(format!("add {}: it becomes the first segment of every key", vocab::setting(&k.origin, "namespace", "\"app\""))),
         ),

@@ -14,7 +14,7 @@ use kvmodel_runtime::engine::state;
 use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
 use kvmodel_runtime::{AnyStore, Date, RangeRequest, Store, Timestamp};
 
-use super::{Context, Fail, fail, print, store_error};
+use super::{Code, Context, Fail, fail, print, store_error};
 
 /// `kvmodel inspect`.
 #[derive(Debug, Args)]
@@ -56,7 +56,7 @@ pub struct InspectArgs {
 }
 
 /// Prints what was asked for as JSON; exit 0.
-pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
+pub async fn inspect(args: InspectArgs) -> Result<Code, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
     let model = cx.entity(&args.entity)?;
     let def = ModelDef::new(model.clone());
@@ -115,7 +115,7 @@ pub async fn inspect(args: InspectArgs) -> Result<u8, Fail> {
         "{}\n",
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     ))?;
-    Ok(0)
+    Ok(Code::Success)
 }
 
 /// The keys of the records whose key parts are `values` (one per

@@ -14,10 +14,7 @@ use kvmodel_runtime::engine::walk::Walker;
 use kvmodel_runtime::model::EntityModel;
 
 use super::progress::Progress;
-use super::{
-    Context, Fail, Format, INTERRUPTED, PROBLEMS, REFUSED, Target, fail, parse_duration, print,
-    store_error,
-};
+use super::{Code, Context, Fail, Format, Target, fail, parse_duration, print, store_error};
 
 mod status;
 
@@ -99,7 +96,7 @@ fn same_plan(run: &Run, entities: &[EntityModel]) -> bool {
 
 /// Migrates; exit 0 when every record is current, 1 when some were left
 /// (duplicates, conflicts, unreadable), 3 when refused, 130 interrupted.
-pub async fn migrate(args: MigrateArgs) -> Result<u8, Fail> {
+pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
     let cx = Context::open(&args.target.schema, &args.target.store).await?;
     if args.status {
         return status::show(&cx, args.format).await;
@@ -138,7 +135,7 @@ pub async fn migrate(args: MigrateArgs) -> Result<u8, Fail> {
                     held.run,
                     left(held.expires_ms, &cx).await
                 );
-                return Ok(REFUSED);
+                return Ok(Code::Refused);
             }
             Acquired::Held {
                 lease: l,
@@ -212,13 +209,13 @@ pub async fn migrate(args: MigrateArgs) -> Result<u8, Fail> {
             } else {
                 Outcome::Completed
             };
-            if left { PROBLEMS } else { 0 }
+            if left { Code::Problems } else { Code::Success }
         }
         Err(e) => {
             run.outcome = Outcome::Failed;
             run.note = Some(e.to_string());
             eprintln!("error: {e}");
-            super::FAILED
+            Code::Failed
         }
     };
     if !args.dry_run {
@@ -256,7 +253,7 @@ async fn migrate_entities(
     mut lease: Option<&mut Lease>,
     pause: u64,
     progress: &mut Progress,
-) -> kvmodel_runtime::Result<Option<u8>> {
+) -> kvmodel_runtime::Result<Option<Code>> {
     let ns = cx.model.namespace.clone();
     // The run lists the entities in the same order (a resumed run has the
     // same plan).
@@ -307,7 +304,7 @@ async fn migrate_entities(
                         "another runner took the lease over while this one stalled".to_owned(),
                     );
                     eprintln!("error: lost the migration lease; stopped");
-                    return Ok(Some(PROBLEMS));
+                    return Ok(Some(Code::Problems));
                 }
             }
             if st.done {
@@ -320,7 +317,7 @@ async fn migrate_entities(
                 run.note = Some(format!("interrupted in {}", model.name));
                 progress.done(&format!("{label}: interrupted"));
                 eprintln!("migrate was interrupted; run it again to resume");
-                return Ok(Some(INTERRUPTED));
+                return Ok(Some(Code::Interrupted));
             }
             if pause > 0 && !st.done {
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;

@@ -4,14 +4,7 @@
 //! repositories run); this module parses arguments, shows progress, saves
 //! checkpoints and prints reports.
 //!
-//! Exit codes: 0 done (verify: no drift), 1 problems found (drift, records
-//! a migration left behind, problems reconcile cannot repair, a record
-//! purge found changed at every attempt), 2 usage or I/O errors (a bad
-//! schema, a store that cannot be opened), 3 refused (another migration
-//! holds the lease; `purge` was given a record that reads, so nothing was
-//! purged), 4 unsettled (`verify`/`reconcile` found nothing else, but
-//! writers moved some counters while they were measured: run again), 130
-//! interrupted (resumable).
+//! Exit codes: [`crate::exit::Code`].
 
 mod inspect;
 mod migrate;
@@ -39,18 +32,7 @@ pub use migrate::{MigrateArgs, migrate};
 pub use purge::{PurgeArgs, purge};
 pub use walk::{ReconcileArgs, VerifyArgs, reconcile, verify};
 
-/// Exit code: problems found.
-pub const PROBLEMS: u8 = 1;
-/// Exit code: usage, schema or I/O error.
-pub const FAILED: u8 = 2;
-/// Exit code: refused, another runner holds the migration lease, or
-/// `purge` was given a record that reads.
-pub const REFUSED: u8 = 3;
-/// Exit code: `verify`/`reconcile` found no problem but could not judge
-/// some counters (writers moved them while they were measured): run again.
-pub const UNSETTLED: u8 = 4;
-/// Exit code: interrupted; run the command again to resume.
-pub const INTERRUPTED: u8 = 130;
+pub use crate::exit::{Code, Fail, fail};
 
 /// The schema and the store.
 #[derive(Debug, Args)]
@@ -75,16 +57,6 @@ pub enum Format {
     Json,
 }
 
-/// A failure that ends a command: its message is printed, its code returned.
-#[derive(Debug)]
-pub struct Fail(pub u8);
-
-/// Prints `error: {msg}` and fails with code 2.
-pub fn fail(msg: impl std::fmt::Display) -> Fail {
-    eprintln!("error: {msg}");
-    Fail(FAILED)
-}
-
 /// Refuses a store URL that cannot name data some program wrote: `memory:`
 /// (a store inside one process, empty in this one) and a redb file that does
 /// not exist (opening it would create an empty file and report it clean).
@@ -106,11 +78,28 @@ fn live_store(url: &str) -> Result<(), Fail> {
     }
 }
 
+/// `url` with the password of its user part (`redis://USER:PASSWORD@…`)
+/// replaced by `***`, for reports and checkpoints.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    match authority.rsplit_once('@') {
+        Some((user, _)) if user.contains(':') => {
+            let name = user.split_once(':').map_or(user, |(n, _)| n);
+            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// What every maintenance command starts with.
 pub struct Context {
     /// The schema file as given.
     pub schema: String,
-    /// The store URL as given.
+    /// The store URL as given, its password hidden ([`redact`]): reports
+    /// and checkpoints show it.
     pub url: String,
     /// The run-time model.
     pub model: Model,
@@ -148,7 +137,7 @@ impl Context {
         });
         Ok(Context {
             schema: schema.display().to_string(),
-            url: url.to_owned(),
+            url: redact(url),
             model,
             store,
             interrupted,
@@ -205,9 +194,9 @@ impl Context {
 }
 
 /// Runs `body` on a runtime and turns its result into an exit code.
-pub fn run<F>(body: F) -> u8
+pub fn run<F>(body: F) -> Code
 where
-    F: std::future::Future<Output = Result<u8, Fail>>,
+    F: std::future::Future<Output = Result<Code, Fail>>,
 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -256,6 +245,25 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
         }
     };
     Ok(n.saturating_mul(factor))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            (
+                "redis://ops:s3cret@10.0.0.5:6379/2",
+                "redis://ops:***@10.0.0.5:6379/2",
+            ),
+            ("rediss://:s3cret@host:6380", "rediss://:***@host:6380"),
+            ("redis://ops@host:6379", "redis://ops@host:6379"),
+            ("redb:/var/lib/a@b.redb", "redb:/var/lib/a@b.redb"),
+        ] {
+            assert_eq!(super::redact(url), shown);
+        }
+    }
 }
 
 /// What the unit tests of the commands share.

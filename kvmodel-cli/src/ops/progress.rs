@@ -1,81 +1,143 @@
-//! Progress on standard error: one line redrawn in place on a terminal
-//! (count, total, rate and time left), plain lines every few seconds
-//! otherwise, nothing with `--quiet`.
+//! Progress on standard error: an `indicatif` bar (count, total, rate and
+//! time left) on a terminal, plain lines every few seconds otherwise,
+//! nothing with `--quiet`.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+
 /// How often a plain (non-terminal) progress line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(2);
 
-/// How often the terminal line is redrawn.
-const DRAW_EVERY: Duration = Duration::from_millis(100);
+/// The bar of a phase whose total is known.
+const BAR: &str = "{msg} [{bar:30}] {pos}/{len} ({percent}%), {rate}, about {eta} left";
+
+/// The line of a phase whose total is not known.
+const SPINNER: &str = "{spinner} {msg}: {pos}, {rate}";
+
+/// Where progress goes.
+enum Output {
+    /// `--quiet`: nowhere.
+    Quiet,
+    /// A terminal: the bar of the current phase, if one started.
+    Terminal(Option<ProgressBar>),
+    /// A log or a pipe: a line every [`PLAIN_EVERY`] of a phase, the first
+    /// once it has run that long.
+    Plain { shown: Instant },
+}
 
 /// Progress of one command.
 pub struct Progress {
-    enabled: bool,
-    tty: bool,
+    output: Output,
     phase: String,
     started: Instant,
-    shown: Option<Instant>,
-    drawn: bool,
 }
 
 impl Progress {
     /// Progress on standard error, unless `quiet`.
     pub fn new(quiet: bool) -> Progress {
+        Progress::on(quiet, std::io::stderr().is_terminal())
+    }
+
+    fn on(quiet: bool, terminal: bool) -> Progress {
+        let output = match (quiet, terminal) {
+            (true, _) => Output::Quiet,
+            (false, true) => Output::Terminal(None),
+            (false, false) => Output::Plain {
+                shown: Instant::now(),
+            },
+        };
         Progress {
-            enabled: !quiet,
-            tty: std::io::stderr().is_terminal(),
+            output,
             phase: String::new(),
             started: Instant::now(),
-            shown: None,
-            drawn: false,
         }
     }
 
     /// Reports `done` of `total` (when known) in the phase `label`; rate
     /// and time left count from the first report of the phase.
     pub fn update(&mut self, label: &str, done: u64, total: Option<u64>) {
-        if !self.enabled {
-            return;
-        }
-        if self.phase != label {
+        let new_phase = self.phase != label;
+        if new_phase {
             self.phase = label.to_owned();
             self.started = Instant::now();
-            // A terminal shows the phase at once; a log gets a line only
-            // once a phase has run for a while.
-            self.shown = (!self.tty).then_some(self.started);
         }
-        let every = if self.tty { DRAW_EVERY } else { PLAIN_EVERY };
-        if self.shown.is_some_and(|s| s.elapsed() < every) {
-            return;
+        match &mut self.output {
+            Output::Quiet => {}
+            Output::Terminal(bar) => {
+                if new_phase || bar.is_none() {
+                    if let Some(old) = bar.take() {
+                        old.finish_and_clear();
+                    }
+                    *bar = Some(new_bar(label, total));
+                }
+                if let Some(bar) = bar {
+                    bar.set_position(done);
+                }
+            }
+            Output::Plain { shown } => {
+                if new_phase {
+                    *shown = self.started;
+                }
+                if shown.elapsed() < PLAIN_EVERY {
+                    return;
+                }
+                *shown = Instant::now();
+                let line = line(label, done, total, self.started.elapsed());
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{line}");
+                let _ = err.flush();
+            }
         }
-        self.shown = Some(Instant::now());
-        let line = line(label, done, total, self.started.elapsed());
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{line}");
-            self.drawn = true;
-        } else {
-            let _ = writeln!(err, "{line}");
-        }
-        let _ = err.flush();
     }
 
     /// Ends the phase with a line that stays.
     pub fn done(&mut self, text: &str) {
-        if !self.enabled {
-            return;
+        match &mut self.output {
+            Output::Quiet => return,
+            Output::Terminal(bar) => {
+                if let Some(bar) = bar.take() {
+                    bar.finish_and_clear();
+                }
+            }
+            Output::Plain { .. } => {}
         }
         let mut err = std::io::stderr().lock();
-        if self.drawn {
-            let _ = write!(err, "\r\x1b[2K");
-            self.drawn = false;
-        }
         let _ = writeln!(err, "{text}");
+        let _ = err.flush();
         self.phase.clear();
     }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Output::Terminal(Some(bar)) = &self.output {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A bar (or, without a total, a counter) on standard error for the phase
+/// `label`.
+fn new_bar(label: &str, total: Option<u64>) -> ProgressBar {
+    let (bar, template) = match total.filter(|t| *t > 0) {
+        Some(total) => (ProgressBar::new(total), BAR),
+        None => (ProgressBar::no_length(), SPINNER),
+    };
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
+        .progress_chars("=> ");
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.set_style(style);
+    bar.set_message(label.to_owned());
+    bar
 }
 
 /// `User: records 1200/5000 (24%), 850/s, about 4s left`.
@@ -124,5 +186,20 @@ mod tests {
         let l = line("derived keys", 40, None, Duration::from_secs(2));
         assert_eq!(l, "derived keys: 40, 20/s");
         assert_eq!(human(3725), "1h 2m");
+    }
+
+    #[test]
+    fn quiet_and_plain_progress_draw_no_bar() {
+        for (quiet, terminal) in [(true, true), (true, false), (false, false)] {
+            let mut p = Progress::on(quiet, terminal);
+            p.update("verify User records", 1, Some(10));
+            assert!(!matches!(p.output, Output::Terminal(_)));
+        }
+        let mut p = Progress::on(false, true);
+        p.update("verify User records", 1, Some(10));
+        p.update("verify User derived keys", 1, None);
+        assert!(matches!(&p.output, Output::Terminal(Some(bar)) if bar.length().is_none()));
+        p.done("verify User: 1 records, 0 problem(s)");
+        assert!(matches!(p.output, Output::Terminal(None)));
     }
 }

@@ -19,7 +19,7 @@ use kvmodel_runtime::model::{EntityModel, Model, parse_arg};
 use kvmodel_runtime::{AnyStore, Error, Store};
 
 use super::inspect::record_keys;
-use super::{Context, Fail, Format, PROBLEMS, REFUSED, print, store_error};
+use super::{Code, Context, Fail, Format, print, store_error};
 
 /// `kvmodel purge`.
 #[derive(Debug, Args)]
@@ -111,19 +111,19 @@ impl Report {
 
     /// The exit code: 0 when every record given was purged or was not
     /// there, 3 when one was refused, 1 when one kept changing.
-    pub fn code(&self) -> u8 {
+    pub fn code(&self) -> Code {
         if self.refused() > 0 {
-            REFUSED
+            Code::Refused
         } else if self.count(|o| matches!(o, Outcome::KeptChanging)) > 0 {
-            PROBLEMS
+            Code::Problems
         } else {
-            0
+            Code::Success
         }
     }
 }
 
 /// Purges the records given; exit 0, 1 or 3 (see [`Report::code`]).
-pub async fn purge(args: PurgeArgs) -> Result<u8, Fail> {
+pub async fn purge(args: PurgeArgs) -> Result<Code, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
     let entity = cx.entity(&args.entity)?;
     let report = purge_keys(&cx.store, &cx.model, &entity, &args.values, args.dry_run).await?;
@@ -553,7 +553,7 @@ mod tests {
         let claim = UserKeys::by_email("u1@example.com");
 
         let r = run(&store, SHOP, "User", &["u1"], true).await;
-        assert_eq!(r.code(), 0);
+        assert_eq!(r.code(), Code::Success);
         let p = purged(&r, 0);
         assert!(p.record && !p.counters_known);
         let claims: Vec<&str> = p.removed.claims.iter().map(|c| c.key.as_str()).collect();
@@ -581,7 +581,7 @@ mod tests {
         assert!(store.get(&claim).await.unwrap().is_some(), "a dry run");
 
         let r = run(&store, SHOP, "User", &["u1", "u9"], false).await;
-        assert_eq!(r.code(), 0);
+        assert_eq!(r.code(), Code::Success);
         assert!(matches!(r.outcomes[1].1, Outcome::Nothing));
         let text = super::text(&r);
         assert!(text.starts_with(&format!("purged {key} (")), "{text}");
@@ -623,7 +623,7 @@ mod tests {
             UserKeys::record("u3"),
         ];
         let r = run(&store, SHOP, "User", &["u1", "u2", "u3"], false).await;
-        assert_eq!(r.code(), REFUSED);
+        assert_eq!(r.code(), Code::Refused);
         assert!(matches!(
             r.outcomes[1].1,
             Outcome::Refused {
@@ -676,7 +676,7 @@ mod tests {
         put(&store, &key, b"\x00not a record").await;
         let def = def(VISITS, "Visit");
         let r = run(&store, VISITS, "Visit", &["b"], false).await;
-        assert_eq!(r.code(), 0);
+        assert_eq!(r.code(), Code::Success);
         let p = purged(&r, 0);
         assert!(p.record && p.receipt && p.counters_known);
         let text = super::text(&r);

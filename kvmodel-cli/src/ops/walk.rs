@@ -11,9 +11,7 @@ use kvmodel_runtime::engine::walk::{Phase, WalkState, Walker};
 
 use super::progress::Progress;
 use super::report::{self, EntityReport};
-use super::{
-    Context, Fail, Format, INTERRUPTED, PROBLEMS, Target, UNSETTLED, fail, print, store_error,
-};
+use super::{Code, Context, Fail, Format, Target, fail, print, store_error};
 
 /// What both walks take.
 #[derive(Debug, Args)]
@@ -88,12 +86,12 @@ impl Checkpoint {
 }
 
 /// Checks a live store against the schema; exit 1 when anything drifted.
-pub async fn verify(args: VerifyArgs) -> Result<u8, Fail> {
+pub async fn verify(args: VerifyArgs) -> Result<Code, Fail> {
     walk("verify", args.options, false).await
 }
 
 /// Repairs what verify finds; exit 1 when something needs a person.
-pub async fn reconcile(args: ReconcileArgs) -> Result<u8, Fail> {
+pub async fn reconcile(args: ReconcileArgs) -> Result<Code, Fail> {
     let command = if args.dry_run {
         "reconcile --dry-run"
     } else {
@@ -102,7 +100,7 @@ pub async fn reconcile(args: ReconcileArgs) -> Result<u8, Fail> {
     walk(command, args.options, !args.dry_run).await
 }
 
-async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<u8, Fail> {
+async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<Code, Fail> {
     let cx = Context::open(&o.target.schema, &o.target.store).await?;
     let entities = cx.entities(&o.target.entities)?;
     let mut cp = Checkpoint {
@@ -215,16 +213,16 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<u8, Fail> {
     };
     let unsettled = cp.done.iter().any(|r| !r.unsettled.is_empty());
     Ok(if failed {
-        PROBLEMS
+        Code::Problems
     } else if unsettled {
-        UNSETTLED
+        Code::Unsettled
     } else {
-        0
+        Code::Success
     })
 }
 
 /// The message and code of an interrupted walk.
-fn interrupted(command: &str, o: &WalkOptions) -> u8 {
+fn interrupted(command: &str, o: &WalkOptions) -> Code {
     match &o.checkpoint {
         Some(path) => eprintln!(
             "{command} was interrupted; run it again with `--checkpoint {}` to resume",
@@ -234,5 +232,5 @@ fn interrupted(command: &str, o: &WalkOptions) -> u8 {
             "{command} was interrupted; pass `--checkpoint FILE` to be able to resume a walk"
         ),
     }
-    INTERRUPTED
+    Code::Interrupted
 }

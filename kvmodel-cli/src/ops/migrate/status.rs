@@ -8,13 +8,13 @@ use kvmodel_runtime::engine::ledger;
 use kvmodel_runtime::engine::state;
 
 use super::outcome;
-use crate::ops::{Context, Fail, Format, print, store_error};
+use crate::ops::{Code, Context, Fail, Format, print, store_error};
 
 /// Runs shown.
 const RUNS: usize = 10;
 
 /// Prints the status; exit 0.
-pub async fn show(cx: &Context, format: Format) -> Result<u8, Fail> {
+pub async fn show(cx: &Context, format: Format) -> Result<Code, Fail> {
     let ns = &cx.model.namespace;
     let now = cx.store.now_ms().await.map_err(store_error)?;
     let lease = ledger::current(&cx.store, ns).await.map_err(store_error)?;
@@ -51,7 +51,7 @@ pub async fn show(cx: &Context, format: Format) -> Result<u8, Fail> {
             "{}\n",
             serde_json::to_string_pretty(&doc).unwrap_or_default()
         ))?;
-        return Ok(0);
+        return Ok(Code::Success);
     }
     let mut out = format!("namespace {ns}\n");
     match &lease {
@@ -110,5 +110,5 @@ pub async fn show(cx: &Context, format: Format) -> Result<u8, Fail> {
         }
     }
     print(&out)?;
-    Ok(0)
+    Ok(Code::Success)
 }
