@@ -310,6 +310,49 @@ pub fn derived_parts(key: &str, kind: Derived, name: &str) -> Option<Vec<String>
     )
 }
 
+/// A derived key read back: `{namespace}:{key space}#{kind}[:{rest}]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DerivedKey<'k> {
+    /// The namespace.
+    pub namespace: &'k str,
+    /// The entity's key space.
+    pub key_space: &'k str,
+    /// Its kind.
+    pub kind: Derived,
+    /// What follows the kind and its `:` (empty for a key without one, such
+    /// as the discovery set).
+    pub rest: &'k str,
+}
+
+impl<'k> DerivedKey<'k> {
+    /// Reads a derived key of any entity: `None` for a record key or any
+    /// other key. A derived key holds exactly one `#` (user components
+    /// escape it), right after the key space.
+    pub fn parse(key: &'k str) -> Option<Self> {
+        let (head, tail) = key.split_once('#')?;
+        if tail.contains('#') {
+            return None;
+        }
+        let (namespace, key_space) = head.split_once(':')?;
+        let (kind, rest) = match tail.split_once(':') {
+            Some((kind, rest)) => (kind, rest),
+            None => (tail, ""),
+        };
+        let kind = Derived::ALL.into_iter().find(|k| k.as_str() == kind)?;
+        Some(DerivedKey {
+            namespace,
+            key_space,
+            kind,
+            rest,
+        })
+    }
+
+    /// Where [`rest`](DerivedKey::rest) starts in the key.
+    pub fn rest_at(&self, key: &str) -> usize {
+        key.len() - self.rest.len()
+    }
+}
+
 /// Checks whether a key equals `target` while it is built, segment by
 /// segment, without allocating: the same calls as [`KeyBuilder`], ending in
 /// a `bool`.
@@ -564,5 +607,28 @@ mod record_keys {
             .finish();
         assert!(users.matches(&key), "{key}");
         assert!(!users.matches("shop:user:1:orders"));
+    }
+}
+
+#[cfg(test)]
+mod derived_keys {
+    use super::{Derived, DerivedKey, Space};
+
+    #[test]
+    fn every_derived_key_reads_back() {
+        let users = Space::new("shop", "user");
+        let all = users.all_key();
+        let d = DerivedKey::parse(&all).unwrap();
+        assert_eq!(
+            (d.namespace, d.key_space, d.kind, d.rest),
+            ("shop", "user", Derived::Discovery, "")
+        );
+        let receipt = users.receipt_key("shop:user:1");
+        let d = DerivedKey::parse(&receipt).unwrap();
+        assert_eq!((d.kind, d.rest), (Derived::Receipt, "user:1"));
+        assert_eq!(&receipt[d.rest_at(&receipt)..], "user:1");
+        assert_eq!(DerivedKey::parse("shop:user:1"), None, "a record key");
+        assert_eq!(DerivedKey::parse("shop:user#nope"), None, "no such kind");
+        assert_eq!(DerivedKey::parse("shop:user#all#all"), None, "two markers");
     }
 }

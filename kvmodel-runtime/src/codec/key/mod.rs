@@ -29,7 +29,8 @@ mod slot;
 mod sort;
 
 pub use layout::{
-    Derived, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts, shard_key, shard_of,
+    Derived, DerivedKey, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts,
+    shard_key, shard_of,
 };
 pub use part::KeyPart;
 #[cfg(feature = "redis-cluster")]

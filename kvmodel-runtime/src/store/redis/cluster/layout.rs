@@ -18,6 +18,7 @@
 //!   record conditions on its receipt, so the two share a slot, are read
 //!   together in one step and locked together.
 
+use crate::codec::key::{Derived, DerivedKey};
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op};
 use crate::store::redis::cluster::RedisClusterStore;
@@ -25,27 +26,20 @@ use crate::store::redis::cluster::slots::{SLOTS, slot_of, tag};
 use crate::store::redis::wire::range_cmd;
 use crate::store::{Direction, RangeRequest, RangeResult, page_from_entries};
 
-/// The marker that ends a discovery key (`#` + `Derived::Discovery`).
-const MARK: &str = "#all";
-
-/// The marker of a receipt key (`#` + `Derived::Receipt` + `:`).
-const RECEIPT: &str = "#rcpt:";
-
-/// Whether `key` names a discovery set: `…#all`, with no other `#` (user
-/// components escape `#`, so only the derived-key marker can be one).
+/// Whether `key` names a discovery set (`{ns}:{space}#all`).
 pub(crate) fn is_discovery(key: &str) -> bool {
-    key.ends_with(MARK) && key.matches('#').count() == 1
+    DerivedKey::parse(key).is_some_and(|d| d.kind == Derived::Discovery)
+        && key.ends_with(Derived::Discovery.as_str())
 }
 
 /// The record key a receipt key names (`{ns}:{rest}` for
 /// `{ns}:{space}#rcpt:{rest}`), with the position of `{rest}`.
 fn receipt_record(key: &str) -> Option<(String, usize)> {
-    if key.matches('#').count() != 1 {
-        return None;
+    let d = DerivedKey::parse(key).filter(|d| d.kind == Derived::Receipt)?;
+    if d.rest_at(key) == key.len() && !key.ends_with(':') {
+        return None; // `#rcpt` without its `:`
     }
-    let at = key.find(RECEIPT)? + RECEIPT.len();
-    let (ns, _) = key.split_once(':')?;
-    Some((format!("{ns}:{}", &key[at..]), at))
+    Some((format!("{}:{}", d.namespace, d.rest), d.rest_at(key)))
 }
 
 impl RedisClusterStore {
