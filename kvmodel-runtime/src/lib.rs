@@ -10,6 +10,7 @@
 pub mod codec;
 pub mod engine;
 pub mod error;
+mod exec;
 pub mod model;
 pub mod store;
 

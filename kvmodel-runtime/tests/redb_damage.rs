@@ -180,7 +180,7 @@ async fn a_key_damaged_after_a_clean_close_is_an_error_never_a_panic() {
             .expect_err("a damaged key cannot be listed")
             .to_string();
         assert!(err.contains(&name), "{err}");
-        assert!(err.contains("the file is damaged"), "{err}");
+        assert!(err.contains("the file may be damaged"), "{err}");
         // Reads that do not reach the damaged keys still serve.
         let s = store.clone();
         let got = tokio::spawn(async move { s.get("k0150").await })
@@ -242,7 +242,7 @@ impl kvmodel_runtime::store::clock::Clock for StoppedClock {
 }
 
 /// The clock is the caller's code too, but the store reads it inside the
-/// guard that turns a redb panic into "the file is damaged": a panic of
+/// guard that turns a redb panic into "the file may be damaged": a panic of
 /// the caller's clock comes back as an error telling the caller to restore
 /// a perfectly healthy file from a backup, on a read (a value with an
 /// expiry) and on a write (a put with a TTL). Expected: the clock's own

@@ -285,11 +285,7 @@ pub(crate) async fn backoff(attempt: u32) {
     let wait = std::time::Duration::from_micros(fastrand::u64(0..=cap_us));
     #[cfg(feature = "tracing")]
     crate::engine::trace::retry(attempt, wait);
-    if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::time::sleep(wait).await;
-    } else {
-        std::thread::sleep(wait);
-    }
+    crate::exec::sleep(wait).await;
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {

@@ -580,7 +580,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         };
         for wait in [0, 50] {
             if wait > 0 {
-                pause(std::time::Duration::from_millis(wait)).await;
+                crate::exec::sleep(std::time::Duration::from_millis(wait)).await;
             }
             if let Some((collection, sort, m)) = member {
                 if !self.still_member(collection, sort, m).await? {
@@ -1077,13 +1077,4 @@ async fn trimmed<S: Store>(store: &S, m: &MemberFact, member: &[u8]) -> Result<b
         .members
         .first()
         .is_some_and(|l| encode_entry(&l.sort, &l.member) > encode_entry(&m.sort, member)))
-}
-
-/// Sleeps `d` (on tokio when the walk runs on it).
-async fn pause(d: std::time::Duration) {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::time::sleep(d).await;
-    } else {
-        std::thread::sleep(d);
-    }
 }

@@ -4,6 +4,10 @@
 //! names the file; a panic of the caller's own code (a reader or a plan the
 //! caller hands the store, the clock it opened the store with: each run
 //! under [`caller`]) passes through unchanged.
+//!
+//! The guard wraps the store's whole operation, kvmodel's code between redb's
+//! calls included, so a panic it catches is likely, not certainly, damage:
+//! the error says the file *may* be damaged and quotes the panic.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -45,18 +49,25 @@ pub(super) fn guarded<T>(path: &Path, doing: &str, f: impl FnOnce() -> Result<T>
             Err(panic) => Err(Error::backend(
                 "redb",
                 format!("{doing} `{}`", path.display()),
-                format!(
-                    "the file is damaged: redb could not read it ({}); \
-                     restore it from a backup",
-                    panic_text(&*panic)
-                ),
+                damage(&*panic),
             )),
         },
     }
 }
 
+/// The detail of an error for a panic caught around redb's reading of the
+/// file: most likely damage to the file, but the panic is quoted in case it
+/// is not.
+pub(super) fn damage(panic: &(dyn Any + Send)) -> String {
+    format!(
+        "the file may be damaged: the store panicked while using it ({}); \
+         if the file is damaged, restore it from a backup",
+        panic_text(panic)
+    )
+}
+
 /// What a panic said, when it said it with a string.
-pub(super) fn panic_text(panic: &(dyn Any + Send)) -> &str {
+fn panic_text(panic: &(dyn Any + Send)) -> &str {
     panic
         .downcast_ref::<String>()
         .map(String::as_str)

@@ -30,7 +30,7 @@ use crate::store::{
 };
 
 use self::group::{Committer, GroupResult};
-use self::guard::{CallerClock, caller, guarded, panic_text};
+use self::guard::{CallerClock, caller, damage, guarded};
 use self::read::{read_live, with_live};
 use self::write::Writer;
 
@@ -132,7 +132,7 @@ impl RedbStore {
             ));
         }
         // A damaged file can make redb panic while it reads its pages; that
-        // panic is reported as the damage it is.
+        // panic is reported as the damage it most likely is.
         let opened = std::panic::catch_unwind(|| -> Result<(Database, bool)> {
             let db =
                 Database::create(path).map_err(|x| failed(redb::Error::from(x).to_string()))?;
@@ -149,10 +149,7 @@ impl RedbStore {
         let (db, collection_ttls) = match opened {
             Ok(opened) => opened?,
             Err(panic) => {
-                return Err(failed(format!(
-                    "the file is damaged: redb could not read it ({}); restore it from a backup",
-                    panic_text(&*panic)
-                )));
+                return Err(failed(damage(&*panic)));
             }
         };
         Ok(RedbStore {
@@ -258,25 +255,16 @@ impl RedbStore {
         Ok((outcome, t))
     }
 
-    /// Runs blocking work without stalling the async runtime: in place on a
-    /// multi-threaded runtime (tokio moves other tasks off this worker), on
-    /// the blocking pool on a current-thread runtime, directly outside tokio.
+    /// Runs blocking work without stalling the async runtime (see
+    /// `crate::exec::spawn_blocking`).
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(RedbStore) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        use tokio::runtime::{Handle, RuntimeFlavor};
         let this = self.clone();
-        match Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(move || f(this))
-            }
-            Ok(h) => h
-                .spawn_blocking(move || f(this))
-                .await
-                .map_err(|j| Error::backend("redb", "run a blocking write", j))?,
-            Err(_) => f(this),
-        }
+        crate::exec::spawn_blocking(move || f(this))
+            .await
+            .map_err(|j| Error::backend("redb", "run a blocking write", j))?
     }
 }
 
@@ -393,15 +381,12 @@ impl Store for RedbStore {
         T: Send,
         F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
     {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        match Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| {
-                    self.guarded("write", || self.commit_after_read_blocking(keys, plan))
-                })
-            }
-            Ok(_) => commit_after_read_optimistic(self, keys, plan).await,
-            Err(_) => self.guarded("write", || self.commit_after_read_blocking(keys, plan)),
+        let blocked = crate::exec::block_here(plan, |plan| {
+            self.guarded("write", || self.commit_after_read_blocking(keys, plan))
+        });
+        match blocked {
+            Ok(done) => done,
+            Err(plan) => commit_after_read_optimistic(self, keys, plan).await,
         }
     }
 

@@ -81,7 +81,7 @@ impl Wait {
         }
         self.attempt += 1;
         let cap_us = 500u64 << self.attempt.min(6);
-        tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=cap_us))).await;
+        crate::exec::sleep(Duration::from_micros(fastrand::u64(0..=cap_us))).await;
         Ok(())
     }
 }
@@ -163,7 +163,7 @@ impl RedisClusterStore {
     async fn spread(&self, start: Instant) {
         let spent = start.elapsed().min(SPREAD_CAP).as_micros();
         let spent = u64::try_from(spent).unwrap_or(u64::MAX);
-        tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=spent))).await;
+        crate::exec::sleep(Duration::from_micros(fastrand::u64(0..=spent))).await;
     }
 
     /// Waits until the lock `lock` no longer holds `held` (its write
