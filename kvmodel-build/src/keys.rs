@@ -90,7 +90,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         .map(|t| {
             format!(
                 ", ttl {}",
-                kvmodel_codegen::ir::format_duration_ms(t.after_ms.value)
+                kvmodel_codegen::vocab::format_duration_ms(t.after_ms.value)
             )
         })
         .unwrap_or_default();

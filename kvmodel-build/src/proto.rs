@@ -6,8 +6,8 @@
 
 use std::fmt::Write as _;
 
-use kvmodel_codegen::ir::{Encoding, Entity, Model, TypeKind};
-use kvmodel_codegen::proto::{self, Kind, ProtoField, Shape};
+use kvmodel_codegen::ir::{Encoding, Entity, FieldType, Model, TypeKind};
+use kvmodel_codegen::proto::{self, ProtoField, Shape};
 
 /// The name of the envelope message.
 pub const ENVELOPE: &str = "KvmodelEnvelope";
@@ -28,7 +28,7 @@ const HEADER: &str = "\
 ";
 
 fn type_name(f: &ProtoField) -> String {
-    let one = f.kind.proto_type();
+    let one = f.ty.proto_type();
     match f.shape {
         Shape::One | Shape::Optional => format!("optional {one}"),
         Shape::List => format!("repeated {one}"),
@@ -37,10 +37,10 @@ fn type_name(f: &ProtoField) -> String {
 }
 
 fn note(model: &Model, f: &ProtoField) -> Option<String> {
-    match &f.kind {
-        Kind::Enum(name) => {
+    match &f.ty {
+        FieldType::Named(name) => {
             let variants = model.types.iter().find_map(|t| match &t.kind {
-                TypeKind::Enum(vs) if *t.name == *name => {
+                TypeKind::Enum(vs) if *t.name == **name => {
                     Some(vs.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "))
                 }
                 _ => None,
@@ -50,9 +50,9 @@ fn note(model: &Model, f: &ProtoField) -> Option<String> {
                 None => format!("{name}: the name of a variant"),
             })
         }
-        Kind::Date => Some("a date, YYYY-MM-DD".into()),
-        Kind::Uuid => Some("a uuid, 16 bytes".into()),
-        Kind::Timestamp => Some("whole milliseconds".into()),
+        FieldType::Date => Some("a date, YYYY-MM-DD".into()),
+        FieldType::Uuid => Some("a uuid, 16 bytes".into()),
+        FieldType::Timestamp => Some("whole milliseconds".into()),
         _ => None,
     }
     .map(|n| match f.shape {
@@ -127,7 +127,7 @@ pub fn print(model: &Model) -> String {
     let timestamps = entities.iter().any(|e| {
         proto::fields(Some(model), e)
             .iter()
-            .any(|f| f.kind == Kind::Timestamp)
+            .any(|f| f.ty == FieldType::Timestamp)
     });
     if timestamps {
         out.push_str("\nimport \"google/protobuf/timestamp.proto\";\n");

@@ -242,29 +242,36 @@ fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeMo
     })
 }
 
+/// The runtime's kind of one protobuf value of type `ty` (a list's or a
+/// map's is its items').
+fn proto_kind(ty: &FieldType) -> ProtoKind {
+    match ty {
+        FieldType::String => ProtoKind::String,
+        FieldType::Bool => ProtoKind::Bool,
+        FieldType::I32 => ProtoKind::I32,
+        FieldType::I64 => ProtoKind::I64,
+        FieldType::U32 => ProtoKind::U32,
+        FieldType::U64 => ProtoKind::U64,
+        FieldType::F64 => ProtoKind::F64,
+        FieldType::Bytes => ProtoKind::Bytes,
+        FieldType::Timestamp => ProtoKind::Timestamp,
+        FieldType::Date => ProtoKind::Date,
+        FieldType::Uuid => ProtoKind::Uuid,
+        FieldType::Named(_) => ProtoKind::Enum,
+        FieldType::List(t) | FieldType::Map(t) => proto_kind(t),
+    }
+}
+
 /// The protobuf fields of a protobuf-encoded entity, numbered as the
 /// generated code numbers them (both take them from
 /// `kvmodel_codegen::proto`). Kept for the life of the process, as the
 /// generated code's constant is.
 fn proto_message(model: &ir::Model, e: &ir::Entity) -> &'static ProtoMessage {
-    use kvmodel_codegen::proto::{self as p, Kind, Shape};
+    use kvmodel_codegen::proto::{self as p, Shape};
     let convert = |f: p::ProtoField| ProtoField {
         name: Box::leak(f.name.into_boxed_str()),
         number: f.number,
-        kind: match f.kind {
-            Kind::String => ProtoKind::String,
-            Kind::Bool => ProtoKind::Bool,
-            Kind::I32 => ProtoKind::I32,
-            Kind::I64 => ProtoKind::I64,
-            Kind::U32 => ProtoKind::U32,
-            Kind::U64 => ProtoKind::U64,
-            Kind::F64 => ProtoKind::F64,
-            Kind::Bytes => ProtoKind::Bytes,
-            Kind::Timestamp => ProtoKind::Timestamp,
-            Kind::Date => ProtoKind::Date,
-            Kind::Uuid => ProtoKind::Uuid,
-            Kind::Enum(_) => ProtoKind::Enum,
-        },
+        kind: proto_kind(&f.ty),
         shape: match f.shape {
             Shape::One => ProtoShape::One,
             Shape::Optional => ProtoShape::Optional,

@@ -14,35 +14,13 @@ use crate::vocab;
 
 mod links;
 mod migrations;
+pub(crate) mod names;
 mod on_delete;
 mod proto;
 mod storage;
 mod types;
 
-/// Key builder names generated for every entity; indexes may not take them.
-const RESERVED: &[&str] = &["record", "all"];
-
-/// Methods every repository has: no index, counter or relation may
-/// generate one of these names.
-const REPOSITORY_METHODS: &[&str] = &[
-    "new",
-    "store",
-    "create",
-    "create_many",
-    "get",
-    "get_many",
-    "exists",
-    "count_all",
-    "update",
-    "upsert",
-    "modify",
-    "try_modify",
-    "delete",
-    "list_all",
-    "migrate_all",
-    "verify",
-    "reconcile",
-];
+use names::NameSet;
 
 /// Checks a whole model.
 pub fn check_model(model: &Model, diags: &mut Diagnostics) {
@@ -127,72 +105,6 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
     }
 }
 
-#[derive(Default)]
-struct NameSet {
-    /// `(kind, name)`: names are unique per kind (an index and a counter may
-    /// share a name, as `by_status` often does).
-    names: BTreeSet<(String, String)>,
-    /// Generated method names, which must not clash across kinds.
-    methods: BTreeMap<String, String>,
-    /// Generated key builder names (`XKeys::by_email`,
-    /// `XKeys::relation_user`, `XKeys::counter_total`), likewise.
-    builders: BTreeMap<String, (String, String)>,
-}
-
-impl NameSet {
-    /// Adds a name whose method is `prefix` + name and whose key builder is
-    /// `builder` + name.
-    fn add(
-        &mut self,
-        diags: &mut Diagnostics,
-        name: &Sp<String>,
-        prefix: &str,
-        builder: &str,
-        what: &str,
-    ) {
-        // The name becomes a method and key builder name.
-        if let Err(m) = vocab::snake_case("E122", what, name) {
-            diags.push(m.at(&name.origin));
-            return;
-        }
-        if what == "index" && RESERVED.contains(&name.as_str()) {
-            diags.error(
-                "E124",
-                &name.origin,
-                format!(
-                    "`{}` is reserved for the generated key builders; choose another index name",
-                    **name
-                ),
-            );
-        }
-        if !self.names.insert((what.to_owned(), name.value.clone())) {
-            diags.error("E112", &name.origin, format!("the {what} `{}` is declared twice; {what} names must be unique within an entity", **name));
-            return;
-        }
-        let method = format!("{prefix}{}", **name);
-        // `list_all` is reported above, for the key builder it would clash with too.
-        if REPOSITORY_METHODS.contains(&method.as_str()) && method != "list_all" {
-            diags.error(
-                "E124",
-                &name.origin,
-                format!(
-                    "this {what} would generate the method `{method}`, which every repository already has; choose another {what} name"
-                ),
-            );
-            return;
-        }
-        if let Some(other) = self.methods.insert(method.clone(), what.to_owned()) {
-            diags.error("E112", &name.origin, format!("this {what} would generate the method `{method}`, which {} already generates; rename one of them", vocab::a(&other)));
-            return;
-        }
-        let builder = format!("{builder}{}", **name);
-        let this = (what.to_owned(), name.value.clone());
-        if let Some((kind, other)) = self.builders.insert(builder.clone(), this) {
-            diags.error("E112", &name.origin, format!("this {what} would generate the key builder `{builder}`, which the {kind} `{other}` already generates; rename one of them"));
-        }
-    }
-}
-
 /// `alone`: the entity is checked on its own (the derive), so its missing
 /// namespace is its own error (E100); a schema file has one namespace for
 /// every entity, and its front-end reports a missing one once (E011).
@@ -253,16 +165,13 @@ fn named_is_struct(ty: &FieldType, model: Option<&Model>) -> bool {
 
 fn check_key(e: &Entity, diags: &mut Diagnostics) {
     let Some(k) = &e.key else { return };
-    let segments = match template::parse(&k.text) {
-        Ok(s) => s,
-        Err(msg) => {
-            diags.error("E102", &k.origin, msg);
-            return;
-        }
-    };
+    if let Some(msg) = &k.error {
+        diags.error("E102", &k.origin, msg.clone());
+        return;
+    }
     // A leading literal keeps entities' key spaces apart: without it, one
     // entity's id could spell another entity's key.
-    if !matches!(segments.first(), Some(Segment::Literal(_))) {
+    if !matches!(k.segments.first(), Some(Segment::Literal(_))) {
         diags.push(
             Diagnostic::error(
                 "E102",

@@ -3,20 +3,29 @@
 //! Front-ends build these plain structs; [`check`](crate::check) holds every
 //! cross-field rule; emitters only read them. Every node keeps its
 //! [`Origin`], which never takes part in equality.
+//!
+//! The IR is the ground floor: it names nothing of the crate but [`Origin`]
+//! and [`Syntax`]. How a word of the model is read and printed lives a
+//! floor up, in [`vocab`](crate::vocab) (which adds `FromStr`, `Display` and
+//! the spellings of a [`FieldType`] to these types) and
+//! [`template`](crate::template) (which parses a [`KeyTemplate`]).
 
 use crate::origin::{Origin, Sp};
-use crate::vocab;
 
 pub use crate::syntax::Syntax;
 
 mod derived;
 mod link;
-pub use derived::{Counter, Dependent, Index, Normalize, OnDelete, Relation};
-pub use link::Link;
-
-pub use crate::vocab::{
-    format_duration_ms, format_jitter, parse_duration_ms, parse_jitter_permille,
+mod lint;
+pub use derived::{
+    Counter, DEFAULT_SINCE, Dependent, FieldExpr, Index, Normalize, OnDelete, Relation,
+    default_since,
 };
+pub use link::Link;
+pub use lint::Lint;
+
+/// The record version of an entity that declares none (`version`).
+pub const DEFAULT_VERSION: u32 = 1;
 
 /// A whole model: entities and the named types they use.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -85,31 +94,6 @@ pub enum Encoding {
     MsgPack,
     /// Protobuf (field numbers from the field names, see [`crate::proto`]).
     Protobuf,
-}
-
-/// A lint of `kvmodel check` (and of a build script), which a schema may
-/// allow where it knows better: on an entity, an index, a counter, or for
-/// the whole file. Written by its code (`W002`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Lint {
-    /// W001: a counter without a group, one hot key written by every create.
-    HotCounter,
-    /// W002: an ordered index over a field with few values and no TTL.
-    UnboundedIndex,
-    /// W003: a key template with long literal segments.
-    LongKey,
-    /// W004: short-lived data (a session, a cache) without a TTL.
-    EphemeralWithoutTtl,
-    /// W005: fields that grow without bound and no `max_size`.
-    BigRecord,
-    /// I001 (information): a co-located entity whose claims, entries or
-    /// counters still lie in other slots of a Redis Cluster.
-    CrossSlot,
-    /// I002 (information): collections and counters shared by the records
-    /// of one parent (the value of a key field they are grouped by) lie in
-    /// other slots of a Redis Cluster than those records, where
-    /// `colocate` on that field would bring them together.
-    HotCollections,
 }
 
 /// One entity (or, without a key, a versioned record type used in a
@@ -182,7 +166,7 @@ impl Entity {
             vis: Syntax::new(vis),
             namespace: None,
             key: None,
-            version: Sp::new(vocab::DEFAULT_VERSION, Origin::Unknown),
+            version: Sp::new(DEFAULT_VERSION, Origin::Unknown),
             encoding: Sp::new(Encoding::Json, Origin::Unknown),
             fields: Vec::new(),
             indexes: Vec::new(),
@@ -209,28 +193,23 @@ impl Entity {
     }
 }
 
-/// A primary key template such as `user:{id}`.
+/// A primary key template such as `user:{id}`, parsed once by
+/// [`KeyTemplate::new`] (in [`template`](crate::template), which knows the
+/// syntax).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyTemplate {
     /// The template as written.
     pub text: String,
-    /// Parsed segments (empty if the text did not parse; `check` reports why).
+    /// Parsed segments (empty if the text did not parse: see `error`).
     pub segments: Vec<Segment>,
+    /// Why the text did not parse, for `check` to report; `None` when it
+    /// did.
+    pub error: Option<String>,
     /// Where it was written.
     pub origin: Origin,
 }
 
 impl KeyTemplate {
-    /// Parses a template; one that does not parse keeps no segments and
-    /// `check` reports why.
-    pub fn new(text: Sp<String>) -> Self {
-        KeyTemplate {
-            segments: crate::template::parse(&text).unwrap_or_default(),
-            text: text.value,
-            origin: text.origin,
-        }
-    }
-
     /// The key space of the entity's derived keys: the literal segments,
     /// joined by `:` (`user` for `user:{id}`, `tenant:doc` for
     /// `tenant:{t}:doc:{id}`). Derived keys never depend on a Rust type name,
@@ -381,29 +360,6 @@ pub struct Field {
     pub origin: Origin,
 }
 
-/// A field or a time bucket of a timestamp field, in an index's `fields`,
-/// `group_by` or `order_by`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FieldExpr {
-    /// The field's value.
-    Field(String),
-    /// `hour(f)`.
-    Hour(String),
-    /// `day(f)`.
-    Day(String),
-    /// `month(f)`.
-    Month(String),
-}
-
-impl FieldExpr {
-    /// The field it reads.
-    pub fn field(&self) -> &str {
-        match self {
-            FieldExpr::Field(f) | FieldExpr::Hour(f) | FieldExpr::Day(f) | FieldExpr::Month(f) => f,
-        }
-    }
-}
-
 /// A compression codec (`compress.codec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -483,38 +439,4 @@ pub enum TypeKind {
     Enum(Vec<Sp<String>>),
     /// A struct.
     Struct(Vec<Field>),
-}
-
-/// `since` when none is declared: [`DEFAULT_SINCE`](vocab::DEFAULT_SINCE),
-/// written nowhere.
-pub fn default_since() -> Sp<u32> {
-    Sp::new(vocab::DEFAULT_SINCE, Origin::Unknown)
-}
-
-impl Ttl {
-    /// Parses `after` (e.g. `30m`) and an optional `jitter` (e.g. `10%`),
-    /// reporting what does not parse.
-    pub fn parse(
-        after: Sp<String>,
-        jitter: Option<Sp<String>>,
-        diags: &mut crate::origin::Diagnostics,
-    ) -> Option<Ttl> {
-        let jitter_permille = jitter.and_then(|j| match vocab::parse_jitter_permille(&j) {
-            Ok(p) => Some(Sp::new(p, j.origin)),
-            Err(m) => {
-                diags.push(m.at(&j.origin));
-                None
-            }
-        });
-        match vocab::parse_duration_ms(&after) {
-            Ok(ms) => Some(Ttl {
-                after_ms: Sp::new(ms, after.origin),
-                jitter_permille,
-            }),
-            Err(m) => {
-                diags.push(m.at(&after.origin));
-                None
-            }
-        }
-    }
 }

@@ -6,6 +6,12 @@
 //! (encodings, field types, time buckets, durations, names) through
 //! [`vocab`]; [`check`] holds every cross-field rule; [`expand`] emits the
 //! impls, repositories and key builders.
+//!
+//! Modules import only from the floors below them, never back: [`origin`]
+//! and [`syntax`] at the bottom; [`ir`] (plain data); the words of a model
+//! ([`vocab`], [`template`]) and the protobuf mapping ([`proto`]); the value
+//! tree both front-ends read ([`value`]); the derive's front-end ([`attr`]),
+//! [`check`] and [`expand`]; [`declare`] on top.
 
 #![warn(missing_docs)]
 

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::ir::{Entity, Field, FieldType, Model, TypeKind};
+use crate::ir::{Entity, Field, FieldType, Model};
 
 /// The largest field number assigned: tags of at most three bytes.
 pub const MAX_FIELD_NUMBER: u32 = 262_143;
@@ -39,48 +39,23 @@ pub fn field_number(name: &str) -> u32 {
     }
 }
 
-/// What one value of a protobuf field is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// `string`.
-    String,
-    /// `bool`.
-    Bool,
-    /// `int32`.
-    I32,
-    /// `int64`.
-    I64,
-    /// `uint32`.
-    U32,
-    /// `uint64`.
-    U64,
-    /// `double`.
-    F64,
-    /// `bytes`.
-    Bytes,
-    /// `google.protobuf.Timestamp`.
-    Timestamp,
-    /// A date as `string`.
-    Date,
-    /// A uuid as 16 `bytes`.
-    Uuid,
-    /// A fieldless enum (its type as written), stored as its variant's name.
-    Enum(String),
-}
-
-impl Kind {
-    /// The `.proto` type.
+impl FieldType {
+    /// The `.proto` type of one value: a named type is a fieldless enum,
+    /// stored as its variant's name (a struct is refused, see
+    /// [`Refusal`]), a date as text, a uuid as its 16 bytes; a list or a map
+    /// is its items' type (the field's [`Shape`] says how many).
     pub fn proto_type(&self) -> &'static str {
         match self {
-            Kind::String | Kind::Date | Kind::Enum(_) => "string",
-            Kind::Bool => "bool",
-            Kind::I32 => "int32",
-            Kind::I64 => "int64",
-            Kind::U32 => "uint32",
-            Kind::U64 => "uint64",
-            Kind::F64 => "double",
-            Kind::Bytes | Kind::Uuid => "bytes",
-            Kind::Timestamp => "google.protobuf.Timestamp",
+            FieldType::String | FieldType::Date | FieldType::Named(_) => "string",
+            FieldType::Bool => "bool",
+            FieldType::I32 => "int32",
+            FieldType::I64 => "int64",
+            FieldType::U32 => "uint32",
+            FieldType::U64 => "uint64",
+            FieldType::F64 => "double",
+            FieldType::Bytes | FieldType::Uuid => "bytes",
+            FieldType::Timestamp => "google.protobuf.Timestamp",
+            FieldType::List(t) | FieldType::Map(t) => t.proto_type(),
         }
     }
 }
@@ -105,8 +80,9 @@ pub struct ProtoField {
     pub name: String,
     /// Its number.
     pub number: u32,
-    /// One value of it.
-    pub kind: Kind,
+    /// The type of one value of it: a scalar or a named enum, never a list
+    /// or a map (`shape` says how many).
+    pub ty: FieldType,
     /// How many.
     pub shape: Shape,
 }
@@ -121,54 +97,41 @@ pub enum Refusal {
     Nested,
 }
 
-fn kind(model: Option<&Model>, ty: &FieldType) -> Result<Kind, Refusal> {
-    Ok(match ty {
-        FieldType::String => Kind::String,
-        FieldType::Bool => Kind::Bool,
-        FieldType::I32 => Kind::I32,
-        FieldType::I64 => Kind::I64,
-        FieldType::U32 => Kind::U32,
-        FieldType::U64 => Kind::U64,
-        FieldType::F64 => Kind::F64,
-        FieldType::Bytes => Kind::Bytes,
-        FieldType::Timestamp => Kind::Timestamp,
-        FieldType::Date => Kind::Date,
-        FieldType::Uuid => Kind::Uuid,
-        FieldType::List(_) | FieldType::Map(_) => return Err(Refusal::Nested),
+/// `ty` as the type of one value of a protobuf field: a scalar, or a named
+/// type that may be an enum.
+fn item(model: Option<&Model>, ty: &FieldType) -> Result<FieldType, Refusal> {
+    match ty {
+        FieldType::List(_) | FieldType::Map(_) => Err(Refusal::Nested),
         FieldType::Named(n) => {
-            let name = n.as_str().to_owned();
             // The derive sees no type declarations: the generated code then
             // requires the type to be a `#[derive(KvEnum)]` enum.
-            let is_struct = model.is_some_and(|m| {
-                m.types
-                    .iter()
-                    .any(|t| *t.name == name && matches!(t.kind, TypeKind::Struct(_)))
-            });
+            let is_struct = model.is_some_and(|m| m.struct_fields(n).is_some());
             if is_struct {
-                return Err(Refusal::Struct(name));
+                return Err(Refusal::Struct(n.as_str().to_owned()));
             }
-            Kind::Enum(name)
+            Ok(ty.clone())
         }
-    })
+        scalar => Ok(scalar.clone()),
+    }
 }
 
 /// How protobuf stores the field `f`, or why it cannot.
 pub fn map_field(model: Option<&Model>, f: &Field) -> Result<ProtoField, Refusal> {
-    let (kind, shape) = match &*f.ty {
-        FieldType::List(item) | FieldType::Map(item) if f.optional => {
+    let (ty, shape) = match &*f.ty {
+        FieldType::List(t) | FieldType::Map(t) if f.optional => {
             // Still report a struct inside before the nesting.
-            kind(model, item)?;
+            item(model, t)?;
             return Err(Refusal::Nested);
         }
-        FieldType::List(item) => (kind(model, item)?, Shape::List),
-        FieldType::Map(item) => (kind(model, item)?, Shape::Map),
-        ty if f.optional => (kind(model, ty)?, Shape::Optional),
-        ty => (kind(model, ty)?, Shape::One),
+        FieldType::List(t) => (item(model, t)?, Shape::List),
+        FieldType::Map(t) => (item(model, t)?, Shape::Map),
+        t if f.optional => (item(model, t)?, Shape::Optional),
+        t => (item(model, t)?, Shape::One),
     };
     Ok(ProtoField {
         name: f.name.as_str().to_owned(),
         number: field_number(&f.name),
-        kind,
+        ty,
         shape,
     })
 }

@@ -1,6 +1,7 @@
 //! Parsing of key templates (`user:{id}`).
 
-use crate::ir::Segment;
+use crate::ir::{KeyTemplate, Segment};
+use crate::origin::Sp;
 
 /// Why a template did not parse.
 pub type TemplateError = String;
@@ -41,6 +42,23 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, TemplateError> {
             }
         })
         .collect()
+}
+
+impl KeyTemplate {
+    /// Parses a template, once: one that does not parse keeps no segments
+    /// and the reason, which `check` reports.
+    pub fn new(text: Sp<String>) -> Self {
+        let (segments, error) = match parse(&text) {
+            Ok(segments) => (segments, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        KeyTemplate {
+            segments,
+            error,
+            text: text.value,
+            origin: text.origin,
+        }
+    }
 }
 
 #[cfg(test)]

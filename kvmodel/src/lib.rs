@@ -184,6 +184,33 @@ pub use kvmodel_runtime::engine::maintenance::{
 /// its value of a unique index ([`Progress::duplicates`]).
 pub use kvmodel_runtime::engine::migrate::Duplicate;
 
+/// The key arguments of an entity as one value: what a link's methods take
+/// for the record at its far end.
+///
+/// `#[derive(KvEntity)]` implements it for every entity with a key: `Args`
+/// is the one argument of a key with one placeholder (`&str` for
+/// `tag:{name}`), a tuple of them in template order for a composite key
+/// (`(&str, u32)` for `stock:{sku}:{warehouse}`). A link
+/// `#[kv(link(name = "tags", to = Tag, inverse = "posts"))]` on `Post`
+/// gives `PostRepo::link_tags(&self, id, tag: <Tag as KeyArgs>::Args<'_>)`,
+/// called as `posts.link_tags("p1", "rust")`.
+///
+/// ```
+/// # use kvmodel::{KeyArgs, KvEntity};
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+/// #[kv(namespace = "shop", key = "stock:{sku}:{warehouse}")]
+/// pub struct Stock {
+///     pub sku: String,
+///     pub warehouse: u32,
+///     pub quantity: i64,
+/// }
+///
+/// let key = <Stock as KeyArgs>::key_of(("sku-1", 7));
+/// assert_eq!(key, StockKeys::record("sku-1", 7));
+/// ```
+pub use kvmodel_runtime::engine::links::KeyArgs;
+
 /// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
 /// makes TTLs testable without sleeping.
 pub mod clock {

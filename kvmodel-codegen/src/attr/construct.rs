@@ -5,8 +5,8 @@ use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 
+use super::keys::{Keys, meta_name};
 use super::value::{self, Reader};
-use super::{Keys, meta_name};
 use crate::ir::{Compress, Counter, Dependent, Index, Link, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;

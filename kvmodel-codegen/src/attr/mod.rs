@@ -7,6 +7,7 @@
 //! reported and parsing goes on.
 
 mod construct;
+mod keys;
 mod value;
 
 use proc_macro2::Span;
@@ -16,6 +17,7 @@ use syn::spanned::Spanned;
 use crate::ir::{Entity, Field, FieldType, Index, KeyTemplate, Ttl};
 use crate::origin::{Diagnostic, Diagnostics, Origin, Sp};
 use crate::vocab::{self, Mistake};
+use keys::{Keys, meta_name};
 use value::Reader;
 
 const ENTITY_KEYS: &[&str] = &[
@@ -57,44 +59,6 @@ const FIELD_KEYS: &[&str] = &[
     "since",
     "allow",
 ];
-
-fn meta_name(meta: &ParseNestedMeta<'_>) -> String {
-    match meta.path.get_ident() {
-        Some(id) => vocab::unraw(id),
-        None => crate::syntax::text(&meta.path),
-    }
-}
-
-/// The keys a construct knows; unknown ones are collected and reported once
-/// the construct's name is known.
-struct Keys {
-    known: Vec<&'static str>,
-    unknown: Vec<(String, Span)>,
-}
-
-impl Keys {
-    fn new(extra: &[&'static str], known: &[&'static str]) -> Self {
-        Keys {
-            known: extra.iter().chain(known).copied().collect(),
-            unknown: Vec::new(),
-        }
-    }
-
-    /// Records an unknown key and skips its value.
-    fn unknown(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-        self.unknown.push((meta_name(meta), meta.path.span()));
-        value::skip(meta)
-    }
-
-    fn report(self, what: &str, r: &mut Reader<'_>) {
-        for (key, span) in self.unknown {
-            r.report(
-                vocab::unknown_key(&key, what, &self.known),
-                &Origin::Span(span),
-            );
-        }
-    }
-}
 
 /// The text of a doc comment (`/// text` is `#[doc = " text"]`).
 fn doc_text(attr: &syn::Attribute) -> Option<String> {

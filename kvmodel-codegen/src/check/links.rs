@@ -4,7 +4,7 @@ use crate::ir::{Entity, Link, Model};
 use crate::origin::{Diagnostic, Diagnostics, suggestion};
 use crate::vocab;
 
-use super::NameSet;
+use super::names::{NameSet, REPOSITORY_METHODS};
 
 /// The methods a link generates on its own side besides `list_{name}`.
 const OWN_PREFIXES: [&str; 3] = ["link_", "unlink_", "count_"];
@@ -113,7 +113,7 @@ pub(super) fn check_far(model: &Model, diags: &mut Diagnostics) {
                 taken.push(format!("{prefix}{}", *l.name));
             }
         }
-        taken.extend(super::REPOSITORY_METHODS.iter().map(|m| (*m).to_owned()));
+        taken.extend(REPOSITORY_METHODS.iter().map(|m| (*m).to_owned()));
         for e in &model.entities {
             for l in e.links.iter().filter(|l| l.to_name() == far.name.as_str()) {
                 for prefix in ["list_", "count_"] {

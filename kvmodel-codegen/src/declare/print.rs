@@ -289,7 +289,7 @@ fn keep_tokens(keep: Option<u32>) -> TokenStream {
 }
 
 fn since_tokens(since: u32) -> TokenStream {
-    if since == vocab::DEFAULT_SINCE {
+    if since == crate::ir::DEFAULT_SINCE {
         quote!()
     } else {
         let s = Literal::u32_unsuffixed(since);
@@ -347,7 +347,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let k = k.text.as_str();
         head.push(quote!(key = #k));
     }
-    if e.version.value != vocab::DEFAULT_VERSION {
+    if e.version.value != crate::ir::DEFAULT_VERSION {
         let v = Literal::u32_unsuffixed(e.version.value);
         head.push(quote!(version = #v));
     }

@@ -1,84 +1,13 @@
 //! The `Entity` impl: a record's key and the facts its image derives.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 
-use super::keys::{counter_fn, relation_fn, segments_fn};
-use super::{Ctx, arg_from_ref, ident};
-use crate::ir::{FieldExpr, FieldType, KeyTemplate};
+use super::ctx::{Ctx, Derived, ident};
+use super::keys::{children_fn, counter_fn, relation_fn, segments_fn};
+use super::reads::{Read, Reads};
+use crate::ir::{Codec, Encoding, FieldExpr, KeyTemplate};
 use crate::origin::Sp;
-
-/// Reads fields of `self`: optional ones are bound with `if let Some(..)`, so
-/// a fact exists only when every field it needs has a value.
-pub(crate) struct Reads {
-    guards: Vec<TokenStream>,
-    pub(crate) refs: Vec<Read>,
-}
-
-/// A field value: a place (`self.f`) or a reference bound from an `Option`.
-#[derive(Clone)]
-pub(crate) enum Read {
-    Place(TokenStream),
-    Ref(TokenStream),
-}
-
-impl Read {
-    /// `&T`.
-    fn by_ref(&self) -> TokenStream {
-        match self {
-            Read::Place(p) => quote!(&#p),
-            Read::Ref(r) => r.clone(),
-        }
-    }
-
-    /// The value of a `Copy` field.
-    fn copied(&self) -> TokenStream {
-        match self {
-            Read::Place(p) => p.clone(),
-            Read::Ref(r) => quote!(*#r),
-        }
-    }
-
-    /// The argument form for a key builder.
-    pub(crate) fn arg(&self, ty: &FieldType) -> TokenStream {
-        match (self, ty) {
-            (Read::Ref(r), _) => arg_from_ref(ty, r.clone()),
-            (Read::Place(p), FieldType::String | FieldType::Bytes) => quote!(&#p),
-            (Read::Place(p), FieldType::Named(_)) => quote!(::core::clone::Clone::clone(&#p)),
-            (Read::Place(p), _) => p.clone(),
-        }
-    }
-}
-
-impl Reads {
-    pub(crate) fn new(cx: &Ctx<'_>, fields: &[&str]) -> Reads {
-        let mut guards = Vec::new();
-        let mut refs = Vec::new();
-        for (i, f) in fields.iter().enumerate() {
-            let member = ident(f);
-            let span =
-                cx.e.field(f)
-                    .map(|x| x.name.origin.span())
-                    .unwrap_or_else(proc_macro2::Span::call_site);
-            if cx.is_optional(f) {
-                let b = format_ident!("__v{}", i);
-                guards
-                    .push(quote_spanned!(span=> ::core::option::Option::Some(#b) = &self.#member));
-                refs.push(Read::Ref(quote!(#b)));
-            } else {
-                refs.push(Read::Place(quote_spanned!(span=> self.#member)));
-            }
-        }
-        Reads { guards, refs }
-    }
-
-    pub(crate) fn wrap(&self, body: TokenStream) -> TokenStream {
-        self.guards
-            .iter()
-            .rev()
-            .fold(body, |inner, g| quote!(if let #g { #inner }))
-    }
-}
 
 fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &Read) -> TokenStream {
     let p = cx.p();
@@ -154,15 +83,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let mut declared = Vec::new();
     for ix in &e.indexes {
         let kind = if ix.unique {
-            super::Derived::Claim
+            Derived::Claim
         } else {
-            super::Derived::Index
+            Derived::Index
         };
         declared.push((cx.derived(kind), ix.name.as_str(), ix.since.value));
     }
     for r in &e.relations {
         declared.push((
-            cx.derived(super::Derived::Relation),
+            cx.derived(Derived::Relation),
             r.name.as_str(),
             r.since.value,
         ));
@@ -174,14 +103,10 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         .map(|r| (format!("{}.children", *r.name), r.since.value))
         .collect();
     for (name, since) in &children {
-        declared.push((cx.derived(super::Derived::Counter), name.as_str(), *since));
+        declared.push((cx.derived(Derived::Counter), name.as_str(), *since));
     }
     for c in &e.counters {
-        declared.push((
-            cx.derived(super::Derived::Counter),
-            c.name.as_str(),
-            c.since.value,
-        ));
+        declared.push((cx.derived(Derived::Counter), c.name.as_str(), c.since.value));
     }
     let shard_arms: Vec<TokenStream> = e
         .counters
@@ -246,15 +171,11 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             claim_arms.push({
                 // The key builder's own segment function, on a matcher.
                 let seg = segments_fn(&ix.name);
-                let (ns, space, kind) = (
-                    cx.namespace(),
-                    cx.key_space(),
-                    cx.derived(super::Derived::Claim),
-                );
-                let found = reads.wrap(quote! {
-                    return #keys::#seg(#p::KeyMatch::derived(__claim, #ns, #space, #kind), #(#args),*).finish();
+                let (ns, space, kind) = (cx.namespace(), cx.key_space(), cx.derived(Derived::Claim));
+                let found = reads.test(quote! {
+                    #keys::#seg(#p::KeyMatch::derived(__claim, #ns, #space, #kind), #(#args),*).finish()
                 });
-                quote!(#ixname => { #found })
+                quote!(#ixname => #found,)
             });
             quote!(__facts.claim(#ixname, #since, #keys::#fname(#(#args),*));)
         } else {
@@ -269,7 +190,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 since.clone(),
                 quote!(#keys::#seg),
                 quote!(#(#args),*),
-                cx.derived(super::Derived::Index),
+                cx.derived(Derived::Index),
                 order.map(|o| sort_call(cx, o, &reads.refs[n], Sort::Check)),
             ));
             match &ix.keep {
@@ -304,7 +225,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             None => quote!(__facts.member(#since, #keys::#fname(#arg), #sort);),
         }));
         if r.on_delete.enforced() {
-            let cfn = super::on_delete::children_fn(&r.name);
+            let cfn = children_fn(&r.name);
             facts.push(reads.wrap(quote!(__facts.count(#since, #keys::#cfn(#arg), 1);)));
         }
         let seg = segments_fn(&format!("relation_{}", *r.name));
@@ -314,7 +235,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             since,
             quote!(#keys::#seg),
             arg,
-            cx.derived(super::Derived::Relation),
+            cx.derived(Derived::Relation),
             r.order_by
                 .as_ref()
                 .map(|o| sort_call(cx, o, &reads.refs[1], Sort::Check)),
@@ -374,9 +295,9 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         .join(":");
     let ename = e.name.as_str();
     let encoding = match e.encoding.value {
-        crate::ir::Encoding::Json => quote!(#p::Encoding::Json),
-        crate::ir::Encoding::MsgPack => quote!(#p::Encoding::MsgPack),
-        crate::ir::Encoding::Protobuf => quote!(#p::Encoding::Protobuf),
+        Encoding::Json => quote!(#p::Encoding::Json),
+        Encoding::MsgPack => quote!(#p::Encoding::MsgPack),
+        Encoding::Protobuf => quote!(#p::Encoding::Protobuf),
     };
     let ttl = match &e.ttl {
         Some(t) => {
@@ -389,6 +310,47 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let storage = storage(cx);
     let needs = needs_codec(cx);
     let on_delete = super::on_delete::entity_items(cx, template);
+    // What the record derives; the parameters of what derives nothing are
+    // `_`, so nothing is left unused.
+    let facts = if facts.is_empty() {
+        quote!(fn facts(&self, _: &mut #p::Facts) {})
+    } else {
+        quote! {
+            fn facts(&self, __facts: &mut #p::Facts) {
+                #(#facts)*
+            }
+        }
+    };
+    let derives_member = if member_checks.is_empty() {
+        quote! {
+            fn derives_member(&self, _: u32, _: &str, _: &[u8]) -> bool {
+                false
+            }
+        }
+    } else {
+        quote! {
+            fn derives_member(&self, __version: u32, __collection: &str, __sort: &[u8]) -> bool {
+                #(#member_checks)*
+                false
+            }
+        }
+    };
+    let claims = if claim_arms.is_empty() {
+        quote! {
+            fn claims(&self, _: &str, _: &str) -> bool {
+                false
+            }
+        }
+    } else {
+        quote! {
+            fn claims(&self, __index: &str, __claim: &str) -> bool {
+                match __index {
+                    #(#claim_arms)*
+                    _ => false,
+                }
+            }
+        }
+    };
     quote! {
         #needs
         #[automatically_derived]
@@ -411,29 +373,15 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 
             #on_delete
 
-            #[allow(unused_variables)]
-            fn facts(&self, __facts: &mut #p::Facts) {
-                #(#facts)*
-            }
+            #facts
 
-            #[allow(unused_variables, clippy::needless_return)]
-            fn derives_member(&self, __version: u32, __collection: &str, __sort: &[u8]) -> bool {
-                #(#member_checks)*
-                false
-            }
+            #derives_member
 
             fn is_at(&self, __key: &str) -> bool {
                 #keys::__segments_record(#p::KeyMatch::new(__key, #ns), #(#key_args),*).finish()
             }
 
-            #[allow(unreachable_code, unused_variables, clippy::match_single_binding)]
-            fn claims(&self, __index: &str, __claim: &str) -> bool {
-                match __index {
-                    #(#claim_arms)*
-                    _ => {}
-                }
-                false
-            }
+            #claims
         }
     }
 }
@@ -452,8 +400,8 @@ fn storage(cx: &Ctx<'_>) -> TokenStream {
     }
     if let Some(c) = &cx.e.compress {
         let codec = match c.codec.value {
-            crate::ir::Codec::Lz4 => quote!(#p::Codec::Lz4),
-            crate::ir::Codec::Zstd => quote!(#p::Codec::Zstd),
+            Codec::Lz4 => quote!(#p::Codec::Lz4),
+            Codec::Zstd => quote!(#p::Codec::Zstd),
         };
         let above = size(c.above.value);
         out = quote!(#out.compress(#codec, #above));
@@ -467,7 +415,7 @@ fn needs_codec(cx: &Ctx<'_>) -> TokenStream {
     let p = cx.p();
     let protobuf = super::proto::needs_feature(cx);
     let zstd = match &cx.e.compress {
-        Some(c) if c.codec.value == crate::ir::Codec::Zstd => {
+        Some(c) if c.codec.value == Codec::Zstd => {
             let name = cx.e.name.as_str();
             let span = c.codec.origin.span();
             quote::quote_spanned!(span=> #p::require_zstd!(#name);)

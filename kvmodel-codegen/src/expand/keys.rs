@@ -1,10 +1,11 @@
 //! `XKeys`: one function per key the entity writes.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 
-use super::{Ctx, Derived, group_arg_names, ident};
-use crate::ir::{FieldExpr, KeyTemplate, Segment};
+use super::api::{Method, Param};
+use super::ctx::{Ctx, Derived, group_arg_names, ident};
+use crate::ir::{FieldExpr, FieldType, KeyTemplate, Segment};
 use crate::origin::{Origin, Sp};
 
 /// `.part(x)` or, for the co-location field, `.tag(x)`; `x` is an argument.
@@ -13,7 +14,7 @@ use crate::origin::{Origin, Sp};
 fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident, origin: &Origin) -> TokenStream {
     let ty = cx.field_type(field);
     let value = match ty {
-        crate::ir::FieldType::String | crate::ir::FieldType::Bytes => quote!(#arg),
+        FieldType::String | FieldType::Bytes => quote!(#arg),
         _ => quote!(&#arg),
     };
     let span = origin.span();
@@ -24,58 +25,65 @@ fn push_part(cx: &Ctx<'_>, field: &str, arg: &syn::Ident, origin: &Origin) -> To
     }
 }
 
-/// Arguments and builder calls for a list of plain fields; the calls name
-/// the arguments by field, so a caller can bind locals of those names and
+/// Parameters and builder calls for a list of plain fields; the calls name
+/// the parameters by field, so a caller can bind locals of those names and
 /// reuse them on a [`KeyMatch`](kvmodel_runtime) chain.
-pub(crate) fn field_args(
-    cx: &Ctx<'_>,
-    fields: &[&Sp<String>],
-) -> (Vec<TokenStream>, Vec<TokenStream>) {
+pub(crate) fn field_args(cx: &Ctx<'_>, fields: &[&Sp<String>]) -> (Vec<Param>, Vec<TokenStream>) {
     let mut params = Vec::new();
     let mut parts = Vec::new();
     for f in fields {
         let arg = ident(f);
         let ty = cx.arg_type(&cx.field_type(f));
-        params.push(quote!(#arg: #ty));
         parts.push(push_part(cx, f, &arg, &f.origin));
+        params.push(Param::modeled(arg, ty));
     }
     (params, parts)
 }
 
-/// Argument names, parameters and builder calls for the fields and time
-/// buckets of an index or a counter (`group_by`): a field's value (its
-/// co-location tag where it is the co-located field, lowercased for a
-/// normalized index), or a bucket's date or hour.
+/// Parameters and builder calls for the fields and time buckets of an
+/// index or a counter (`group_by`): a field's value (its co-location tag
+/// where it is the co-located field, lowercased for a normalized index), or
+/// a bucket's date or hour.
 pub(crate) fn group_args(
     cx: &Ctx<'_>,
     items: &[&Sp<FieldExpr>],
     normalize: bool,
-) -> (Vec<syn::Ident>, Vec<TokenStream>, Vec<TokenStream>) {
+) -> (Vec<Param>, Vec<TokenStream>) {
     let p = cx.p();
     let exprs: Vec<&FieldExpr> = items.iter().map(|x| &x.value).collect();
     let names = group_arg_names(&exprs);
     let mut params = Vec::new();
     let mut parts = Vec::new();
-    for (x, arg) in items.iter().zip(&names) {
-        let ty = cx.group_arg_type(x);
-        params.push(quote!(#arg: #ty));
+    for (x, arg) in items.iter().zip(names) {
         parts.push(match &x.value {
             FieldExpr::Field(_) if normalize => quote!(.part(&#p::lowercase(#arg))),
-            FieldExpr::Field(f) => push_part(cx, f, arg, &x.origin),
+            FieldExpr::Field(f) => push_part(cx, f, &arg, &x.origin),
             FieldExpr::Hour(_) => quote!(.part(&#p::hour(#arg))),
             FieldExpr::Day(_) => quote!(.part(&#arg)),
             FieldExpr::Month(_) => quote!(.part(&#p::month(#arg))),
         });
+        params.push(Param::modeled(arg, cx.group_arg_type(x)));
     }
-    (names, params, parts)
+    (params, parts)
+}
+
+/// The names of `params`, as arguments.
+pub(crate) fn names(params: &[Param]) -> Vec<syn::Ident> {
+    params.iter().map(|p| p.name.clone()).collect()
 }
 
 pub(crate) fn counter_fn(name: &str) -> syn::Ident {
-    format_ident!("counter_{}", name)
+    ident(&format!("counter_{name}"))
 }
 
 pub(crate) fn relation_fn(name: &str) -> syn::Ident {
-    format_ident!("relation_{}", name)
+    ident(&format!("relation_{name}"))
+}
+
+/// The key builder of the count of each parent's children in relation
+/// `name` (`on_delete`).
+pub(crate) fn children_fn(name: &str) -> syn::Ident {
+    ident(&format!("__children_{name}"))
 }
 
 /// The private function that spells the segments of the key built by the
@@ -83,20 +91,32 @@ pub(crate) fn relation_fn(name: &str) -> syn::Ident {
 /// matchers of `Entity`: one spelling per key, so a component type without
 /// a key encoding is reported once.
 pub(crate) fn segments_fn(name: &str) -> syn::Ident {
-    format_ident!("__segments_{}", name)
+    ident(&format!("__segments_{name}"))
 }
 
-fn arg_names(fields: &[&str]) -> Vec<syn::Ident> {
-    fields.iter().map(|f| ident(f)).collect()
+/// A key builder of `XKeys`, with the private function that spells its
+/// segments where matchers read them too.
+pub(crate) struct KeyFn {
+    pub segments: Option<TokenStream>,
+    pub builder: Method,
 }
 
-pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
+/// The key builders of `XKeys`, in order.
+pub(crate) fn key_fns(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<KeyFn> {
     let p = cx.p();
-    let (vis, keys, name) = (&cx.vis, &cx.keys, &cx.name);
-    let e = cx.e;
+    let (name, e) = (&cx.name, cx.e);
     let ns = cx.namespace();
     let space = cx.key_space();
     let mut fns = Vec::new();
+    // The private spelling of a key's segments, after `first`.
+    let spell =
+        |seg: &syn::Ident, params: &[Param], first: TokenStream, parts: Vec<TokenStream>| {
+            Some(quote! {
+                fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
+                    __b #first #(#parts)*
+                }
+            })
+        };
 
     let mut params = Vec::new();
     let mut chain = Vec::new();
@@ -105,9 +125,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             Segment::Literal(l) => chain.push(quote!(.lit(#l))),
             Segment::Field(f) => {
                 let arg = ident(f);
-                let ty = cx.arg_type(&cx.field_type(f));
-                params.push(quote!(#arg: #ty));
                 chain.push(push_part(cx, f, &arg, &template.origin));
+                params.push(Param::modeled(arg, cx.arg_type(&cx.field_type(f))));
             }
         }
     }
@@ -116,22 +135,21 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         crate::vocab::a(&format!("`{}`", *e.name)),
         template.text
     );
-    let names = arg_names(&template.placeholders().collect::<Vec<_>>());
-    fns.push(quote! {
-        fn __segments_record<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
-            __b #(#chain)*
-        }
-
-        #[doc = #doc]
-        #vis fn record(#(#params),*) -> ::std::string::String {
-            Self::__segments_record(#p::KeyBuilder::new(#ns), #(#names),*).finish()
-        }
+    let seg = segments_fn("record");
+    let args = names(&params);
+    let body = quote!(Self::#seg(#p::KeyBuilder::new(#ns), #(#args),*).finish());
+    fns.push(KeyFn {
+        segments: spell(&seg, &params, TokenStream::new(), chain),
+        builder: Method {
+            params,
+            body,
+            ..Method::builder("record".into(), quote!(#[doc = #doc]))
+        },
     });
 
     for ix in &e.indexes {
         let fields: Vec<&Sp<FieldExpr>> = ix.fields.iter().collect();
-        let (names, params, parts) = group_args(cx, &fields, ix.normalize.is_some());
-        let fname = ident(&ix.name);
+        let (params, parts) = group_args(cx, &fields, ix.normalize.is_some());
         let ixname = ix.name.as_str();
         let (kind, doc) = if ix.unique {
             (
@@ -148,22 +166,22 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 ),
             )
         };
-        let seg = segments_fn(&ix.name);
-        fns.push(quote! {
-            fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
-                __b.lit(#ixname) #(#parts)*
-            }
-
-            #[doc = #doc]
-            #vis fn #fname(#(#params),*) -> ::std::string::String {
-                Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #(#names),*).finish()
-            }
+        let seg = segments_fn(ixname);
+        let args = names(&params);
+        let body =
+            quote!(Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #(#args),*).finish());
+        fns.push(KeyFn {
+            segments: spell(&seg, &params, quote!(.lit(#ixname)), parts),
+            builder: Method {
+                params,
+                body,
+                ..Method::builder(ixname.to_owned(), quote!(#[doc = #doc]))
+            },
         });
     }
 
     for r in &e.relations {
         let (params, parts) = field_args(cx, &[&r.by]);
-        let fname = relation_fn(&r.name);
         let rname = r.name.as_str();
         let kind = cx.derived(Derived::Relation);
         let doc = format!(
@@ -171,39 +189,80 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             *e.name, *r.belongs_to
         );
         let seg = segments_fn(&format!("relation_{rname}"));
-        let by = ident(&r.by);
-        fns.push(quote! {
-            fn #seg<__B: #p::Segments>(__b: __B, #(#params),*) -> __B {
-                __b.lit(#rname) #(#parts)*
-            }
-
-            #[doc = #doc]
-            #vis fn #fname(#(#params),*) -> ::std::string::String {
-                Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #by).finish()
-            }
+        let args = names(&params);
+        let body =
+            quote!(Self::#seg(#p::KeyBuilder::derived(#ns, #space, #kind), #(#args),*).finish());
+        fns.push(KeyFn {
+            segments: spell(&seg, &params, quote!(.lit(#rname)), parts),
+            builder: Method {
+                params,
+                body,
+                ..Method::builder(format!("relation_{rname}"), quote!(#[doc = #doc]))
+            },
         });
     }
 
     for c in &e.counters {
         let items: Vec<&Sp<FieldExpr>> = c.group_by.iter().collect();
-        let (_, params, parts) = group_args(cx, &items, false);
-        let fname = counter_fn(&c.name);
+        let (params, parts) = group_args(cx, &items, false);
         let cname = c.name.as_str();
         let kind = cx.derived(Derived::Counter);
         let doc = format!(" The key of counter `{cname}`.");
-        fns.push(quote! {
-            #[doc = #doc]
-            #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()
-            }
+        fns.push(KeyFn {
+            segments: None,
+            builder: Method {
+                params,
+                body: quote!(#p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()),
+                ..Method::builder(format!("counter_{cname}"), quote!(#[doc = #doc]))
+            },
         });
     }
 
+    // The count of each parent's children, one per relation, kept or not,
+    // so a parent that names a relation which keeps its children gets the
+    // one error that says so.
+    for r in &e.relations {
+        let (params, parts) = field_args(cx, &[&r.by]);
+        let kind = cx.derived(Derived::Counter);
+        let cname = format!("{}.children", *r.name);
+        let doc = format!(
+            " The count of the `{}` records of one `{}` in relation `{}` (`on_delete: {}`).",
+            *e.name, *r.belongs_to, *r.name, *r.on_delete
+        );
+        fns.push(KeyFn {
+            segments: None,
+            builder: Method {
+                params,
+                body: quote!(#p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()),
+                ..Method::builder(
+                    format!("__children_{}", *r.name),
+                    quote!(#[doc = #doc] #[doc(hidden)]),
+                )
+            },
+        });
+    }
+
+    let doc = format!(" The discovery set of every `{}` record.", *e.name);
+    fns.push(KeyFn {
+        segments: None,
+        builder: Method {
+            body: quote!(<#name as #p::Entity>::all_key()),
+            ..Method::builder("all".into(), quote!(#[doc = #doc]))
+        },
+    });
+    fns
+}
+
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
+    let (vis, keys) = (&cx.vis, &cx.keys);
+    let fns = key_fns(cx, template).into_iter().map(|f| {
+        let (segments, builder) = (f.segments, f.builder.real(vis));
+        quote!(#segments #builder)
+    });
     let doc = format!(
         " Key builders of `{}`: every key its repository reads or writes.",
-        *e.name
+        *cx.e.name
     );
-    let all_doc = format!(" The discovery set of every `{}` record.", *e.name);
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone, Copy)]
@@ -212,11 +271,6 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         #[automatically_derived]
         impl #keys {
             #(#fns)*
-
-            #[doc = #all_doc]
-            #vis fn all() -> ::std::string::String {
-                <#name as #p::Entity>::all_key()
-            }
         }
     }
 }

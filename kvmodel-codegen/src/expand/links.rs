@@ -13,8 +13,10 @@ use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 
-use super::{Ctx, ident, param, respan, with_description};
+use super::api::{Generic, Method, Param};
+use super::ctx::{Ctx, ident, param, respan, with_description};
 use crate::ir::{FieldType, KeyTemplate, Link};
+use crate::vocab;
 
 /// The key placeholders of `template` as parameter names and argument
 /// types (`&'__a str` for a string when `lifetime`).
@@ -39,7 +41,7 @@ fn key_params(
 
 /// `impl KeyArgs for X`: the key arguments as one value.
 pub(crate) fn key_args(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
-    let (p, name, keys) = (cx.p(), &cx.name, &cx.keys);
+    let (k, name, keys) = (&cx.krate, &cx.name, &cx.keys);
     let (ids, types) = key_params(cx, template, true);
     let (ty, bind) = match (ids.as_slice(), types.as_slice()) {
         ([id], [t]) => (quote!(#t), quote!(#id)),
@@ -47,7 +49,7 @@ pub(crate) fn key_args(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     };
     quote! {
         #[automatically_derived]
-        impl #p::KeyArgs for #name {
+        impl #k::KeyArgs for #name {
             type Args<'__a> = #ty;
             fn key_of(__args: Self::Args<'_>) -> ::std::string::String {
                 let #bind = __args;
@@ -62,7 +64,7 @@ pub(crate) fn key_args(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
 /// is a word Rust reserves even as a raw identifier.
 fn far_param(to: &str, ids: &[syn::Ident]) -> syn::Ident {
     let snake = to.to_snake_case();
-    let taken = |name: &str| ids.iter().any(|a| crate::vocab::unraw(a) == name);
+    let taken = |name: &str| ids.iter().any(|a| vocab::unraw(a) == name);
     match snake.as_str() {
         "self" | "super" | "crate" | "extern" | "_" => param("end", ids),
         name if taken(name) => format_ident!("__{}", name),
@@ -83,46 +85,58 @@ fn far_paths(l: &Link) -> Option<(TokenStream, TokenStream)> {
     ))
 }
 
-/// The methods of every link of the entity, on both repositories.
-pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
-    let mut out = TokenStream::new();
-    for l in &cx.e.links {
-        if let Some((to, to_repo)) = far_paths(l) {
-            out.extend(link(cx, template, l, &to, &to_repo));
-        }
-    }
-    out
+/// What one link adds to both repositories.
+pub(crate) struct LinkMethods {
+    /// The far entity's name (`Tag`).
+    pub far_entity: String,
+    /// The far entity's repository, as a path spanned where `to` is
+    /// written.
+    pub far_repo: TokenStream,
+    /// `link_x`, `unlink_x`, `list_x` and `count_x`, on this entity's
+    /// repository.
+    pub own: Vec<Method>,
+    /// `list_{inverse}` and `count_{inverse}`, on the far one.
+    pub far: Vec<Method>,
+    /// The link's `Link`, spelled once for all of them (a private function
+    /// of `XKeys`), and the check that the far entity does not expire.
+    pub items: TokenStream,
 }
 
-fn link(
-    cx: &Ctx<'_>,
-    template: &KeyTemplate,
-    l: &Link,
-    to: &TokenStream,
-    to_repo: &TokenStream,
-) -> TokenStream {
-    let (p, k, vis, name, keys, repo) = (cx.p(), &cx.krate, &cx.vis, &cx.name, &cx.keys, &cx.repo);
+/// The methods of every link of the entity (whose far entity is a path).
+pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<LinkMethods> {
+    cx.e.links
+        .iter()
+        .filter_map(|l| link(cx, template, l))
+        .collect()
+}
+
+/// The private function of `XKeys` that spells the link `name`.
+fn spec_fn(name: &str) -> syn::Ident {
+    ident(&format!("__link_{name}"))
+}
+
+fn link(cx: &Ctx<'_>, template: &KeyTemplate, l: &Link) -> Option<LinkMethods> {
+    let (to, far_repo) = far_paths(l)?;
+    let (p, k, name, keys) = (cx.p(), &cx.krate, &cx.name, &cx.keys);
     let (ids, types) = key_params(cx, template, false);
+    let own_params = || -> Vec<Param> {
+        ids.iter()
+            .zip(&types)
+            .map(|(id, t)| Param::modeled(id.clone(), t.clone()))
+            .collect()
+    };
     let own_key = quote!(&#keys::record(#(#ids),*));
     let far = far_param(l.to_name(), &ids);
-    let far_ty = quote!(<#to as #p::KeyArgs>::Args<'__a>);
-    let far_key = quote!(&<#to as #p::KeyArgs>::key_of(#far));
+    let far_ty = quote!(<#to as #k::KeyArgs>::Args<'__a>);
+    let far_param = || Param::modeled(far.clone(), far_ty.clone());
+    let far_key = quote!(&<#to as #k::KeyArgs>::key_of(#far));
+    let lifetime = || Generic::modeled(quote!('__a));
     let page = param("page", &ids);
     let inv_page = param("page", std::slice::from_ref(&far));
     let (lname, inverse) = (l.name.as_str(), l.inverse.as_str());
-    let spec = quote!(#p::Link {
-        from: <#name as #p::Entity>::space(),
-        name: #lname,
-        to: <#to as #p::Entity>::space(),
-        inverse: #inverse,
-    });
+    let spec_fn = spec_fn(lname);
+    let spec = quote!(&#keys::#spec_fn());
     let (ename, tname) = (cx.e.name.as_str(), l.to_name());
-    let m_link = format_ident!("link_{}", lname);
-    let m_unlink = format_ident!("unlink_{}", lname);
-    let m_list = format_ident!("list_{}", lname);
-    let m_count = format_ident!("count_{}", lname);
-    let m_inv_list = format_ident!("list_{}", inverse);
-    let m_inv_count = format_ident!("count_{}", inverse);
     let link_doc = with_description(
         format!(
             " Links this `{ename}` with the `{tname}`: link `{lname}` and its inverse `{inverse}` in one commit, with both counts. `true` when they were not linked; `NotFound` when either record does not exist (nothing written)."
@@ -150,50 +164,117 @@ fn link(
     let inv_count_doc = format!(
         " The number of entries in this `{tname}`'s `{inverse}` link collection: its links, including any to `{ename}` records deleted since whose entries no listing or `reconcile` has removed yet."
     );
+    let own = vec![
+        Method {
+            generics: vec![lifetime()],
+            params: [own_params(), vec![far_param()]].concat(),
+            ret: quote!(#k::Result<bool>),
+            body: quote!(self.engine.link::<#to>(#spec, #own_key, #far_key).await),
+            ..Method::repo(format!("link_{lname}"), link_doc)
+        },
+        Method {
+            generics: vec![lifetime()],
+            params: [own_params(), vec![far_param()]].concat(),
+            ret: quote!(#k::Result<bool>),
+            body: quote!(self.engine.unlink(#spec, #own_key, #far_key).await),
+            ..Method::repo(format!("unlink_{lname}"), quote!(#[doc = #unlink_doc]))
+        },
+        Method {
+            params: [
+                own_params(),
+                vec![Param::fixed(page.clone(), quote!(#k::PageRequest))],
+            ]
+            .concat(),
+            ret: quote!(#k::Result<#k::Page<#to>>),
+            body: quote!(self.engine.list_linked::<#to>(#spec, #p::End::From, #own_key, #page).await),
+            ..Method::repo(format!("list_{lname}"), list_doc)
+        },
+        Method {
+            params: own_params(),
+            ret: quote!(#k::Result<i64>),
+            body: quote!(self.engine.count_linked(#spec, #p::End::From, #own_key).await),
+            ..Method::repo(format!("count_{lname}"), count_doc)
+        },
+    ];
+    let far = vec![
+        Method {
+            generics: vec![lifetime()],
+            params: vec![
+                far_param(),
+                Param::fixed(inv_page.clone(), quote!(#k::PageRequest)),
+            ],
+            ret: quote!(#k::Result<#k::Page<#name>>),
+            body: quote!(self.__engine().list_linked::<#name>(#spec, #p::End::To, #far_key, #inv_page).await),
+            ..Method::repo(format!("list_{inverse}"), quote!(#[doc = #inv_list_doc]))
+        },
+        Method {
+            generics: vec![lifetime()],
+            params: vec![far_param()],
+            ret: quote!(#k::Result<i64>),
+            body: quote!(self.__engine().count_linked(#spec, #p::End::To, #far_key).await),
+            ..Method::repo(format!("count_{inverse}"), quote!(#[doc = #inv_count_doc]))
+        },
+    ];
     let expiring = format!(
         "link `{lname}` of `{ename}` goes to `{tname}`, whose records expire (`ttl`); links join records that do not expire"
     );
+    let spec_doc = format!(" Link `{lname}` of `{ename}`, as both its ends see it.");
     // Spanned at `to`, so a far entity with a TTL is an error there.
-    let assert = quote_spanned! {l.to.origin.span()=>
+    let items = quote_spanned! {l.to.origin.span()=>
         const _: () = ::core::assert!(<#to as #p::Entity>::META.ttl.is_none(), #expiring);
     };
-    quote! {
-        #assert
+    let items = quote! {
+        #items
 
         #[automatically_derived]
-        impl<__S: #k::Store> #repo<__S> {
-            #link_doc
-            #vis async fn #m_link<'__a>(&self, #(#ids: #types,)* #far: #far_ty) -> #k::Result<bool> {
-                self.engine.link::<#to>(&#spec, #own_key, #far_key).await
-            }
-
-            #[doc = #unlink_doc]
-            #vis async fn #m_unlink<'__a>(&self, #(#ids: #types,)* #far: #far_ty) -> #k::Result<bool> {
-                self.engine.unlink(&#spec, #own_key, #far_key).await
-            }
-
-            #list_doc
-            #vis async fn #m_list(&self, #(#ids: #types,)* #page: #k::PageRequest) -> #k::Result<#k::Page<#to>> {
-                self.engine.list_linked::<#to>(&#spec, #p::End::From, #own_key, #page).await
-            }
-
-            #count_doc
-            #vis async fn #m_count(&self, #(#ids: #types),*) -> #k::Result<i64> {
-                self.engine.count_linked(&#spec, #p::End::From, #own_key).await
+        impl #keys {
+            #[doc = #spec_doc]
+            fn #spec_fn() -> #p::Link<'static> {
+                #p::Link {
+                    from: <#name as #p::Entity>::space(),
+                    name: #lname,
+                    to: <#to as #p::Entity>::space(),
+                    inverse: #inverse,
+                }
             }
         }
+    };
+    Some(LinkMethods {
+        far_entity: tname.to_owned(),
+        far_repo,
+        own,
+        far,
+        items,
+    })
+}
 
-        #[automatically_derived]
-        impl<__S: #k::Store> #to_repo<__S> {
-            #[doc = #inv_list_doc]
-            #vis async fn #m_inv_list<'__a>(&self, #far: #far_ty, #inv_page: #k::PageRequest) -> #k::Result<#k::Page<#name>> {
-                self.__engine().list_linked::<#name>(&#spec, #p::End::To, #far_key, #inv_page).await
+/// The methods of every link of the entity, on both repositories.
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
+    let (k, vis, repo) = (&cx.krate, &cx.vis, &cx.repo);
+    let mut out = TokenStream::new();
+    for l in methods(cx, template) {
+        let LinkMethods {
+            far_repo,
+            own,
+            far,
+            items,
+            ..
+        } = l;
+        let own = own.iter().map(|m| m.real(vis));
+        let far = far.iter().map(|m| m.real(vis));
+        out.extend(quote! {
+            #items
+
+            #[automatically_derived]
+            impl<__S: #k::Store> #repo<__S> {
+                #(#own)*
             }
 
-            #[doc = #inv_count_doc]
-            #vis async fn #m_inv_count<'__a>(&self, #far: #far_ty) -> #k::Result<i64> {
-                self.__engine().count_linked(&#spec, #p::End::To, #far_key).await
+            #[automatically_derived]
+            impl<__S: #k::Store> #far_repo<__S> {
+                #(#far)*
             }
-        }
+        });
     }
+    out
 }

@@ -12,16 +12,10 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::facts::{Read, Reads};
-use super::keys::{field_args, relation_fn};
-use super::{Ctx, ident};
-use crate::ir::{KeyTemplate, OnDelete};
-
-/// The key builder of the count of each parent's children in relation
-/// `name`.
-pub(crate) fn children_fn(name: &str) -> syn::Ident {
-    format_ident!("__children_{}", name)
-}
+use super::ctx::{Ctx, ident};
+use super::keys::{children_fn, relation_fn};
+use super::reads::{Read, Reads};
+use crate::ir::{KeyTemplate, OnDelete, Relation};
 
 /// The last segment of a type path (`Post` of `crate::blog::Post`).
 fn last(path: &str) -> String {
@@ -45,50 +39,13 @@ fn action(cx: &Ctx<'_>, a: OnDelete) -> TokenStream {
     }
 }
 
-/// The key builders of the children counts, on `XKeys`: one per relation,
-/// kept or not, so a parent that names a relation which keeps its children
-/// gets the one error that says so.
-pub(crate) fn key_fns(cx: &Ctx<'_>) -> TokenStream {
-    let p = cx.p();
-    let (ns, space) = (cx.namespace(), cx.key_space());
-    let vis = &cx.vis;
-    let kind = cx.derived(super::Derived::Counter);
-    let fns = cx.e.relations.iter().map(|r| {
-        let (params, parts) = field_args(cx, &[&r.by]);
-        let fname = children_fn(&r.name);
-        let cname = format!("{}.children", *r.name);
-        let doc = format!(
-            " The count of the `{}` records of one `{}` in relation `{}` (`on_delete: {}`).",
-            *cx.e.name, *r.belongs_to, *r.name, *r.on_delete
-        );
-        quote! {
-            #[doc = #doc]
-            #[doc(hidden)]
-            #vis fn #fname(#(#params),*) -> ::std::string::String {
-                #p::KeyBuilder::derived(#ns, #space, #kind).lit(#cname) #(#parts)* .finish()
-            }
-        }
-    });
-    let fns: Vec<TokenStream> = fns.collect();
-    if fns.is_empty() {
-        return TokenStream::new();
-    }
-    let keys = &cx.keys;
-    quote! {
-        #[automatically_derived]
-        impl #keys {
-            #(#fns)*
-        }
-    }
-}
-
 /// The items of the `Entity` impl: `ENFORCED` and `parents` for a child,
 /// `DEPENDENTS`, `dependents` and `dependent_kind` for a parent.
 pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let p = cx.p();
     let e = cx.e;
     let mut out = TokenStream::new();
-    let enforced: Vec<&crate::ir::Relation> = e
+    let enforced: Vec<&Relation> = e
         .relations
         .iter()
         .filter(|r| r.on_delete.enforced())
@@ -119,14 +76,16 @@ pub(crate) fn entity_items(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream 
         }
         out.extend(quote! {
             const ENFORCED: &'static [(&'static str, &'static str, #p::OnDelete)] = &[#(#entries),*];
-
-            #[allow(unused_mut)]
-            fn parents(&self) -> ::std::vec::Vec<#p::ParentFact> {
-                let mut __out = ::std::vec::Vec::new();
-                #(#pushes)*
-                __out
-            }
         });
+        if !pushes.is_empty() {
+            out.extend(quote! {
+                fn parents(&self) -> ::std::vec::Vec<#p::ParentFact> {
+                    let mut __out = ::std::vec::Vec::new();
+                    #(#pushes)*
+                    __out
+                }
+            });
+        }
     }
     if e.dependents.is_empty() {
         return out;

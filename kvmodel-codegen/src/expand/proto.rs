@@ -4,9 +4,9 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
-use super::Ctx;
-use crate::ir::Encoding;
-use crate::proto::{self, Kind, ProtoField, Shape};
+use super::ctx::Ctx;
+use crate::ir::{Encoding, FieldType};
+use crate::proto::{self, ProtoField, Shape};
 
 fn is_protobuf(cx: &Ctx<'_>) -> bool {
     cx.e.encoding.value == Encoding::Protobuf
@@ -23,23 +23,30 @@ pub(super) fn needs_feature(cx: &Ctx<'_>) -> TokenStream {
     quote_spanned!(span=> #p::require_protobuf!(#name);)
 }
 
+/// The runtime's `ProtoKind` of one value of type `ty` (a list's or a map's
+/// is its items').
+fn runtime_kind(ty: &FieldType) -> TokenStream {
+    match ty {
+        FieldType::String => quote!(String),
+        FieldType::Bool => quote!(Bool),
+        FieldType::I32 => quote!(I32),
+        FieldType::I64 => quote!(I64),
+        FieldType::U32 => quote!(U32),
+        FieldType::U64 => quote!(U64),
+        FieldType::F64 => quote!(F64),
+        FieldType::Bytes => quote!(Bytes),
+        FieldType::Timestamp => quote!(Timestamp),
+        FieldType::Date => quote!(Date),
+        FieldType::Uuid => quote!(Uuid),
+        FieldType::Named(_) => quote!(Enum),
+        FieldType::List(t) | FieldType::Map(t) => runtime_kind(t),
+    }
+}
+
 fn field_tokens(p: &TokenStream, f: &ProtoField) -> TokenStream {
     let name = f.name.as_str();
     let number = proc_macro2::Literal::u32_unsuffixed(f.number);
-    let kind = match f.kind {
-        Kind::String => quote!(String),
-        Kind::Bool => quote!(Bool),
-        Kind::I32 => quote!(I32),
-        Kind::I64 => quote!(I64),
-        Kind::U32 => quote!(U32),
-        Kind::U64 => quote!(U64),
-        Kind::F64 => quote!(F64),
-        Kind::Bytes => quote!(Bytes),
-        Kind::Timestamp => quote!(Timestamp),
-        Kind::Date => quote!(Date),
-        Kind::Uuid => quote!(Uuid),
-        Kind::Enum(_) => quote!(Enum),
-    };
+    let kind = runtime_kind(&f.ty);
     let shape = match f.shape {
         Shape::One => quote!(One),
         Shape::Optional => quote!(Optional),
@@ -106,14 +113,7 @@ pub(super) fn enum_checks(cx: &Ctx<'_>) -> TokenStream {
     let e = cx.e;
     let enums = e.fields.iter().filter_map(|f| {
         let field = proto::map_field(None, f).ok()?;
-        let Kind::Enum(_) = field.kind else {
-            return None;
-        };
-        let ty = match &*f.ty {
-            crate::ir::FieldType::List(t) | crate::ir::FieldType::Map(t) => t,
-            _ => &f.ty.value,
-        };
-        let crate::ir::FieldType::Named(n) = ty else {
+        let FieldType::Named(n) = &field.ty else {
             return None;
         };
         let path = n.syntax();

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::Ctx;
+use super::ctx::Ctx;
 
 /// Code that builds `value` directly, so no default is parsed on a read.
 fn value_tokens(p: &TokenStream, value: &serde_json::Value) -> TokenStream {
@@ -46,7 +46,8 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
     let name = &cx.name;
     let e = cx.e;
     let version = proc_macro2::Literal::u32_unsuffixed(e.version.value);
-    let body = if let Some(prev) = &e.migrate_from {
+    // The parameters the body reads are named; the others are `_`.
+    let (version_param, value_param, body) = if let Some(prev) = &e.migrate_from {
         let prev: syn::Type = syn::parse_str(prev).unwrap_or_else(|_| syn::parse_quote!(()));
         let span = e
             .migrate_from
@@ -59,7 +60,7 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 "the `migrate_from` type must be exactly one version older"
             );
         };
-        quote! {
+        let body = quote! {
             #assert
             let __prev: #prev = if __version == <#prev as #p::Versioned>::VERSION {
                 #p::from_value(__key, __value)?
@@ -67,10 +68,21 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 <#prev as #p::Versioned>::upcast(__key, __version, __value)?
             };
             ::core::result::Result::Ok(<Self as ::core::convert::From<#prev>>::from(__prev))
-        }
+        };
+        (quote!(__version), quote!(__value), body)
     } else {
-        let mut steps: Vec<_> = e.migrations.iter().collect();
+        // Steps that change nothing are left out.
+        let mut steps: Vec<_> = e
+            .migrations
+            .iter()
+            .filter(|m| !m.rename.is_empty() || !m.add.is_empty() || !m.remove.is_empty())
+            .collect();
         steps.sort_by_key(|m| m.from.value);
+        let (version_param, value_param) = if steps.is_empty() {
+            (quote!(_), quote!(__value))
+        } else {
+            (quote!(__version), quote!(mut __value))
+        };
         let steps = steps.iter().map(|m| {
             let from = m.from.value;
             let renames = m.rename.iter().map(|(a, b)| {
@@ -93,19 +105,11 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
                 }
             }
         });
-        quote! {
+        let body = quote! {
             #(#steps)*
             #p::from_value(__key, __value)
-        }
-    };
-    let mutability = if e.migrate_from.is_none()
-        && e.migrations
-            .iter()
-            .any(|m| !m.rename.is_empty() || !m.add.is_empty() || !m.remove.is_empty())
-    {
-        quote!(mut)
-    } else {
-        quote!()
+        };
+        (version_param, value_param, body)
     };
     let proto = super::proto::versioned_items(cx);
     quote! {
@@ -114,11 +118,10 @@ pub(crate) fn expand(cx: &Ctx<'_>) -> TokenStream {
             const VERSION: u32 = #version;
             #proto
 
-            #[allow(unused_variables)]
             fn upcast(
                 __key: &str,
-                __version: u32,
-                #mutability __value: #p::serde_json::Value,
+                #version_param: u32,
+                #value_param: #p::serde_json::Value,
             ) -> #p::Result<Self> {
                 #body
             }

@@ -1,8 +1,41 @@
 //! What an entity derives from its records: indexes, counters and
-//! relations (with the referential actions of relations).
+//! relations (with the referential actions of relations), and the fields
+//! and time buckets they read.
 
-use super::{FieldExpr, Lint, default_since};
+use super::lint::Lint;
 use crate::origin::{Origin, Sp};
+
+/// The record version that introduced an index, counter or relation when
+/// none is declared (`since`).
+pub const DEFAULT_SINCE: u32 = 1;
+
+/// `since` when none is declared: [`DEFAULT_SINCE`], written nowhere.
+pub fn default_since() -> Sp<u32> {
+    Sp::new(DEFAULT_SINCE, Origin::Unknown)
+}
+
+/// A field or a time bucket of a timestamp field, in an index's `fields`,
+/// `group_by` or `order_by`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldExpr {
+    /// The field's value.
+    Field(String),
+    /// `hour(f)`.
+    Hour(String),
+    /// `day(f)`.
+    Day(String),
+    /// `month(f)`.
+    Month(String),
+}
+
+impl FieldExpr {
+    /// The field it reads.
+    pub fn field(&self) -> &str {
+        match self {
+            FieldExpr::Field(f) | FieldExpr::Hour(f) | FieldExpr::Day(f) | FieldExpr::Month(f) => f,
+        }
+    }
+}
 
 /// String normalization of a unique index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +75,7 @@ pub struct Index {
 
 impl Index {
     /// A non-unique index with nothing declared yet, introduced in version
-    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`], declared where its name is.
     pub fn new(name: Sp<String>) -> Self {
         Index {
             origin: name.origin.clone(),
@@ -84,7 +117,7 @@ pub struct Counter {
 
 impl Counter {
     /// A plain count with nothing declared yet, introduced in version
-    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`], declared where its name is.
     pub fn new(name: Sp<String>) -> Self {
         Counter {
             origin: name.origin.clone(),
@@ -163,7 +196,7 @@ pub struct Dependent {
 
 impl Relation {
     /// An unordered relation, introduced in version
-    /// [`DEFAULT_SINCE`](crate::vocab::DEFAULT_SINCE), declared where its name is.
+    /// [`DEFAULT_SINCE`], declared where its name is.
     pub fn new(name: Sp<String>, belongs_to: Sp<String>, by: Sp<String>) -> Self {
         Relation {
             origin: name.origin.clone(),

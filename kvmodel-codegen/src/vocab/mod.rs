@@ -9,24 +9,20 @@
 use std::fmt;
 use std::str::FromStr;
 
+mod mistake;
 mod names;
 mod size;
 mod types;
 
+pub use mistake::Mistake;
 pub use names::{
-    ident, snake_case, stored_field, unraw, upper_camel_case, variant, variant_ident, variant_text,
+    ident, snake_case, stored_field, try_ident, unraw, upper_camel_case, variant, variant_ident,
+    variant_text,
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Codec, Encoding, FieldExpr, Lint, Normalize, OnDelete};
-use crate::origin::{Diagnostic, Origin, suggestion};
-
-/// The record version of an entity that declares none (`version`).
-pub const DEFAULT_VERSION: u32 = 1;
-
-/// The record version that introduced an index, counter or relation when
-/// none is declared (`since`).
-pub const DEFAULT_SINCE: u32 = 1;
+use crate::ir::{Codec, Compress, Encoding, FieldExpr, Lint, Normalize, OnDelete, Ttl};
+use crate::origin::{Diagnostics, Origin, Severity, Sp, suggestion};
 
 /// The keys of an index, in both front-ends (the derive adds `name`).
 pub const INDEX_KEYS: &[&str] = &[
@@ -50,50 +46,6 @@ pub const COMPRESS_KEYS: &[&str] = &["codec", "above"];
 pub const LINK_KEYS: &[&str] = &["to", "inverse"];
 /// The keys of a migration step.
 pub const MIGRATION_KEYS: &[&str] = &["from", "rename", "add", "remove"];
-
-/// A word outside the vocabulary: a diagnostic still waiting for the place
-/// it was written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mistake {
-    /// Stable code, e.g. `E010`.
-    pub code: &'static str,
-    /// What is wrong and what is expected, as a sentence.
-    pub message: String,
-    /// An optional hint.
-    pub help: Option<String>,
-}
-
-impl Mistake {
-    /// A mistake without a hint.
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Mistake {
-            code,
-            message: message.into(),
-            help: None,
-        }
-    }
-
-    /// Adds a hint.
-    pub fn help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
-        self
-    }
-
-    /// The diagnostic, located at `origin`.
-    pub fn at(self, origin: &Origin) -> Diagnostic {
-        let d = Diagnostic::error(self.code, origin, self.message);
-        match self.help {
-            Some(h) => d.help(h),
-            None => d,
-        }
-    }
-}
-
-impl fmt::Display for Mistake {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
 
 /// A description as both front-ends keep it (YAML `description:`, doc
 /// comments): lines without trailing whitespace and no blank lines at
@@ -126,14 +78,14 @@ pub fn missing(what: &str, needs: &str) -> Mistake {
 /// when the codec or the threshold is not given; `None` when a part is
 /// missing or was wrong (already reported).
 pub fn compress(
-    codec: Option<crate::origin::Sp<Codec>>,
-    above: Option<crate::origin::Sp<u64>>,
+    codec: Option<Sp<Codec>>,
+    above: Option<Sp<u64>>,
     origin: Origin,
-    diags: &mut crate::origin::Diagnostics,
+    diags: &mut Diagnostics,
     given: (bool, bool),
-) -> Option<crate::ir::Compress> {
+) -> Option<Compress> {
     match (codec, above) {
-        (Some(codec), Some(above)) => Some(crate::ir::Compress {
+        (Some(codec), Some(above)) => Some(Compress {
             codec,
             above,
             origin,
@@ -298,10 +250,10 @@ impl Lint {
 
     /// How it is reported: a warning, or information that asks for no
     /// change.
-    pub fn severity(self) -> crate::origin::Severity {
+    pub fn severity(self) -> Severity {
         match self {
-            Lint::CrossSlot | Lint::HotCollections => crate::origin::Severity::Info,
-            _ => crate::origin::Severity::Warning,
+            Lint::CrossSlot | Lint::HotCollections => Severity::Info,
+            _ => Severity::Warning,
         }
     }
 }
@@ -589,5 +541,33 @@ pub fn format_jitter(permille: u32) -> String {
         format!("{}%", permille / 10)
     } else {
         format!("{}.{}%", permille / 10, permille % 10)
+    }
+}
+
+impl Ttl {
+    /// Parses `after` (e.g. `30m`) and an optional `jitter` (e.g. `10%`),
+    /// reporting what does not parse.
+    pub fn parse(
+        after: Sp<String>,
+        jitter: Option<Sp<String>>,
+        diags: &mut Diagnostics,
+    ) -> Option<Ttl> {
+        let jitter_permille = jitter.and_then(|j| match parse_jitter_permille(&j) {
+            Ok(p) => Some(Sp::new(p, j.origin)),
+            Err(m) => {
+                diags.push(m.at(&j.origin));
+                None
+            }
+        });
+        match parse_duration_ms(&after) {
+            Ok(ms) => Some(Ttl {
+                after_ms: Sp::new(ms, after.origin),
+                jitter_permille,
+            }),
+            Err(m) => {
+                diags.push(m.at(&after.origin));
+                None
+            }
+        }
     }
 }

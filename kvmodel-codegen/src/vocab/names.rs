@@ -4,7 +4,7 @@
 use heck::{ToSnakeCase, ToUpperCamelCase};
 use proc_macro2::Span;
 
-use super::Mistake;
+use super::mistake::Mistake;
 
 /// Names Rust reserves even as raw identifiers (`r#self` does not exist).
 const NOT_EVEN_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
@@ -134,17 +134,29 @@ pub fn variant_text(id: &syn::Ident) -> String {
 /// generated; should such a name get here anyway, the identifier is one the
 /// compiler reports instead of the generator failing.
 pub fn ident(name: &str) -> syn::Ident {
+    try_ident(name).unwrap_or_else(|| {
+        let stand_in = if NOT_EVEN_RAW.contains(&name) {
+            name
+        } else {
+            "__kvmodel_not_an_identifier"
+        };
+        syn::Ident::new(stand_in, Span::call_site())
+    })
+}
+
+/// The identifier [`ident`] spells a model name with, if one does: `None`
+/// for a name that is no identifier even raw (`by-email`, `self`).
+pub fn try_ident(name: &str) -> Option<syn::Ident> {
     if RAW_IN_2024.contains(&name) {
-        return syn::Ident::new_raw(name, Span::call_site());
+        return Some(syn::Ident::new_raw(name, Span::call_site()));
     }
     if let Ok(id) = syn::parse_str::<syn::Ident>(name) {
-        return id;
+        return Some(id);
     }
     if NOT_EVEN_RAW.contains(&name) {
-        return syn::Ident::new(name, Span::call_site());
+        return None;
     }
-    syn::parse_str::<syn::Ident>(&format!("r#{name}"))
-        .unwrap_or_else(|_| syn::Ident::new("__kvmodel_not_an_identifier", Span::call_site()))
+    syn::parse_str::<syn::Ident>(&format!("r#{name}")).ok()
 }
 
 /// The name an identifier stands for (`r#type` is `type`).

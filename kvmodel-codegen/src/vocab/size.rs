@@ -1,7 +1,7 @@
 //! Sizes in bytes (`max_size`, `compress.above`): `256KiB`, `1MiB`, `512B`,
 //! `64KB`, or a plain number of bytes.
 
-use super::Mistake;
+use super::mistake::Mistake;
 
 /// The largest record any entity may store, in bytes: the runtime's
 /// `codec::record::MAX_RECORD_BYTES` (64 MiB), which a test keeps equal.

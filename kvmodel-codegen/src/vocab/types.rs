@@ -6,7 +6,7 @@ use std::fmt;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::Mistake;
+use super::mistake::Mistake;
 use crate::ir::{FieldType, Syntax};
 use crate::origin::suggestion;
 
