@@ -165,7 +165,7 @@ pub use kvmodel_runtime::{RedisClusterStore, RedisClusterStoreBuilder};
 #[cfg(feature = "redis")]
 pub use kvmodel_runtime::{RedisStore, RedisStoreBuilder};
 
-/// The store contract every backend implements (DESIGN §6): one atomic
+/// The store contract every backend implements: one atomic
 /// [`commit`](Store::commit) of a [`Batch`], point reads and ordered ranges.
 /// Generated repositories need only `S: Store`; use these types to read or
 /// write a store directly, or to implement a backend of your own.

@@ -1,4 +1,4 @@
-//! Renaming a struct changes no key (DESIGN §4): the old version kept as
+//! Renaming a struct changes no key (docs/schema.md): the old version kept as
 //! `AccountV1` beside a new `Account` with `migrate_from = AccountV1` reads
 //! and writes the same claims, entries and counters, on every backend.
 

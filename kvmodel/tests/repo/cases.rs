@@ -1,4 +1,4 @@
-//! Upkeep cases (DESIGN §8), generic over the store.
+//! Upkeep cases (docs/schema.md, "Every write"), generic over the store.
 
 use std::time::Duration;
 
