@@ -6,7 +6,9 @@
 use crate::engine::entity::{self, Entity, Facts};
 use crate::engine::expiry::stored_from;
 use crate::engine::on_delete::{self, Kind, OnPath, Own};
-use crate::engine::repo::{Engine, ReceiptMove, Upkeep, purge_hint, transition};
+use crate::engine::repo::Engine;
+use crate::engine::transition::{ReceiptMove, Upkeep, transition};
+use crate::error::Error;
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -137,5 +139,26 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 })
             }
         }
+    }
+}
+
+/// A decode error of the record at `key` that a delete met, pointing to
+/// `purge`.
+pub(crate) fn purge_hint(key: &str, e: Error) -> Error {
+    match e {
+        Error::Decode {
+            key: k,
+            reason,
+            source,
+        } => Error::Decode {
+            key: k,
+            reason: format!(
+                "{reason}; so its entries cannot be computed and `delete` leaves it: `purge` \
+                 removes it with the entries found to point to it"
+            ),
+            source,
+        },
+        Error::FutureVersion { .. } => e,
+        other => Error::decode(key, other, None),
     }
 }

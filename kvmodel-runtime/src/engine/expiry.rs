@@ -35,8 +35,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::key::Space;
 use crate::engine::entity::{ClaimFact, Entity, Facts};
-use crate::engine::repo::{Engine, ReceiptMove, Upkeep, transition};
+use crate::engine::repo::Engine;
 use crate::engine::skipped::Skipped;
+use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::{Member, RangeRequest, Store};

@@ -6,7 +6,6 @@
 //! run-time model), index [`state`]s, and the migration lease and
 //! [`ledger`].
 
-mod api;
 pub mod cost;
 pub mod def;
 mod delete;
@@ -14,12 +13,12 @@ pub mod entity;
 pub mod expiry;
 pub mod ledger;
 pub mod links;
-mod list;
 pub mod maintenance;
 pub mod migrate;
 pub mod on_delete;
 pub mod orphans;
 pub mod page;
+mod read;
 pub mod records;
 pub mod repo;
 pub mod shards;
@@ -27,6 +26,8 @@ pub mod skipped;
 pub mod state;
 #[cfg(feature = "tracing")]
 pub mod trace;
+pub(crate) mod transition;
 pub mod walk;
+mod write;
 
 pub use repo::{Engine, MAX_ATTEMPTS};

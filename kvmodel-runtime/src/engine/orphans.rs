@@ -10,7 +10,8 @@
 use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{Entity, Facts};
 use crate::engine::expiry::{StoredReceipt, expire_ops, move_receipt_in};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, Upkeep, transition};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS};
+use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::engine::walk::Walker;
 use crate::engine::walk::inward::{Kind, page};
 use crate::error::{Error, Result};

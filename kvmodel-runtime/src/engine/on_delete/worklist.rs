@@ -7,9 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{CASCADE_PAGE, DependentFact, OnDelete};
+use crate::engine::delete::purge_hint;
 use crate::engine::entity::{self, Entity};
 use crate::engine::page::{Cursor, PageRequest};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff, purge_hint};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::Batch;

@@ -1,15 +1,16 @@
-//! The repository methods beyond DESIGN's core: existence, the number of
-//! records, create-or-replace, a fallible modify and an all-or-nothing bulk
-//! create. Each keeps the core's rule: one atomic commit per write, built by
-//! the one [`transition`].
+//! Writes of one record or many: create, update and modify (read, change,
+//! commit), create-or-replace, a fallible modify and an all-or-nothing bulk
+//! create. Each is one atomic commit built by the one
+//! `transition`; `delete`
+//! is the mirror of create.
 
 use std::collections::HashMap;
 
-use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
 use crate::engine::expiry::{due_at, stored_from};
 use crate::engine::on_delete::{self, ParentFact};
-use crate::engine::repo::{Engine, MAX_ATTEMPTS, ReceiptMove, Upkeep, backoff, transition};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
+use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -38,24 +39,142 @@ enum Retry {
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
-    /// Whether a record is stored at `key` (one read; an expired record is
-    /// absent).
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "exists", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
-    pub async fn exists(&self, key: &str) -> Result<bool> {
-        Ok(self.store().get(key).await?.is_some())
+    /// Stores a new record with all its derived entries, in one commit.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    pub async fn create(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        let parents = value.parents();
+        on_delete::refuse_own_parent(E::META.name, &key, &parents)?;
+        let facts = Facts::of(value);
+        let mut encoded = Some(entity::encode(&key, value)?);
+        for attempt in 0..MAX_ATTEMPTS {
+            let bytes = match encoded.take() {
+                Some(b) => b,
+                None => entity::encode(&key, value)?,
+            };
+            let ttl = E::META.ttl.map(|t| t.sample());
+            let due = self.due_for(ttl).await?;
+            let mut b = Batch::new();
+            b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
+            let receipt = ReceiptMove::Record { old: None, due };
+            let checked = transition(
+                Upkeep::of::<E, S>(self.store()),
+                &mut b,
+                &key,
+                None,
+                Some(&facts),
+                ttl,
+                receipt,
+            )?;
+            let parents = on_delete::require_parents(&mut b, &[], parents.clone());
+            match self.commit(b).await? {
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(());
+                }
+                Outcome::Failed { index: 0 } => {
+                    return Err(Error::AlreadyExists {
+                        entity: E::META.name,
+                        key,
+                    });
+                }
+                // The receipt of an earlier record at this key, expired but
+                // not yet swept: sweep it, then create.
+                Outcome::Failed { index } if index < checked.first => {
+                    Box::pin(self.expire_leftover(&key)).await?;
+                    backoff(attempt).await;
+                }
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
+                    Some(e) => return Err(e),
+                    None => backoff(attempt).await,
+                },
+            }
+        }
+        Err(Self::gave_up(key))
     }
 
-    /// The number of records. On a store that keeps a discovery set (Redis,
-    /// Redis Cluster) its size, one cheap read ([`Store::collection_len`]),
-    /// which for an entity with a TTL also counts records that expired and
-    /// that no sweep or listing has removed yet. On a store that ranges over
-    /// its keys (redb, memory) a walk over the record keys, counting live
-    /// records only.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "count_all", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
-    pub async fn count_all(&self) -> Result<i64> {
-        let records = Typed::<E>::new().records(self.store());
-        let n = records.count(self.store()).await?;
-        Ok(i64::try_from(n).unwrap_or(i64::MAX))
+    /// Reads the record at `key`, lets `change` produce the new image, and
+    /// commits the move atomically. The store chooses how
+    /// ([`Store::commit_after_read`]): in one write transaction where it has
+    /// a single writer, optimistically elsewhere, retrying when another
+    /// writer got there first.
+    pub(crate) async fn read_modify_write(
+        &self,
+        key: &str,
+        mut change: impl FnMut(E) -> Result<E> + Send,
+    ) -> Result<E> {
+        let keys = Self::stored_keys(key);
+        for attempt in 0..MAX_ATTEMPTS {
+            let change = &mut change;
+            let (outcome, (new_value, checked, parents)) = self
+                .commit_after_read(&keys, |values, now| {
+                    let mut stored = stored_from::<E>(key, values);
+                    let Some(old_bytes) = stored.bytes.take() else {
+                        return Err(Error::NotFound {
+                            entity: E::META.name,
+                            key: key.to_owned(),
+                        });
+                    };
+                    let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)?;
+                    let mut old = Facts::of(&old_value);
+                    old.retain_since(stored_version);
+                    let mut old_value_parents = old_value.parents();
+                    old_value_parents.retain(|p| p.since <= stored_version);
+                    let new_value = change(old_value)?;
+                    if new_value.record_key() != key {
+                        return Err(Error::InvalidKey {
+                            key: key.to_owned(),
+                            reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
+                        });
+                    }
+                    let new_parents = new_value.parents();
+                    on_delete::refuse_own_parent(E::META.name, key, &new_parents)?;
+                    let new = Facts::of(&new_value);
+                    let bytes = entity::encode(key, &new_value)?;
+                    let ttl = E::META.ttl.map(|t| t.sample());
+                    let mut b = Batch::new();
+                    b.equals(key, old_bytes).put(key, bytes, ttl);
+                    let receipt = ReceiptMove::Record {
+                        old: stored.receipt.as_ref(),
+                        due: due_at(now, ttl),
+                    };
+                    let checked =
+                        transition(Upkeep::of::<E, S>(self.store()), &mut b, key, Some(&old), Some(&new), ttl, receipt)?;
+                    let parents =
+                        on_delete::require_parents(&mut b, &old_value_parents, new_parents);
+                    Ok(Planned::Commit(b, (new_value, checked, parents)))
+                })
+                .await?;
+            match outcome {
+                Outcome::Applied => {
+                    self.sweep_step().await;
+                    return Ok(new_value);
+                }
+                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
+                    Some(e) => return Err(e),
+                    None => backoff(attempt).await,
+                },
+            }
+        }
+        Err(Self::gave_up(key))
+    }
+
+    /// Replaces a stored record; indexes and counters move atomically.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "update", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    pub async fn update(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        self.read_modify_write(&key, |_| Ok(value.clone())).await?;
+        Ok(())
+    }
+
+    /// Read-modify-write with optimistic retry; `f` may run more than once.
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    pub async fn modify(&self, key: &str, mut f: impl FnMut(&mut E) + Send) -> Result<E> {
+        self.read_modify_write(key, |mut v| {
+            f(&mut v);
+            Ok(v)
+        })
+        .await
     }
 
     /// Stores `value`, creating it or replacing the stored record; its

@@ -1,0 +1,226 @@
+//! The one transition behind every write: what moves a record's derived
+//! entries (claims, collection members, counters, the discovery member, the
+//! expiry receipt) from one image of the record to the next, as conditions
+//! and operations appended to the write's [`Batch`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use crate::codec::key::Space;
+use crate::engine::entity::{ClaimFact, Entity, Facts, MemberFact};
+use crate::engine::expiry::{Receipt, StoredReceipt, move_receipt_in};
+use crate::engine::shards;
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::batch::Batch;
+
+/// Where a write's upkeep goes: the entity's derived key space, and
+/// whether the store keeps the entity's discovery set (it does unless it
+/// ranges over its keys in order, [`Store::orders_keys`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Upkeep<'a> {
+    /// The entity's derived key space.
+    pub(crate) space: Space<'a>,
+    /// Whether writes add and remove discovery members.
+    pub(crate) discovery: bool,
+}
+
+impl<'a> Upkeep<'a> {
+    /// The upkeep of the entity spelled in `space` on `store`.
+    pub(crate) fn on<S: Store>(space: Space<'a>, store: &S) -> Self {
+        Upkeep {
+            space,
+            discovery: !store.orders_keys(),
+        }
+    }
+
+    /// The upkeep of `E` on `store`.
+    pub(crate) fn of<E: Entity, S: Store>(store: &S) -> Upkeep<'static> {
+        Upkeep::on(E::space(), store)
+    }
+}
+
+/// What a write does to the expiry receipt of the record it writes (see
+/// [`expiry`](crate::engine::expiry)). [`transition`] requires one, so no
+/// write of a record can leave its receipt behind by omission.
+pub(crate) enum ReceiptMove<'a> {
+    /// Not a write of the record itself: a repair of its entries, the expiry
+    /// sweep, a purge. The caller handles the receipt.
+    Untouched,
+    /// A write of the record: the receipt stored with it (`old`, as read
+    /// in the same read as the record; `None` when there is none) gives way
+    /// to one listing the new image's entries, due at `due` (the store's
+    /// clock plus the TTL the record is written with), or to none when no
+    /// record remains or it does not expire (`due: None`). The receipt's
+    /// condition comes before the claims' conditions.
+    Record {
+        old: Option<&'a StoredReceipt>,
+        due: Option<u64>,
+    },
+}
+
+/// The conditions a [`transition`] added after the caller's own: those
+/// before `first` are the caller's and the receipt's, then one per claim.
+pub(crate) struct Checked {
+    /// The index of the first claim condition in the batch.
+    pub(crate) first: usize,
+    /// The claims conditioned on, in condition order.
+    pub(crate) claims: Vec<ClaimFact>,
+}
+
+impl Checked {
+    /// The claim whose condition is number `index` of the batch, if any.
+    pub(crate) fn claim(&self, index: usize) -> Option<&ClaimFact> {
+        index
+            .checked_sub(self.first)
+            .and_then(|i| self.claims.get(i))
+    }
+}
+
+/// The one transition behind every write: appends to `b` what moves the
+/// derived entries of the record at `owner` from the image whose facts are
+/// `old` to the one whose facts are `new` (`None`: no record), with the
+/// record's `ttl`, and its expiry receipt as `receipt` says. The caller adds
+/// the record's own condition and write.
+///
+/// - the receipt moves first (a write of an expiring record: condition on
+///   the stored receipt, the new receipt and ledger entry in place of the
+///   old; see [`ReceiptMove`]);
+/// - claims `new` adds get a condition "absent or held by `owner`"; they are
+///   returned in condition order ([`Checked`]), so a failed condition maps
+///   back to its claim;
+/// - every claim of `new` is put with `ttl` (a claim both images have is
+///   rewritten only to renew a TTL); claims only `old` has are deleted;
+/// - collection members only `old` has are removed, those only `new` has added;
+/// - counters move by the exact net difference (`new` minus `old`), as
+///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
+///   cannot hold is refused, an old one is skipped (this code never added it);
+///   a sharded counter's write goes to one shard, which must stay within
+///   its share of 64 bits ([`Batch::incr_within`]), so the total stays
+///   readable;
+/// - the discovery member is added while a record exists (again on every
+///   write, which repairs drift) and removed with it, where the store keeps
+///   a discovery set ([`Upkeep`]).
+///
+/// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
+/// passes the entries it found as `old` and those the record implies as `new`;
+/// the expiry sweep passes an expired write's receipt as `old`.
+pub(crate) fn transition(
+    upkeep: Upkeep<'_>,
+    b: &mut Batch,
+    owner: &str,
+    old: Option<&Facts>,
+    new: Option<&Facts>,
+    ttl: Option<Duration>,
+    receipt: ReceiptMove<'_>,
+) -> Result<Checked> {
+    let space = upkeep.space;
+    if let ReceiptMove::Record { old: stored, due } = receipt {
+        let next = match (new, due) {
+            (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
+            _ => None,
+        };
+        if stored.is_some() || next.is_some() {
+            move_receipt_in(space, b, owner, stored, next.as_ref())?;
+        }
+    }
+    let first = b.conditions().len();
+    let none = Facts::default();
+    let (from, to) = (old.unwrap_or(&none), new.unwrap_or(&none));
+    let owner_bytes = owner.as_bytes();
+    let old_claims: HashSet<&str> = from.claims.iter().map(|c| c.key.as_str()).collect();
+    let new_claims: HashSet<&str> = to.claims.iter().map(|c| c.key.as_str()).collect();
+    let mut checked = Vec::new();
+    for c in &to.claims {
+        if !old_claims.contains(c.key.as_str()) {
+            b.absent_or_equals(&c.key, owner_bytes.to_vec());
+            checked.push(c.clone());
+        }
+    }
+    for c in &to.claims {
+        if ttl.is_some() || !old_claims.contains(c.key.as_str()) {
+            b.put(&c.key, owner_bytes.to_vec(), ttl);
+        }
+    }
+    for c in &from.claims {
+        if !new_claims.contains(c.key.as_str()) {
+            b.delete(&c.key);
+        }
+    }
+    let old_members: HashSet<(&str, &[u8])> = from.members.iter().map(entry).collect();
+    let new_members: HashSet<(&str, &[u8])> = to.members.iter().map(entry).collect();
+    for m in &from.members {
+        if !new_members.contains(&entry(m)) {
+            b.remove(&m.collection, m.sort.clone(), owner_bytes.to_vec());
+        }
+    }
+    let mut capped: Vec<(&str, u32)> = Vec::new();
+    for m in &to.members {
+        if !old_members.contains(&entry(m)) {
+            b.add(&m.collection, m.sort.clone(), owner_bytes.to_vec());
+            if m.keep > 0 && !capped.iter().any(|(c, _)| *c == m.collection) {
+                capped.push((m.collection.as_str(), m.keep));
+            }
+        }
+    }
+    // A capped collection is trimmed after its additions, in the same
+    // commit: it never holds more than `keep` members.
+    for (collection, keep) in capped {
+        b.trim(collection, u64::from(keep));
+    }
+    // Counter key → (net amount, the keys it is spread over).
+    let mut net: BTreeMap<&str, (i128, u32)> = BTreeMap::new();
+    for (facts, sign) in [(from, -1), (to, 1)] {
+        for c in &facts.counters {
+            if i64::try_from(c.delta).is_err() {
+                if sign < 0 {
+                    // Never written by this code (it refuses such amounts),
+                    // so there is nothing to take back: a record stored by
+                    // older code stays updatable and deletable.
+                    continue;
+                }
+                return Err(Error::InvalidBatch {
+                    key: c.key.clone(),
+                    reason: format!(
+                        "the record adds {} to this counter, beyond what a 64-bit counter holds \
+                         ({} to {}); keep the summed field within that range",
+                        c.delta,
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                });
+            }
+            let entry = net.entry(&c.key).or_insert((0, 1));
+            entry.0 += sign * c.delta;
+            entry.1 = entry.1.max(c.shards);
+        }
+    }
+    for (key, (delta, shards)) in net {
+        match (delta, shards) {
+            (0, _) => {}
+            (_, 0 | 1) => {
+                b.incr_wide(key, delta);
+            }
+            _ => {
+                b.incr_within(shards::pick(key, shards), delta, shards::limit(shards));
+            }
+        }
+    }
+    if upkeep.discovery {
+        let discovery = space.all_key();
+        if new.is_some() {
+            b.add(discovery, Vec::new(), owner_bytes.to_vec());
+        } else if old.is_some() {
+            b.remove(discovery, Vec::new(), owner_bytes.to_vec());
+        }
+    }
+    Ok(Checked {
+        first,
+        claims: checked,
+    })
+}
+
+/// A collection membership as (collection, sort key).
+fn entry(m: &MemberFact) -> (&str, &[u8]) {
+    (m.collection.as_str(), m.sort.as_slice())
+}
