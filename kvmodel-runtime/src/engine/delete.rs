@@ -19,7 +19,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     ///
     /// When other entities' relations to this one enforce `on_delete`, the
     /// delete conditions on each count of children: a `restrict` one fails
-    /// with [`Error::Restricted`](crate::Error::Restricted), writing
+    /// with [`Error::Restricted`], writing
     /// nothing; a `cascade` one first deletes the children, depth first,
     /// each in its own commit, without recursion and through cycles
     /// ([`on_delete`](crate::engine::on_delete)).
