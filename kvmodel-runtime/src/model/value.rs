@@ -2,8 +2,9 @@
 //! them: [`conform`] checks a value against a type and brings it to the
 //! form the typed record serializes to; [`Ordered`] serializes it exactly as
 //! the typed record would (fields in declared order, integers at their
-//! width, a uuid as bytes in MessagePack); [`Generic`] (in the codec) reads
-//! any MessagePack payload into a JSON value.
+//! width, a uuid as bytes in MessagePack). The codec's
+//! [`Generic`](crate::codec::value::Generic) reads any MessagePack payload
+//! into a JSON value.
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
