@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 mod exec;
 pub mod model;
+pub mod schema;
 pub mod store;
 
 #[doc(hidden)]

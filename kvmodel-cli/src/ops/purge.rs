@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::engine::MAX_ATTEMPTS;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::on_delete::OnDelete;
 use kvmodel_runtime::engine::orphans::{self, Found, Purge};
 use kvmodel_runtime::model::{EntityModel, Model, parse_arg};
+use kvmodel_runtime::schema::OnDelete;
 use kvmodel_runtime::{AnyStore, Error, Store};
 
 use super::inspect::record_keys;

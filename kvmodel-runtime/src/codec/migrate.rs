@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::error::Error;
+
 /// Renames field `from` to `to`.
 pub fn rename(value: &mut Value, from: &str, to: &str) {
     if let Some(obj) = value.as_object_mut() {
@@ -21,6 +23,15 @@ pub fn add(value: &mut Value, name: &str, default: Value) {
     if let Some(obj) = value.as_object_mut() {
         obj.entry(name.to_owned()).or_insert(default);
     }
+}
+
+/// The error of a record written at a version with no migration path.
+pub fn no_migration(key: &str, version: u32, current: u32) -> Error {
+    Error::decode(
+        key,
+        format!("it is at version {version}, and no migration to version {current} is declared"),
+        None,
+    )
 }
 
 /// Removes field `name`.

@@ -2,8 +2,8 @@
 //! what an entity does to its records before they are stored ([`storage`],
 //! [`compress`]),
 //! protobuf records ([`proto`]),
-//! declarative migration steps ([`migrate`]), time ([`time`]) and byte
-//! positions as text ([`hex`]).
+//! declarative migration steps ([`migrate`]), generic values ([`value`]),
+//! time ([`time`]) and byte positions as text ([`hex`]).
 
 pub mod compress;
 mod finite;
@@ -14,3 +14,4 @@ pub mod proto;
 pub mod record;
 pub mod storage;
 pub mod time;
+pub mod value;

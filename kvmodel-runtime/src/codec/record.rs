@@ -279,8 +279,8 @@ pub fn decode_value_with(
                 .map_err(|e| decode_err(key, "it is not a kvmodel JSON record", e))?;
             Ok((env.v, env.d))
         }
-        _ => rmp_serde::from_slice::<(u32, crate::model::Generic<false>)>(bytes)
-            .map(|(v, crate::model::Generic(value))| (v, value))
+        _ => rmp_serde::from_slice::<(u32, crate::codec::value::Generic<false>)>(bytes)
+            .map(|(v, crate::codec::value::Generic(value))| (v, value))
             .map_err(|e| decode_err(key, "it is not a kvmodel MessagePack record", e)),
     }
 }

@@ -9,9 +9,12 @@ use crate::codec::key::{Derived, RecordKeys, Space};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
-use crate::engine::on_delete::{DependentFact, Kind, OnDelete, ParentFact};
+use crate::engine::on_delete::{DependentFact, Kind, ParentFact};
 use crate::error::{Error, Result};
+use crate::schema::OnDelete;
 use crate::store::Store;
+
+pub use crate::schema::{ClaimFact, CounterFact, Facts, MemberFact, Ttl};
 
 /// A record type with a version, readable from any older version.
 #[diagnostic::on_unimplemented(
@@ -36,31 +39,6 @@ pub trait Versioned: DeserializeOwned + Sized {
     fn proto_at(version: u32) -> Option<&'static ProtoMessage> {
         let _ = version;
         Self::PROTO
-    }
-}
-
-/// Time to live of an entity's records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ttl {
-    /// Base time to live in milliseconds.
-    pub after_ms: u64,
-    /// Jitter in thousandths of `after_ms`, added at random to spread expiry.
-    pub jitter_permille: u32,
-}
-
-impl Ttl {
-    /// A TTL with jitter applied.
-    pub fn sample(&self) -> std::time::Duration {
-        let spread = self
-            .after_ms
-            .saturating_mul(u64::from(self.jitter_permille))
-            / 1000;
-        let extra = if spread == 0 {
-            0
-        } else {
-            fastrand::u64(0..=spread)
-        };
-        std::time::Duration::from_millis(self.after_ms.saturating_add(extra))
     }
 }
 
@@ -211,104 +189,8 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     }
 }
 
-/// A unique claim: `key` holds the owning record's key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimFact {
-    /// Index name.
-    pub index: &'static str,
-    /// Claim key.
-    pub key: String,
-    /// The record version that introduced the index.
-    pub since: u32,
-}
-
-/// Membership of the record's key in a sorted collection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberFact {
-    /// Collection key.
-    pub collection: String,
-    /// Sort key.
-    pub sort: Vec<u8>,
-    /// The record version that introduced the index or relation.
-    pub since: u32,
-    /// The members the collection keeps (`keep: N`), 0 for no cap: a write
-    /// that adds this member trims the collection to its `keep` greatest.
-    pub keep: u32,
-}
-
-/// A contribution to a counter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CounterFact {
-    /// Counter key.
-    pub key: String,
-    /// Amount this record contributes, exactly as the record holds it (a
-    /// `u64` field may exceed `i64`); writes refuse a contribution that a
-    /// 64-bit counter cannot hold.
-    pub delta: i128,
-    /// The record version that introduced the counter.
-    pub since: u32,
-    /// The keys the counter is spread over (`shards: N`; 1 for one key):
-    /// a write adds to one of them, a read sums them all
-    /// ([`shard_key`](crate::codec::key::shard_key)).
-    pub shards: u32,
-}
-
-/// The derived entries of one record image.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// Unique claims.
-    pub claims: Vec<ClaimFact>,
-    /// Collection memberships.
-    pub members: Vec<MemberFact>,
-    /// Counter contributions.
-    pub counters: Vec<CounterFact>,
-}
-
+/// The facts an entity's records derive, computed by its generated code.
 impl Facts {
-    /// Records a unique claim.
-    pub fn claim(&mut self, index: &'static str, since: u32, key: String) {
-        self.claims.push(ClaimFact { index, key, since });
-    }
-
-    /// Records a collection membership.
-    pub fn member(&mut self, since: u32, collection: String, sort: Vec<u8>) {
-        self.member_capped(since, 0, collection, sort);
-    }
-
-    /// Records a membership of a collection that keeps its `keep`
-    /// greatest members (0: all).
-    pub fn member_capped(&mut self, since: u32, keep: u32, collection: String, sort: Vec<u8>) {
-        self.members.push(MemberFact {
-            collection,
-            sort,
-            since,
-            keep,
-        });
-    }
-
-    /// Records a counter contribution.
-    pub fn count(&mut self, since: u32, key: String, delta: i128) {
-        self.count_sharded(since, 1, key, delta);
-    }
-
-    /// Records a contribution to a counter spread over `shards` keys
-    /// (`key` is its shard 0).
-    pub fn count_sharded(&mut self, since: u32, shards: u32, key: String, delta: i128) {
-        self.counters.push(CounterFact {
-            key,
-            delta,
-            since,
-            shards: shards.max(1),
-        });
-    }
-
-    /// Drops what a record stored at `version` never had.
-    pub fn retain_since(&mut self, version: u32) {
-        self.claims.retain(|f| f.since <= version);
-        self.members.retain(|f| f.since <= version);
-        self.counters.retain(|f| f.since <= version);
-    }
-
     /// The facts of `value`.
     pub fn of<E: Entity>(value: &E) -> Facts {
         let mut f = Facts::default();
@@ -322,49 +204,6 @@ impl Facts {
         let mut f = Facts::of(value);
         f.retain_since(version);
         f
-    }
-
-    /// Whether these facts hold the membership `(collection, sort)`.
-    pub fn has_member(&self, collection: &str, sort: &[u8]) -> bool {
-        self.members
-            .iter()
-            .any(|m| m.collection == collection && m.sort == sort)
-    }
-
-    /// Whether these facts hold the claim `key`.
-    pub fn has_claim(&self, key: &str) -> bool {
-        self.claims.iter().any(|c| c.key == key)
-    }
-
-    /// Whether both hold the same entries (claim keys, memberships and
-    /// counter amounts), whatever their order and `since`.
-    pub fn same_entries(&self, other: &Facts) -> bool {
-        fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-            v.sort();
-            v
-        }
-        let claims = |f: &Facts| sorted(f.claims.iter().map(|c| c.key.clone()).collect());
-        let members = |f: &Facts| {
-            sorted(
-                f.members
-                    .iter()
-                    .map(|m| (m.collection.clone(), m.sort.clone()))
-                    .collect(),
-            )
-        };
-        let counters = |f: &Facts| {
-            let mut net = std::collections::BTreeMap::<&str, i128>::new();
-            for c in &f.counters {
-                *net.entry(&c.key).or_default() += c.delta;
-            }
-            net.retain(|_, d| *d != 0);
-            net.into_iter()
-                .map(|(k, d)| (k.to_owned(), d))
-                .collect::<Vec<_>>()
-        };
-        claims(self) == claims(other)
-            && members(self) == members(other)
-            && counters(self) == counters(other)
     }
 }
 

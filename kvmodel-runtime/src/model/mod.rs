@@ -24,15 +24,15 @@ mod facts;
 mod record;
 mod value;
 
+pub use crate::codec::value::Generic;
 pub use record::Record;
-pub use value::{Generic, Ordered, parse_arg};
+pub use value::{Ordered, parse_arg};
 
 use crate::codec::key::{Derived, RecordKeys};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::Encoding;
 use crate::codec::storage::Storage;
-use crate::engine::entity::Ttl;
-use crate::engine::on_delete::OnDelete;
+use crate::schema::{OnDelete, Ttl};
 
 /// Every entity of one schema.
 #[derive(Debug, Clone, PartialEq)]

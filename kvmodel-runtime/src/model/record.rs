@@ -3,11 +3,12 @@
 use serde_json::Value;
 
 use super::EntityModel;
-use super::value::{Generic, Mode, OrderedFields, conform_field, unmark};
+use super::value::{Mode, OrderedFields, conform_field};
 use crate::codec::compress;
 use crate::codec::migrate;
 use crate::codec::proto::{self, ProtoMessage};
 use crate::codec::record::{self, Encoding};
+use crate::codec::value::{Generic, unmark};
 use crate::error::{Error, Result};
 
 /// A record as the model reads it: the version it is stored at, and its

@@ -65,39 +65,13 @@ use crate::store::batch::Batch;
 
 mod worklist;
 
+pub use crate::schema::OnDelete;
 pub use worklist::{Kind, Step};
 pub(crate) use worklist::{OnPath, Own, delete_tree};
 
 /// How many children a cascade reads per page; each is deleted in a commit
 /// of its own.
 pub const CASCADE_PAGE: usize = 64;
-
-/// What deleting a parent does to the children of a relation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnDelete {
-    /// Nothing: the children stay (the default).
-    Keep,
-    /// The delete fails while children exist.
-    Restrict,
-    /// The delete deletes the children first.
-    Cascade,
-}
-
-impl OnDelete {
-    /// Whether the parent's delete acts on the children.
-    pub const fn enforced(self) -> bool {
-        !matches!(self, OnDelete::Keep)
-    }
-
-    /// The schema spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            OnDelete::Keep => "keep",
-            OnDelete::Restrict => "restrict",
-            OnDelete::Cascade => "cascade",
-        }
-    }
-}
 
 /// A parent a child record names in a relation that enforces `on_delete`.
 #[derive(Debug, Clone, PartialEq, Eq)]
