@@ -2,16 +2,28 @@
 //! encoding, record envelopes, and the upkeep engine generated repositories
 //! call.
 //!
-//! Most users depend on the `kvmodel` facade, which re-exports this crate.
+//! Most users depend on the `kvmodel` facade, which re-exports what they
+//! need. This crate's documented surface is what a store implementer needs:
+//! the [`Store`] contract and its types ([`store`]), the built-in backends,
+//! the [`Error`], and the [`conformance`] suite (feature `conformance`).
+//!
+//! The modules `codec`, `engine`, `model` and `schema` are public only for
+//! kvmodel's own crates (the facade, the generated code, the schema
+//! front-end and the operations CLI): they are hidden from the docs and
+//! carry no stability promise. Use the `kvmodel` facade instead.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
 pub mod codec;
+#[doc(hidden)]
 pub mod engine;
 pub mod error;
 mod exec;
+#[doc(hidden)]
 pub mod model;
+#[doc(hidden)]
 pub mod schema;
 pub mod store;
 
