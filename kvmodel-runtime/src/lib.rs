@@ -38,6 +38,7 @@ pub use codec::time::{Date, ParseTimeError, TimeRangeError, Timestamp};
 pub use engine::expiry::Sweep;
 pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unordered};
 pub use engine::skipped::Skipped;
+pub use engine::txn::{MAX_TRANSACTION_ENTRIES, Transaction, TxRepo, transaction};
 pub use error::{Error, Result};
 #[cfg(feature = "redb")]
 pub use store::RedbStore;

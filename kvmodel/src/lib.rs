@@ -156,6 +156,7 @@ pub use kvmodel_runtime::Result;
 pub use kvmodel_runtime::Page;
 pub use kvmodel_runtime::{Cursor, OrderValue, PageRequest, Skipped, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
+pub use kvmodel_runtime::{MAX_TRANSACTION_ENTRIES, Transaction, TxRepo, transaction};
 
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;

@@ -16,6 +16,7 @@ pub(crate) const REPOSITORY_METHODS: &[&str] = &[
     "new",
     "with_partial_reads",
     "store",
+    "in_tx",
     "create",
     "get",
     "get_many",

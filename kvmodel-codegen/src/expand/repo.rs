@@ -117,6 +117,22 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
             ..fixed("__engine", String::new())
         },
         Method {
+            asyncness: false,
+            generics: vec![Generic::fixed(quote!('__t))],
+            params: vec![Param::fixed(
+                format_ident!("tx"),
+                quote!(&'__t #k::Transaction<__S>),
+            )],
+            ret: quote!(#k::TxRepo<'__t, #name, __S>),
+            body: quote!(#k::TxRepo::new(&self.engine, tx)),
+            ..fixed(
+                "in_tx",
+                format!(
+                    " The `{ename}` records inside the transaction `tx` on this repository's store: reads become conditions of its commit, writes are staged with their upkeep and committed with the others, all or none."
+                ),
+            )
+        },
+        Method {
             params: vec![value()],
             ret: quote!(#k::Result<()>),
             body: quote!(self.engine.create(value).await),

@@ -27,6 +27,7 @@ pub mod state;
 #[cfg(feature = "tracing")]
 pub mod trace;
 pub(crate) mod transition;
+pub mod txn;
 pub mod walk;
 mod write;
 

@@ -146,15 +146,6 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
-        Error::UniqueViolation {
-            entity: E::META.name,
-            index: claim.index,
-            value: crate::codec::key::derived_parts(
-                &claim.key,
-                crate::codec::key::Derived::Claim,
-                claim.index,
-            )
-            .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
-        }
+        crate::engine::txn::unique_violation(E::META.name, claim)
     }
 }

@@ -1,0 +1,677 @@
+//! Transactions across repositories: writes of several entities of one
+//! store, each with its full upkeep, and the reads they depend on, in one
+//! atomic commit.
+//!
+//! A [`Transaction`] collects what each write's `transition` appends to a
+//! batch (the record, its claims, members, counters, receipt and parent
+//! checks) as one part per write, plus a condition per record read through
+//! it (optimistic: the commit fails when a read record changed). On commit
+//! the parts merge into one [`Batch`], committed by one [`Store::commit`]:
+//! nothing is applied unless everything is. Parts that would not compose
+//! are refused when staged, with an error naming the key: two writes of
+//! one record, two records taking one unique value, a write of a key
+//! another part conditions on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::engine::entity::{self, ClaimFact, Entity, Facts};
+use crate::engine::expiry::{Stored, StoredReceipt, due_at, stored_from};
+use crate::engine::on_delete::{self, ParentFact};
+use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
+use crate::engine::transition::{ReceiptMove, Upkeep, transition};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::store::batch::{Batch, Condition, Op, Outcome};
+
+/// The most conditions plus operations one transaction may commit: a
+/// larger one is refused with [`Error::InvalidBatch`] before anything is
+/// written (a Redis script or a redb write transaction that size still
+/// runs in well under a second).
+pub const MAX_TRANSACTION_ENTRIES: usize = 10_000;
+
+/// What the condition at one index of a transaction's batch guards.
+#[derive(Debug, Clone)]
+enum Guard {
+    /// A record (or its receipt) read or written: another writer changed
+    /// it, so the transaction runs again.
+    Changed { entity: &'static str, key: String },
+    /// The record a create writes exists.
+    Exists { entity: &'static str, key: String },
+    /// The unique value a write takes.
+    Claim {
+        entity: &'static str,
+        claim: ClaimFact,
+    },
+    /// The parent a record names exists.
+    Parent {
+        entity: &'static str,
+        parent: ParentFact,
+    },
+}
+
+/// One staged write: its conditions (each with its guard) and operations.
+struct Part {
+    batch: Batch,
+    guards: Vec<Guard>,
+}
+
+/// What a transaction has read and staged so far.
+#[derive(Default)]
+struct State {
+    /// Each key read, with the entity that read it and what it held.
+    reads: BTreeMap<String, (&'static str, Option<Vec<u8>>)>,
+    /// The staged writes, in order.
+    parts: Vec<Part>,
+    /// Keys a staged write puts or deletes (record, receipt, claims), with
+    /// the record key of the write.
+    written: BTreeMap<String, String>,
+    /// Keys a staged write conditions on, other than the records read.
+    conditioned: BTreeSet<String>,
+    /// Keys a staged write creates (a record put under an `Absent`
+    /// condition): a child staged later needs no condition on its parent.
+    created: BTreeSet<String>,
+}
+
+/// Reads and writes of several repositories of one store, committed
+/// atomically: all of them or none.
+///
+/// Reach a repository's records through it with the repository's `in_tx`,
+/// then commit with [`commit`](Transaction::commit) (no retry), or run the
+/// whole transaction with [`transaction`], which retries when a record it
+/// read changed. Every repository used must be on the transaction's store.
+pub struct Transaction<S> {
+    store: S,
+    state: Arc<Mutex<State>>,
+}
+
+impl<S: Clone> Clone for Transaction<S> {
+    /// Another handle on the same transaction.
+    fn clone(&self) -> Self {
+        Transaction {
+            store: self.store.clone(),
+            state: Arc::clone(&self.state),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for Transaction<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Transaction")
+            .field("store", &self.store)
+            .field("reads", &state.reads.len())
+            .field("writes", &state.parts.len())
+            .finish()
+    }
+}
+
+/// Why a commit did not apply, when another attempt may.
+struct Changed {
+    entity: &'static str,
+    key: String,
+}
+
+impl<S> Transaction<S> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<S: Store> Transaction<S> {
+    /// An empty transaction on `store`.
+    pub fn new(store: S) -> Self {
+        Transaction {
+            store,
+            state: Arc::new(Mutex::new(State::default())),
+        }
+    }
+
+    /// The store the transaction commits to.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Commits every staged write and checks every read, in one atomic
+    /// commit, once. A record read or written that another writer changed
+    /// meanwhile fails it with [`Error::Conflict`], writing nothing
+    /// ([`transaction`] retries instead); a taken unique value, an existing
+    /// record a create writes or a missing parent fails it with the error
+    /// a single write would return.
+    pub async fn commit(self) -> Result<()> {
+        match self.try_commit().await? {
+            Ok(()) => Ok(()),
+            Err(c) => Err(Error::Conflict {
+                entity: c.entity,
+                key: c.key,
+                attempts: 1,
+            }),
+        }
+    }
+
+    /// One commit: `Err(Changed)` when a guarded record changed.
+    async fn try_commit(&self) -> Result<Result<(), Changed>> {
+        let (batch, guards) = {
+            let state = self.lock();
+            let size = state.reads.len()
+                + state
+                    .parts
+                    .iter()
+                    .map(|p| p.batch.conditions().len() + p.batch.ops().len())
+                    .sum::<usize>();
+            if size > MAX_TRANSACTION_ENTRIES {
+                let key = state
+                    .parts
+                    .first()
+                    .and_then(|p| p.batch.ops().first())
+                    .map_or_else(String::new, |o| o.key().to_owned());
+                return Err(Error::InvalidBatch {
+                    key,
+                    reason: format!(
+                        "the transaction holds {size} conditions and operations, more than the \
+                         {MAX_TRANSACTION_ENTRIES} one commit may hold; split it into smaller \
+                         transactions"
+                    ),
+                });
+            }
+            let mut batch = Batch::with_capacity(size, size);
+            let mut guards = Vec::with_capacity(size);
+            for (key, (entity, value)) in &state.reads {
+                match value {
+                    Some(v) => batch.equals(key.as_str(), v.clone()),
+                    None => batch.absent(key.as_str()),
+                };
+                guards.push(Guard::Changed {
+                    entity,
+                    key: key.clone(),
+                });
+            }
+            for part in &state.parts {
+                for c in part.batch.conditions() {
+                    batch.condition(c.clone());
+                }
+                guards.extend(part.guards.iter().cloned());
+            }
+            for part in &state.parts {
+                for op in part.batch.ops() {
+                    batch.op(op.clone());
+                }
+            }
+            (batch, guards)
+        };
+        if batch.is_empty() {
+            return Ok(Ok(()));
+        }
+        let index = match self.store.commit(batch).await? {
+            Outcome::Applied => return Ok(Ok(())),
+            Outcome::Failed { index } => index,
+        };
+        match guards.into_iter().nth(index) {
+            Some(Guard::Changed { entity, key }) => Ok(Err(Changed { entity, key })),
+            Some(Guard::Exists { entity, key }) => Err(Error::AlreadyExists { entity, key }),
+            Some(Guard::Claim { entity, claim }) => Err(unique_violation(entity, &claim)),
+            Some(Guard::Parent { entity, parent }) => {
+                // On a Redis Cluster a condition on a key another unfinished
+                // write holds may fail while the parent is there.
+                if self.store.get(&parent.key).await?.is_some() {
+                    Ok(Err(Changed {
+                        entity: parent.entity,
+                        key: parent.key,
+                    }))
+                } else {
+                    Err(on_delete::parent_error(entity, &parent))
+                }
+            }
+            None => Err(Error::InvalidBatch {
+                key: String::new(),
+                reason: "the store reported a failed condition the transaction does not have"
+                    .to_owned(),
+            }),
+        }
+    }
+
+    /// The values at `keys` as this transaction sees them: what it read
+    /// before, else read now and recorded as conditions of the commit.
+    async fn read(&self, entity: &'static str, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        let missing: Vec<String> = {
+            let state = self.lock();
+            if let Some(k) = keys.iter().find(|k| state.written.contains_key(*k)) {
+                return Err(Error::InvalidBatch {
+                    key: k.clone(),
+                    reason: "the transaction reads a record it has already written; read each \
+                             record before writing it"
+                        .to_owned(),
+                });
+            }
+            keys.iter()
+                .filter(|k| !state.reads.contains_key(*k))
+                .cloned()
+                .collect()
+        };
+        if !missing.is_empty() {
+            let values = self.store.get_many(&missing).await?;
+            let mut state = self.lock();
+            for (k, v) in missing.into_iter().zip(values) {
+                state.reads.entry(k).or_insert((entity, v));
+            }
+        }
+        let state = self.lock();
+        Ok(keys
+            .iter()
+            .map(|k| state.reads.get(k).and_then(|(_, v)| v.clone()))
+            .collect())
+    }
+
+    /// Adds a write's part, refusing one that does not compose with the
+    /// parts staged before it.
+    fn stage(&self, record: &str, mut part: Part, claims: &[ClaimFact]) -> Result<()> {
+        let mut state = self.lock();
+        let writes: BTreeSet<String> = part
+            .batch
+            .ops()
+            .iter()
+            .filter(|o| matches!(o, Op::Put { .. } | Op::Delete { .. }))
+            .map(|o| o.key().to_owned())
+            .collect();
+        for key in &writes {
+            if let Some(other) = state.written.get(key) {
+                if let Some(c) = claims.iter().find(|c| c.key == *key) {
+                    let entity = part
+                        .guards
+                        .iter()
+                        .find_map(|g| match g {
+                            Guard::Claim { entity, .. } => Some(*entity),
+                            _ => None,
+                        })
+                        .unwrap_or("record");
+                    return Err(unique_violation(entity, c));
+                }
+                return Err(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!(
+                        "the write of `{record}` changes a key the write of `{other}` in the same \
+                         transaction changes; write each record once per transaction"
+                    ),
+                });
+            }
+            if state.conditioned.contains(key) {
+                return Err(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!(
+                        "the write of `{record}` changes a key an earlier write of the same \
+                         transaction depends on; stage a parent before its children, and do \
+                         not delete a record another write of the transaction names"
+                    ),
+                });
+            }
+        }
+        // A parent created earlier in this transaction exists when the
+        // child is written: its condition goes (it would see the store
+        // before the commit).
+        let (conditions, ops) = std::mem::take(&mut part.batch).into_parts();
+        let mut kept = Batch::with_capacity(conditions.len(), ops.len());
+        let mut guards = Vec::with_capacity(conditions.len());
+        for (c, g) in conditions.into_iter().zip(std::mem::take(&mut part.guards)) {
+            if let (Condition::Present(k), Guard::Parent { .. }) = (&c, &g)
+                && state.created.contains(k)
+            {
+                continue;
+            }
+            if !writes.contains(c.key()) && !state.reads.contains_key(c.key()) {
+                if let Some(other) = state.written.get(c.key()) {
+                    return Err(Error::InvalidBatch {
+                        key: c.key().to_owned(),
+                        reason: format!(
+                            "the write of `{record}` depends on a key the write of `{other}` in \
+                             the same transaction changes (a parent deleted, or a unique value \
+                             another record gives up); make these changes in two transactions"
+                        ),
+                    });
+                }
+            }
+            kept.condition(c);
+            guards.push(g);
+        }
+        for op in ops {
+            kept.op(op);
+        }
+        for c in kept.conditions() {
+            if !writes.contains(c.key()) {
+                state.conditioned.insert(c.key().to_owned());
+            }
+            if let Condition::Absent(k) = c
+                && k == record
+            {
+                state.created.insert(k.clone());
+            }
+        }
+        for key in writes {
+            state.written.insert(key, record.to_owned());
+        }
+        state.parts.push(Part {
+            batch: kept,
+            guards,
+        });
+        Ok(())
+    }
+}
+
+/// Runs `f` as one transaction on `store` and commits what it staged,
+/// atomically. When a record it read or wrote changed before the commit
+/// (another writer got there first), nothing is written and `f` runs again
+/// on a fresh transaction, up to [`MAX_ATTEMPTS`] times, then the
+/// transaction fails with [`Error::Conflict`]. An error `f` returns ends it
+/// with nothing written.
+///
+/// `f` takes the transaction by value (a handle: clones share it) and
+/// returns a future that owns it, so the whole call stays `Send` and can
+/// be spawned; capture repositories by reference or clone them.
+///
+/// ```ignore
+/// let (products, orders) = (&products, &orders);
+/// let sold = kvmodel::transaction(&store, |tx| async move {
+///     let p = products.in_tx(&tx).get(&ProductKeys::record("p1")).await?;
+///     let Some(p) = p.filter(|p| p.stock > 0) else { return Ok(false) };
+///     products.in_tx(&tx).update(&Product { stock: p.stock - 1, ..p }).await?;
+///     orders.in_tx(&tx).create(&order).await?;
+///     Ok(true)
+/// })
+/// .await?;
+/// ```
+pub async fn transaction<S, T, F, Fut>(store: &S, mut f: F) -> Result<T>
+where
+    S: Store,
+    F: FnMut(Transaction<S>) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut last = Changed {
+        entity: "transaction",
+        key: String::new(),
+    };
+    for attempt in 0..MAX_ATTEMPTS {
+        let tx = Transaction::new(store.clone());
+        let value = f(tx.clone()).await?;
+        match tx.try_commit().await? {
+            Ok(()) => return Ok(value),
+            Err(changed) => {
+                last = changed;
+                backoff(attempt).await;
+            }
+        }
+    }
+    Err(Error::Conflict {
+        entity: last.entity,
+        key: last.key,
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// The error of a unique value another record holds.
+pub(crate) fn unique_violation(entity: &'static str, claim: &ClaimFact) -> Error {
+    Error::UniqueViolation {
+        entity,
+        index: claim.index,
+        value: crate::codec::key::derived_parts(
+            &claim.key,
+            crate::codec::key::Derived::Claim,
+            claim.index,
+        )
+        .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
+    }
+}
+
+/// A repository's records inside a [`Transaction`]: reads recorded as
+/// conditions of the commit, writes staged with their full upkeep.
+pub struct TxRepo<'t, E, S> {
+    engine: Engine<E, S>,
+    tx: &'t Transaction<S>,
+}
+
+impl<E, S: std::fmt::Debug> std::fmt::Debug for TxRepo<'_, E, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxRepo")
+            .field("entity", &std::any::type_name::<E>())
+            .field("tx", &self.tx)
+            .finish()
+    }
+}
+
+/// A record as the transaction read it.
+struct Old<E> {
+    bytes: Vec<u8>,
+    value: E,
+    facts: Facts,
+    parents: Vec<ParentFact>,
+}
+
+impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
+    /// The records of `engine` inside `tx`.
+    pub fn new(engine: &Engine<E, S>, tx: &'t Transaction<S>) -> Self {
+        TxRepo {
+            engine: engine.clone(),
+            tx,
+        }
+    }
+
+    /// The record at `key` (with its receipt) as the transaction sees it.
+    async fn stored(&self, key: &str) -> Result<(Option<Old<E>>, Option<StoredReceipt>)> {
+        let keys = Engine::<E, S>::stored_keys(key);
+        let values = self.tx.read(E::META.name, &keys).await?;
+        let Stored { bytes, receipt } = stored_from::<E>(key, values);
+        let Some(bytes) = bytes else {
+            return Ok((None, receipt));
+        };
+        let (version, value) = entity::decode_at::<E>(key, &bytes)?;
+        let facts = Facts::stored(&value, version);
+        let mut parents = value.parents();
+        parents.retain(|p| p.since <= version);
+        Ok((
+            Some(Old {
+                bytes,
+                value,
+                facts,
+                parents,
+            }),
+            receipt,
+        ))
+    }
+
+    /// Reads the record at `key`; the commit conditions on it being
+    /// unchanged (or still absent).
+    pub async fn get(&self, key: &str) -> Result<Option<E>> {
+        Ok(self.stored(key).await?.0.map(|o| o.value))
+    }
+
+    /// Stages the creation of `value`: the commit fails with
+    /// [`Error::AlreadyExists`] or [`Error::UniqueViolation`] as `create`
+    /// does.
+    pub async fn create(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        if Engine::<E, S>::expiring() {
+            // An expired record not yet swept leaves a receipt: sweep it.
+            Box::pin(self.engine.expire_leftover(&key)).await?;
+        }
+        let ttl = E::META.ttl.map(|t| t.sample());
+        let due = self.engine.due_for(ttl).await?;
+        self.write(&key, None, None, Some(value), ttl, due, true)
+    }
+
+    /// Stages the replacement of the stored record `value` replaces,
+    /// reading it (or using what the transaction read); [`Error::NotFound`]
+    /// when there is none.
+    pub async fn update(&self, value: &E) -> Result<()> {
+        let key = value.record_key();
+        let (old, receipt) = self.stored(&key).await?;
+        if old.is_none() {
+            return Err(Error::NotFound {
+                entity: E::META.name,
+                key,
+            });
+        }
+        self.write_at_now(&key, old, receipt, Some(value)).await
+    }
+
+    /// Reads the record at `key`, lets `f` change it and stages the
+    /// change; returns the new image. [`Error::NotFound`] when there is none.
+    pub async fn modify(&self, key: &str, f: impl FnOnce(&mut E)) -> Result<E> {
+        let (old, receipt) = self.stored(key).await?;
+        let Some(o) = old else {
+            return Err(Error::NotFound {
+                entity: E::META.name,
+                key: key.to_owned(),
+            });
+        };
+        let mut value = o.value.clone();
+        f(&mut value);
+        if value.record_key() != key {
+            return Err(Error::InvalidKey {
+                key: key.to_owned(),
+                reason: "the change alters the primary key; create a record under the new key and delete the old one instead".to_owned(),
+            });
+        }
+        self.write_at_now(key, Some(o), receipt, Some(&value))
+            .await?;
+        Ok(value)
+    }
+
+    /// Stages `value` as a create or a replacement of the stored record;
+    /// `true` when it creates.
+    pub async fn upsert(&self, value: &E) -> Result<bool> {
+        let key = value.record_key();
+        let (old, receipt) = self.stored(&key).await?;
+        let created = old.is_none();
+        self.write_at_now(&key, old, receipt, Some(value)).await?;
+        Ok(created)
+    }
+
+    /// Stages the deletion of the record at `key` with its derived entries
+    /// and links; `false` (nothing staged) when there is none. A record
+    /// other entities' relations name with an `on_delete` action is
+    /// refused: its delete may take commits of its own (a cascade), so it
+    /// is deleted outside a transaction.
+    pub async fn delete(&self, key: &str) -> Result<bool> {
+        let (old, receipt) = self.stored(key).await?;
+        let Some(o) = old else {
+            return Ok(false);
+        };
+        if !Engine::<E, S>::expiring() {
+            let registry = crate::engine::links::registry_key(E::space(), key);
+            self.tx.read(E::META.name, &[registry]).await?;
+        }
+        if !o.value.dependents().is_empty() {
+            return Err(Error::InvalidBatch {
+                key: key.to_owned(),
+                reason: "other records' relations name this record with an on_delete action, \
+                         which a transaction cannot run; delete it with the repository's \
+                         `delete`"
+                    .to_owned(),
+            });
+        }
+        self.write_at_now(key, Some(o), receipt, None).await?;
+        Ok(true)
+    }
+
+    /// [`write`](Self::write) at the store's clock.
+    async fn write_at_now(
+        &self,
+        key: &str,
+        old: Option<Old<E>>,
+        receipt: Option<StoredReceipt>,
+        new: Option<&E>,
+    ) -> Result<()> {
+        let ttl = new.and(E::META.ttl.map(|t| t.sample()));
+        let due = match ttl {
+            Some(_) => due_at(self.engine.store().now_ms().await?, ttl),
+            None => None,
+        };
+        let create = old.is_none();
+        self.write(key, old, receipt.as_ref(), new, ttl, due, create)
+    }
+
+    /// Stages the move of the record at `key` from `old` to `new` with
+    /// its upkeep, as the single writes do.
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        key: &str,
+        old: Option<Old<E>>,
+        receipt: Option<&StoredReceipt>,
+        new: Option<&E>,
+        ttl: Option<std::time::Duration>,
+        due: Option<u64>,
+        create: bool,
+    ) -> Result<()> {
+        let entity = E::META.name;
+        let changed = || Guard::Changed {
+            entity,
+            key: key.to_owned(),
+        };
+        let mut b = Batch::new();
+        let mut guards = Vec::new();
+        let (old_facts, had) = match old {
+            None => {
+                b.absent(key);
+                guards.push(if create {
+                    Guard::Exists {
+                        entity,
+                        key: key.to_owned(),
+                    }
+                } else {
+                    changed()
+                });
+                (None, Vec::new())
+            }
+            Some(o) => {
+                b.equals(key, o.bytes);
+                guards.push(changed());
+                (Some(o.facts), o.parents)
+            }
+        };
+        let new_facts = match new {
+            Some(value) => {
+                let parents = value.parents();
+                on_delete::refuse_own_parent(entity, key, &parents)?;
+                b.put(key, entity::encode(key, value)?, ttl);
+                Some((Facts::of(value), parents))
+            }
+            None => {
+                b.delete(key);
+                None
+            }
+        };
+        let checked = transition(
+            Upkeep::of::<E, S>(self.engine.store()),
+            &mut b,
+            key,
+            old_facts.as_ref(),
+            new_facts.as_ref().map(|(f, _)| f),
+            ttl,
+            ReceiptMove::Record { old: receipt, due },
+        )?;
+        while guards.len() < checked.first {
+            guards.push(changed());
+        }
+        guards.extend(checked.claims.iter().map(|c| Guard::Claim {
+            entity,
+            claim: c.clone(),
+        }));
+        if let Some((_, parents)) = new_facts {
+            for (_, p) in on_delete::require_parents(&mut b, &had, parents) {
+                guards.push(Guard::Parent { entity, parent: p });
+            }
+        }
+        if new.is_none() && !Engine::<E, S>::expiring() {
+            // The record's link collections go with it; `delete` read the
+            // registry, so the commit conditions on it.
+            let registry_key = crate::engine::links::registry_key(E::space(), key);
+            let registry = {
+                let state = self.tx.lock();
+                state.reads.get(&registry_key).and_then(|(_, v)| v.clone())
+            };
+            crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
+        }
+        self.tx
+            .stage(key, Part { batch: b, guards }, &checked.claims)
+    }
+}

@@ -1,0 +1,370 @@
+//! Transactions across repositories, on every backend: writes of several
+//! entities with their upkeep and the reads they depend on commit all or
+//! nothing.
+
+use std::sync::Arc;
+
+use kvmodel::conformance::Harness;
+use kvmodel::{Error, KvEntity, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "tx", key = "product:{id}")]
+#[kv(index(name = "by_shelf", fields(shelf), order_by = stock))]
+#[kv(counter(name = "stock_total", sum = stock))]
+#[kv(dependent(entity = Order, relation = product))]
+pub struct Product {
+    pub id: String,
+    pub shelf: String,
+    pub stock: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "tx", key = "order:{id}")]
+#[kv(relation(name = "product", belongs_to = Product, by = product_id, order_by = buyer, on_delete = "restrict"))]
+#[kv(counter(name = "per_product", group_by(product_id)))]
+#[kv(counter(name = "total"))]
+pub struct Order {
+    pub id: String,
+    pub product_id: String,
+    pub buyer: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "tx", key = "account:{id}")]
+#[kv(counter(name = "total"))]
+pub struct Account {
+    pub id: String,
+    #[kv(unique)]
+    pub email: String,
+}
+
+/// Places an order for `product` by `buyer` if it is in stock: one
+/// transaction that reads the product, decrements its stock and creates
+/// the order. `Ok(false)` when sold out.
+async fn buy<S: Store>(
+    store: &S,
+    products: &ProductRepo<S>,
+    orders: &OrderRepo<S>,
+    product: &str,
+    buyer: &str,
+) -> kvmodel::Result<bool> {
+    kvmodel::transaction(store, |tx| async move {
+        let Some(p) = products
+            .in_tx(&tx)
+            .get(&ProductKeys::record(product))
+            .await?
+        else {
+            return Ok(false);
+        };
+        if p.stock == 0 {
+            return Ok(false);
+        }
+        products
+            .in_tx(&tx)
+            .update(&Product {
+                stock: p.stock - 1,
+                ..p
+            })
+            .await?;
+        orders
+            .in_tx(&tx)
+            .create(&Order {
+                id: format!("{product}-{buyer}"),
+                product_id: product.to_owned(),
+                buyer: buyer.to_owned(),
+            })
+            .await?;
+        Ok(true)
+    })
+    .await
+}
+
+/// 16 buyers race for 5 items: exactly 5 orders, stock 0, every counter
+/// and index in step.
+async fn concurrent_buyers_never_oversell<H: Harness>(h: &H) {
+    let store = h.store();
+    let products = ProductRepo::new(store.clone());
+    let orders = OrderRepo::new(store.clone());
+    products
+        .create(&Product {
+            id: "p1".into(),
+            shelf: "a".into(),
+            stock: 5,
+        })
+        .await
+        .unwrap();
+    let shared = Arc::new((store, products.clone(), orders.clone()));
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                let (store, products, orders) = &*shared;
+                buy(store, products, orders, "p1", &format!("b{i:02}")).await
+            })
+        })
+        .collect();
+    let (mut bought, mut gave_up) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(true) => bought += 1,
+            Ok(false) => {}
+            // Under heavy contention a buyer may give up; it wrote nothing.
+            Err(Error::Conflict { .. }) => gave_up += 1,
+            Err(e) => panic!("a buyer failed: {e}"),
+        }
+    }
+    let p = products.get("p1").await.unwrap().unwrap();
+    assert_eq!(p.stock, 5 - bought, "stock follows the orders");
+    assert!(bought <= 5, "never oversold: {bought} orders");
+    assert!(bought == 5 || gave_up > 0, "sold out unless buyers gave up");
+    let stored = orders
+        .list_all(kvmodel::PageRequest::new(100))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(stored.len() as i64, bought, "one order per sale");
+    assert_eq!(orders.count_total().await.unwrap(), bought);
+    assert_eq!(orders.count_per_product("p1").await.unwrap(), bought);
+    assert_eq!(products.sum_stock_total().await.unwrap(), 5 - bought);
+    assert!(products.verify(16).await.unwrap().is_clean());
+    assert!(orders.verify(16).await.unwrap().is_clean());
+}
+
+/// A transaction whose last write is refused applies none of its writes.
+async fn a_refused_write_applies_nothing<H: Harness>(h: &H) {
+    let store = h.store();
+    let products = ProductRepo::new(store.clone());
+    let accounts = AccountRepo::new(store.clone());
+    products
+        .create(&Product {
+            id: "p1".into(),
+            shelf: "a".into(),
+            stock: 3,
+        })
+        .await
+        .unwrap();
+    accounts
+        .create(&Account {
+            id: "a1".into(),
+            email: "taken@x.io".into(),
+        })
+        .await
+        .unwrap();
+    let tx = kvmodel::Transaction::new(store.clone());
+    products
+        .in_tx(&tx)
+        .modify(&ProductKeys::record("p1"), |p| p.stock = 0)
+        .await
+        .unwrap();
+    accounts
+        .in_tx(&tx)
+        .create(&Account {
+            id: "a2".into(),
+            email: "taken@x.io".into(),
+        })
+        .await
+        .unwrap();
+    match tx.commit().await {
+        Err(Error::UniqueViolation { .. }) => {}
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert_eq!(products.get("p1").await.unwrap().unwrap().stock, 3);
+    assert_eq!(products.sum_stock_total().await.unwrap(), 3);
+    assert_eq!(accounts.get("a2").await.unwrap(), None);
+    assert_eq!(accounts.count_total().await.unwrap(), 1);
+
+    // A read record changed before the commit: the explicit form fails
+    // with a conflict, writing nothing.
+    let tx = kvmodel::Transaction::new(store.clone());
+    let p = products
+        .in_tx(&tx)
+        .get(&ProductKeys::record("p1"))
+        .await
+        .unwrap()
+        .unwrap();
+    accounts
+        .in_tx(&tx)
+        .create(&Account {
+            id: "a3".into(),
+            email: "a3@x.io".into(),
+        })
+        .await
+        .unwrap();
+    products
+        .update(&Product {
+            stock: p.stock + 10,
+            ..p
+        })
+        .await
+        .unwrap();
+    match tx.commit().await {
+        Err(Error::Conflict { .. }) => {}
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(accounts.get("a3").await.unwrap(), None);
+    assert_eq!(accounts.count_total().await.unwrap(), 1);
+
+    // An error of the closure ends the transaction with nothing written.
+    let accounts = &accounts;
+    let r: kvmodel::Result<()> = kvmodel::transaction(&store, |tx| async move {
+        accounts
+            .in_tx(&tx)
+            .create(&Account {
+                id: "a4".into(),
+                email: "a4@x.io".into(),
+            })
+            .await?;
+        Err(Error::NotFound {
+            entity: "Product",
+            key: "p9".into(),
+        })
+    })
+    .await;
+    assert!(matches!(r, Err(Error::NotFound { .. })));
+    assert_eq!(accounts.get("a4").await.unwrap(), None);
+}
+
+/// Two writes of one record, or two records claiming one unique value,
+/// in one transaction are refused when staged.
+async fn writes_that_do_not_compose_are_refused<H: Harness>(h: &H) {
+    let store = h.store();
+    let accounts = AccountRepo::new(store.clone());
+    let tx = kvmodel::Transaction::new(store.clone());
+    let a = |id: &str, email: &str| Account {
+        id: id.into(),
+        email: email.into(),
+    };
+    accounts.in_tx(&tx).create(&a("x", "x@x.io")).await.unwrap();
+    assert!(matches!(
+        accounts.in_tx(&tx).create(&a("y", "x@x.io")).await,
+        Err(Error::UniqueViolation { .. })
+    ));
+    assert!(matches!(
+        accounts.in_tx(&tx).upsert(&a("x", "z@x.io")).await,
+        Err(Error::InvalidBatch { .. })
+    ));
+    tx.commit().await.unwrap();
+    assert_eq!(accounts.count_total().await.unwrap(), 1);
+    assert!(accounts.verify(16).await.unwrap().is_clean());
+
+    // A parent created earlier in the transaction is there for its child;
+    // a delete in the same transaction takes its upkeep with it.
+    let products = ProductRepo::new(store.clone());
+    let orders = OrderRepo::new(store.clone());
+    let (products, orders, accounts) = (&products, &orders, &accounts);
+    kvmodel::transaction(&store, |tx| async move {
+        products
+            .in_tx(&tx)
+            .create(&Product {
+                id: "new".into(),
+                shelf: "b".into(),
+                stock: 1,
+            })
+            .await?;
+        orders
+            .in_tx(&tx)
+            .create(&Order {
+                id: "o-new".into(),
+                product_id: "new".into(),
+                buyer: "b".into(),
+            })
+            .await?;
+        accounts
+            .in_tx(&tx)
+            .delete(&AccountKeys::record("x"))
+            .await?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(orders.count_per_product("new").await.unwrap(), 1);
+    assert_eq!(accounts.count_total().await.unwrap(), 0);
+    assert!(accounts.verify(16).await.unwrap().is_clean());
+    assert!(orders.verify(16).await.unwrap().is_clean());
+
+    // A child of a missing parent is refused at commit, as `create` refuses it.
+    let tx = kvmodel::Transaction::new(store.clone());
+    orders
+        .in_tx(&tx)
+        .create(&Order {
+            id: "orphan".into(),
+            product_id: "none".into(),
+            buyer: "b".into(),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(
+        tx.commit().await,
+        Err(Error::MissingParent { .. })
+    ));
+    assert_eq!(orders.get("orphan").await.unwrap(), None);
+
+    // A delete with an `on_delete` action is not for a transaction.
+    let tx = kvmodel::Transaction::new(store.clone());
+    assert!(matches!(
+        products
+            .in_tx(&tx)
+            .delete(&ProductKeys::record("new"))
+            .await,
+        Err(Error::InvalidBatch { .. })
+    ));
+    tx.commit().await.unwrap();
+    assert!(products.exists("new").await.unwrap());
+}
+
+/// 16 transactions each create an account with the same email plus a
+/// product: exactly one wins, and only its product is stored.
+async fn unique_claims_in_transactions_race<H: Harness>(h: &H) {
+    let store = h.store();
+    let accounts = AccountRepo::new(store.clone());
+    let products = ProductRepo::new(store.clone());
+    let shared = Arc::new((store, accounts.clone(), products.clone()));
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                let (store, accounts, products) = &*shared;
+                kvmodel::transaction(store, |tx| async move {
+                    accounts
+                        .in_tx(&tx)
+                        .create(&Account {
+                            id: format!("r{i}"),
+                            email: "race@x.io".into(),
+                        })
+                        .await?;
+                    products
+                        .in_tx(&tx)
+                        .create(&Product {
+                            id: format!("r{i}"),
+                            shelf: "race".into(),
+                            stock: 1,
+                        })
+                        .await?;
+                    Ok(())
+                })
+                .await
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(()) => wins += 1,
+            Err(Error::UniqueViolation { .. }) => {}
+            Err(e) => panic!("a racing transaction failed: {e}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    assert_eq!(accounts.count_total().await.unwrap(), 1);
+    assert_eq!(products.sum_stock_total().await.unwrap(), 1);
+    assert!(accounts.verify(16).await.unwrap().is_clean());
+    assert!(products.verify(16).await.unwrap().is_clean());
+}
+
+kvmodel_runtime::on_every_backend!(
+    concurrent_buyers_never_oversell,
+    a_refused_write_applies_nothing,
+    writes_that_do_not_compose_are_refused,
+    unique_claims_in_transactions_race,
+);
