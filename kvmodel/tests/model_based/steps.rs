@@ -74,6 +74,11 @@ pub enum Step {
     ConcurrentModify(&'static str, Vec<Change>),
     /// Writers create items with one unique value at once.
     ConcurrentCreate(Vec<Item>),
+    /// One transaction upserts an item and a lease: both or neither.
+    TxUpsert(Item, Lease),
+    /// One transaction modifies an item and deletes a lease: both or
+    /// neither.
+    TxModifyDelete(&'static str, Change, &'static str),
 }
 
 fn item() -> impl Strategy<Value = Item> {
@@ -179,6 +184,9 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (select(IDS), proptest::collection::vec(free_change(), 2..=4))
             .prop_map(|(id, cs)| Step::ConcurrentModify(id, cs)),
         1 => rivals().prop_map(Step::ConcurrentCreate),
+        2 => (item(), lease()).prop_map(|(i, l)| Step::TxUpsert(i, l)),
+        2 => (select(IDS), change(), select(IDS))
+            .prop_map(|(id, c, lease)| Step::TxModifyDelete(id, c, lease)),
     ]
 }
 
@@ -349,6 +357,51 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
         Step::ConcurrentCreate(rivals) => {
             concurrent_create(r, m, rivals).await;
             (Outcome::Done, Outcome::Done)
+        }
+        Step::TxUpsert(item, lease) => {
+            let want = if m.sku_holder(&item.sku, &item.id).is_some()
+                || m.token_holder(&lease.token, &lease.id).is_some()
+            {
+                Outcome::Unique
+            } else {
+                m.items.insert(item.id.clone(), item.clone());
+                m.put_lease(lease.clone());
+                Outcome::Done
+            };
+            let (items, leases) = (&r.items, &r.leases);
+            let got = kvmodel::transaction(items.store(), |tx| async move {
+                items.in_tx(&tx).upsert(item).await?;
+                leases.in_tx(&tx).upsert(lease).await?;
+                Ok(())
+            })
+            .await;
+            (outcome(got, done), want)
+        }
+        Step::TxModifyDelete(id, c, lease) => {
+            let want = match m.items.get(*id).cloned() {
+                None => Outcome::NotFound,
+                Some(mut v) => {
+                    c.apply(&mut v);
+                    if m.sku_holder(&v.sku, id).is_some() {
+                        Outcome::Unique
+                    } else {
+                        m.items.insert(v.id.clone(), v);
+                        m.leases.remove(*lease);
+                        Outcome::Done
+                    }
+                }
+            };
+            let (items, leases) = (&r.items, &r.leases);
+            let got = kvmodel::transaction(items.store(), |tx| async move {
+                items
+                    .in_tx(&tx)
+                    .modify(&ItemKeys::record(*id), |v| c.apply(v))
+                    .await?;
+                leases.in_tx(&tx).delete(&LeaseKeys::record(*lease)).await?;
+                Ok(())
+            })
+            .await;
+            (outcome(got, done), want)
         }
     };
     assert_eq!(got, want, "the outcome of {step:?}");
