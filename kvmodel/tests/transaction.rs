@@ -39,6 +39,15 @@ pub struct Account {
     pub email: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "tx", key = "session:{id}", ttl = "1s")]
+#[kv(counter(name = "total"))]
+pub struct Session {
+    pub id: String,
+    #[kv(unique)]
+    pub token: String,
+}
+
 /// Places an order for `product` by `buyer` if it is in stock: one
 /// transaction that reads the product, decrements its stock and creates
 /// the order. `Ok(false)` when sold out.
@@ -362,7 +371,34 @@ async fn unique_claims_in_transactions_race<H: Harness>(h: &H) {
     assert!(products.verify(16).await.unwrap().is_clean());
 }
 
+/// A transaction meeting an expired record not yet swept sweeps it first:
+/// its claim and its count go, as a single write's would.
+async fn expired_records_are_swept_in_a_transaction<H: Harness>(h: &H) {
+    let store = h.store();
+    let sessions = SessionRepo::new(store.clone());
+    let session = |id: &str, token: &str| Session {
+        id: id.into(),
+        token: token.into(),
+    };
+    sessions.create(&session("s1", "t1")).await.unwrap();
+    h.pass(std::time::Duration::from_millis(1500)).await;
+    let s = &sessions;
+    let created = kvmodel::transaction(&store, |tx| async move {
+        s.in_tx(&tx).upsert(&session("s1", "t2")).await
+    })
+    .await
+    .unwrap();
+    assert!(
+        created,
+        "the expired session is gone, so the upsert creates"
+    );
+    sessions.create(&session("s2", "t1")).await.unwrap();
+    assert_eq!(sessions.count_total().await.unwrap(), 2);
+    assert!(sessions.verify(16).await.unwrap().is_clean());
+}
+
 kvmodel_runtime::on_every_backend!(
+    expired_records_are_swept_in_a_transaction,
     concurrent_buyers_never_oversell,
     a_refused_write_applies_nothing,
     writes_that_do_not_compose_are_refused,

@@ -263,6 +263,14 @@ impl<S: Store> Transaction<S> {
             .collect())
     }
 
+    /// Drops what the transaction read at `keys`, to read them again.
+    fn forget(&self, keys: &[String]) {
+        let mut state = self.lock();
+        for k in keys {
+            state.reads.remove(k);
+        }
+    }
+
     /// Adds a write's part, refusing one that does not compose with the
     /// parts staged before it.
     fn stage(&self, record: &str, mut part: Part, claims: &[ClaimFact]) -> Result<()> {
@@ -457,7 +465,14 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
     /// The record at `key` (with its receipt) as the transaction sees it.
     async fn stored(&self, key: &str) -> Result<(Option<Old<E>>, Option<StoredReceipt>)> {
         let keys = Engine::<E, S>::stored_keys(key);
-        let values = self.tx.read(E::META.name, &keys).await?;
+        let mut values = self.tx.read(E::META.name, &keys).await?;
+        if matches!(values.as_slice(), [None, Some(_)]) {
+            // The receipt of an expired record not yet swept: sweep it (its
+            // entries go), then read again.
+            Box::pin(self.engine.expire_leftover(key)).await?;
+            self.tx.forget(&keys);
+            values = self.tx.read(E::META.name, &keys).await?;
+        }
         let Stored { bytes, receipt } = stored_from::<E>(key, values);
         let Some(bytes) = bytes else {
             return Ok((None, receipt));
@@ -585,8 +600,9 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             Some(_) => due_at(self.engine.store().now_ms().await?, ttl),
             None => None,
         };
-        let create = old.is_none();
-        self.write(key, old, receipt.as_ref(), new, ttl, due, create)
+        // No record read: an upsert that creates, retried (as `upsert`
+        // is) when another writer creates the record first.
+        self.write(key, old, receipt.as_ref(), new, ttl, due, false)
     }
 
     /// Stages the move of the record at `key` from `old` to `new` with
