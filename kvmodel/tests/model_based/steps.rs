@@ -395,9 +395,9 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             let got = kvmodel::transaction(items.store(), |tx| async move {
                 items
                     .in_tx(&tx)
-                    .modify(&ItemKeys::record(*id), |v| c.apply(v))
+                    .modify(&ItemKeys::record(id), |v| c.apply(v))
                     .await?;
-                leases.in_tx(&tx).delete(&LeaseKeys::record(*lease)).await?;
+                leases.in_tx(&tx).delete(&LeaseKeys::record(lease)).await?;
                 Ok(())
             })
             .await;
