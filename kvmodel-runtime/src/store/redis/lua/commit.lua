@@ -15,10 +15,12 @@
 local function key_of(i) return KEYS[i] end
 
 local conditions, ops = read_batch(1, false)
-local failed = check_conditions(conditions, key_of)
+-- What the conditions read, which validation does not read again.
+local known = {}
+local failed = check_conditions(conditions, key_of, known)
 if failed then return failed end
 
-local invalid = validate(ops, key_of)
+local invalid = validate(ops, key_of, known)
 if invalid then return invalid end
 
 for _, op in ipairs(ops) do
