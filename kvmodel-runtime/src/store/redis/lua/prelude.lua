@@ -87,9 +87,10 @@ end
 -- (which include every check the command that applies an operation makes):
 -- a function `fits(k, kind, a, b)` that returns nil when the operation fits
 -- what key `k` will hold by then (and records its effect), otherwise why it
--- does not. What a key holds: NONE, {'int', {hi, lo}}, STR (a value that is
--- not a counter), {'raw', v} (the value v, not parsed yet), STRING (a value
--- not read yet), ZSET, or {t} for another Redis type t.
+-- does not. What a key holds: NONE, {'int', {hi, lo}} or {'num', n} (a
+-- counter; n a number within ±2^53), STR (a value that is not a counter),
+-- {'raw', v} (the value v, not parsed yet), STRING (a value not read yet),
+-- ZSET, or {t} for another Redis type t.
 --
 -- Only what an operation needs is read, once per key: a put or a
 -- sorted-collection operation the key's type (`TYPE`), an increment its
@@ -97,7 +98,7 @@ end
 -- `check_conditions`) holds the value each condition read (false for none):
 -- those keys are not read again.
 local NONE, STR, STRING, ZSET = {'none'}, {'str'}, {'string'}, {'zset'}
-local VALUE = {none = true, int = true, str = true, raw = true, string = true}
+local VALUE = {none = true, int = true, num = true, str = true, raw = true, string = true}
 local function simulator(known)
   local state = {}
   local function of_value(v)
@@ -137,9 +138,38 @@ local function simulator(known)
     if s[1] == 'raw' then
       local x = parse_int(s[2])
       if x then s = {'int', x} else s = STR end
+    elseif s[1] == 'num' then
+      local n = s[2]
+      local hi = math.floor(math.abs(n) / BASE)
+      if n < 0 then hi = -hi end
+      s = {'int', {hi, n - hi * BASE}}
     end
     state[k] = s
     return s
+  end
+  -- The value of key `k` as a number when it is a counter below 10^15 in
+  -- magnitude (so a sum with another stays exact in a double) or none (0),
+  -- else nil.
+  local function small(k)
+    local s = state[k]
+    if s == nil then
+      local v = known and known[k]
+      if v == nil then
+        v = redis.pcall('GET', k)
+        if type(v) == 'table' then state[k] = of_type(k) return nil end
+      end
+      s = of_value(v)
+      state[k] = s
+    elseif s == STRING then
+      s = {'raw', redis.call('GET', k)}
+      state[k] = s
+    end
+    if s == NONE then return 0 end
+    if s[1] == 'num' and math.abs(s[2]) < 1e15 then return s[2] end
+    if s[1] == 'raw' and #s[2] <= 15 and (s[2] == '0' or string.find(s[2], '^%-?[1-9][0-9]*$')) then
+      return tonumber(s[2])
+    end
+    return nil
   end
   return function(k, kind, a, b)
     if kind == 'p' then
@@ -155,6 +185,15 @@ local function simulator(known)
     elseif kind == 'd' then
       state[k] = NONE
     elseif kind == 'i' then
+      -- Small counters and increments without a limit (nearly all): a sum
+      -- of doubles below 2^53 is exact and fits 64 bits.
+      if b == '' and #a <= 15 and string.find(a, '^%-?[1-9][0-9]*$') then
+        local v = small(k)
+        if v then
+          state[k] = {'num', v + tonumber(a)}
+          return nil
+        end
+      end
       local d = parse_int(a)
       if d == nil then return 'the increment ' .. a .. ' is not a 64-bit integer' end
       local s = current(k)
@@ -255,16 +294,24 @@ end
 -- holds no value); with `known`, the value read is kept there (false for
 -- none) for `validate`.
 local CONDITIONS = {a = true, e = true, o = true, p = true}
+-- One condition of kind `kind` on key `k` with `want`, its index in the
+-- batch being `index`: nil when it holds, else what check_conditions
+-- answers for it.
+local function check_condition(kind, k, want, index, known)
+  local cur = redis.pcall('GET', k)
+  if type(cur) == 'table' then
+    return {-1, k, 'a condition inspects a key that holds ' .. holds(redis.call('TYPE', k).ok)}
+  end
+  if not CONDITIONS[kind] then return {-1, k, 'unknown condition ' .. kind} end
+  if known then known[k] = cur end
+  if not condition_holds(kind, cur, want) then return {0, index} end
+  return nil
+end
+
 local function check_conditions(conditions, key_of, known)
   for _, c in ipairs(conditions) do
-    local k = key_of(c.k)
-    local cur = redis.pcall('GET', k)
-    if type(cur) == 'table' then
-      return {-1, k, 'a condition inspects a key that holds ' .. holds(redis.call('TYPE', k).ok)}
-    end
-    if not CONDITIONS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
-    if known then known[k] = cur end
-    if not condition_holds(c.kind, cur, c.want) then return {0, c.index} end
+    local failed = check_condition(c.kind, key_of(c.k), c.want, c.index, known)
+    if failed then return failed end
   end
   return nil
 end
