@@ -44,6 +44,30 @@ fn keys_snapshots() {
     });
 }
 
+/// `kvmodel keys --format mermaid`: the shop as the diagram in README.md,
+/// and the social schema for its links.
+#[test]
+fn mermaid_snapshots() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let shop = kvmodel_build::keys::report(
+        &load(&dir.join("shop.yaml")).model,
+        kvmodel_build::keys::Format::Mermaid,
+    );
+    insta::assert_snapshot!("mermaid_shop", shop);
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    assert!(
+        readme.contains(&format!("```mermaid\n{shop}```")),
+        "README.md shows the shop's diagram as `kvmodel keys --format mermaid` prints it"
+    );
+    let social = kvmodel_build::keys::report(
+        &load(&dir.join("social.yaml")).model,
+        kvmodel_build::keys::Format::Mermaid,
+    );
+    insta::assert_snapshot!("mermaid_social", social);
+}
+
 /// `kvmodel proto`: the .proto of each schema's protobuf-encoded entities.
 #[test]
 fn proto_snapshots() {

@@ -35,6 +35,7 @@ enum Color {
 enum KeysFormat {
     Text,
     Markdown,
+    Mermaid,
 }
 
 #[derive(Debug, Subcommand)]
@@ -337,6 +338,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
             let format = match format {
                 KeysFormat::Text => Format::Text,
                 KeysFormat::Markdown => Format::Markdown,
+                KeysFormat::Mermaid => Format::Mermaid,
             };
             for s in load_all(&schemas, Inputs::Models, color, false)? {
                 write_stdout(&kvmodel_build::keys::report(&s.model, format))?;

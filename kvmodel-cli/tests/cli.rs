@@ -212,6 +212,14 @@ fn expand_and_keys_print_to_stdout() {
         "{}",
         text(&o.stdout)
     );
+    let o = kvmodel(&["keys", "--format", "mermaid", "schemas/shop.yaml"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        text(&o.stdout).starts_with("erDiagram\n")
+            && text(&o.stdout).contains("User |o--o{ Order : \"user (on_delete: keep)\""),
+        "{}",
+        text(&o.stdout)
+    );
     assert_eq!(
         code(&kvmodel(&[
             "keys",

@@ -53,6 +53,7 @@ on_every_store!(
     purge_removes_what_cannot_be_read,
     purge_takes_back_what_a_receipt_lists,
     inspect_sums_every_shard_of_a_counter,
+    inspect_pages_a_records_links,
     a_dry_run_migration_says_what_it_would_do,
 );
 

@@ -24,6 +24,28 @@ use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 /// A store built by hand (a Redis store with its own timeouts, a memory store
 /// on a manual clock) converts with `AnyStore::from(store)`.
 ///
+/// `AnyStore` is `Clone`, and cheap to clone: a clone is another handle on
+/// the same store, never a copy of its data: clones of a memory store share
+/// its contents and clock, of a redb store its one open database, of a Redis
+/// store its one multiplexed connection, of a cluster store its connections
+/// to the nodes. Clone it to give each repository (or each task) its own
+/// handle rather than wrapping it in an `Arc`; a write through one clone is
+/// seen by every other.
+///
+/// ```
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use kvmodel_runtime::{Batch, Store, store::AnyStore};
+///
+/// let store = AnyStore::open("memory:").await?;
+/// let other = store.clone();
+/// let mut batch = Batch::new();
+/// batch.put("greeting", b"hello".to_vec(), None);
+/// other.commit(batch).await?;
+/// assert_eq!(store.get("greeting").await?, Some(b"hello".to_vec()));
+/// # Ok(()) }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
+/// ```
+///
 /// ```
 /// # async fn demo() -> kvmodel_runtime::Result<()> {
 /// use kvmodel_runtime::{Batch, Store, store::AnyStore};
