@@ -32,6 +32,13 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
     types::check(model, diags);
 }
 
+/// The rules between entities of a model (E125, E126 and the methods links
+/// give far entities), without the rules of each entity: what a model read
+/// from several files adds to the rules each file was checked with.
+pub fn check_across(model: &Model, diags: &mut Diagnostics) {
+    check_cross_entity(model, diags);
+}
+
 /// Checks one entity. `model` gives the other entities and named types when
 /// known (YAML); the derive sees one entity at a time.
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
