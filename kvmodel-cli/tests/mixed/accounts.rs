@@ -4,6 +4,10 @@
 use kvmodel::KvEntity;
 use serde::{Deserialize, Serialize};
 
+// The tests declare the entities of `sessions.yaml` beside these
+// (`kvmodel generate accounts.rs sessions.yaml -o sessions.rs`).
+use super::sessions::*;
+
 /// An account: a session of `sessions.yaml` belongs to it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "app", key = "account:{id}")]
