@@ -215,7 +215,11 @@ fn dependents(schemas: &mut [Schema]) {
             for r in child.relations.iter().filter(|r| r.on_delete.enforced()) {
                 let parent = last(r.belongs_to.as_str());
                 let at = schemas.iter().enumerate().find_map(|(i, p)| {
-                    let k = p.model.entities.iter().position(|e| e.name.as_str() == parent)?;
+                    let k = p
+                        .model
+                        .entities
+                        .iter()
+                        .position(|e| e.name.as_str() == parent)?;
                     Some((i, k))
                 });
                 if let Some((i, k)) = at.filter(|(i, _)| *i != j) {

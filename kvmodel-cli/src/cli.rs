@@ -41,7 +41,8 @@ enum KeysFormat {
 enum Command {
     /// Validate and lint schema files; report every problem with file:line:col.
     Check {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Treat lint warnings as problems (exit 1); information (`I…`) never is.
@@ -50,7 +51,9 @@ enum Command {
     },
     /// Write the Rust declarations (#[derive(KvEntity)] structs) of schema files.
     Generate {
-        /// Schema files.
+        /// Schema files, with Rust source files (`.rs`) of
+        /// `#[derive(KvEntity)]` structs their entities relate to (only the
+        /// schema files are written).
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Output: a `.rs` file (one schema) or a directory (one file per
@@ -63,7 +66,8 @@ enum Command {
     },
     /// Print the fully expanded repository code of schema files.
     Expand {
-        /// Schema files.
+        /// Schema files and Rust source files (`.rs`) of
+        /// `#[derive(KvEntity)]` structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
     },
@@ -111,7 +115,8 @@ enum Command {
     Acl(crate::acl::AclArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Output format.
@@ -121,7 +126,8 @@ enum Command {
     /// Print the .proto (proto3) of the entities encoded with protobuf, so
     /// that services in other languages can read their records.
     Proto {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
     },
