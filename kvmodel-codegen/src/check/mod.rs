@@ -416,7 +416,7 @@ fn check_relation(
     if let Some(m) = model {
         if !m.entities.iter().any(|x| *x.name == *r.belongs_to) {
             let hint = suggestion(&r.belongs_to, m.entities.iter().map(|x| x.name.as_str()));
-            diags.error(
+            let mut d = Diagnostic::error(
                 "E115",
                 &r.belongs_to.origin,
                 format!(
@@ -424,6 +424,15 @@ fn check_relation(
                     *r.name, *r.belongs_to
                 ),
             );
+            if hint.is_empty() {
+                // An entity of another file (a derive source) is known
+                // when that file is read with this one.
+                d = d.help(format!(
+                    "if `{}` is declared in another file (a schema file, or Rust source of `#[derive(KvEntity)]` structs), give that file too: `--schema` takes several",
+                    *r.belongs_to
+                ));
+            }
+            diags.push(d);
         }
     }
     check_since(e, &r.since, diags);
