@@ -116,7 +116,7 @@ impl Context {
     /// Loads the schema files as one model (exit 2 on errors), lowers it,
     /// opens the store.
     pub async fn open(schemas: &[PathBuf], url: &str) -> Result<Context, Fail> {
-        let loaded = kvmodel_build::load_files(schemas).map_err(|e| fail(e))?;
+        let loaded = kvmodel_build::load_files(schemas).map_err(fail)?;
         let files = loaded.files();
         if loaded.has_errors() {
             eprintln!("{}\n", loaded.render_diagnostics(false));
