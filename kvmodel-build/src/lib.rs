@@ -23,6 +23,7 @@ pub mod keys;
 mod lint;
 mod lower;
 mod node;
+mod project;
 pub mod proto;
 mod render;
 pub mod runtime_model;
@@ -34,6 +35,7 @@ pub use builder::{BuildError, Builder, write_if_changed};
 pub use expand::expand;
 pub use kvmodel_codegen::ir::Model;
 pub use kvmodel_codegen::origin::{Diagnostic, Severity};
+pub use project::{LoadError, Project, load_files, load_project};
 pub use render::render;
 pub use rust_source::load_rust;
 
@@ -116,6 +118,15 @@ fn line_col(o: &Origin) -> (u32, u32) {
 /// Reads, lowers, checks and lints one schema file. Never panics: every
 /// problem becomes a located diagnostic, and all of them are reported.
 pub fn load(file: &str, source: &str) -> Schema {
+    load_among(file, source, &project::Others::default())
+}
+
+/// [`load`], with the entities and types of the other files of a project
+/// beside the file's own (`others.entities` of the files before it first,
+/// then those after it, marked by the entity at `others_before`): relations
+/// and links may name them, and the rules between entities see them. Only
+/// the diagnostics located in this file are kept: each file reports its own.
+pub(crate) fn load_among(file: &str, source: &str, others: &project::Others) -> Schema {
     let loc = node::Locator::new(file);
     let mut diags = Diagnostics::new();
     let model = match node::parse(source, &loc, &mut diags) {
@@ -128,7 +139,17 @@ pub fn load(file: &str, source: &str) -> Schema {
             for e in &mut model.entities {
                 e.migrations.sort_by_key(|m| m.from.value);
             }
-            kvmodel_codegen::check::check_model(&model, &mut diags);
+            if others.is_empty() {
+                kvmodel_codegen::check::check_model(&model, &mut diags);
+            } else {
+                let mut found = Diagnostics::new();
+                kvmodel_codegen::check::check_model(&others.around(&model), &mut found);
+                for d in found.into_vec() {
+                    if matches!(&d.origin, Origin::Location { file: f, .. } if **f == *file) {
+                        diags.push(d);
+                    }
+                }
+            }
             if !diags.has_errors() {
                 lint::lint(&model, &mut diags);
             }

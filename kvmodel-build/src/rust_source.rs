@@ -59,7 +59,7 @@ fn keep_held_types(model: &mut Model) {
 }
 
 /// `file:line:col` of a span of `file`'s source.
-fn located(origin: &Origin, file: &str) -> Origin {
+pub(crate) fn located(origin: &Origin, file: &str) -> Origin {
     match origin {
         Origin::Span(s) => {
             let at = s.start();

@@ -38,8 +38,8 @@ use clap::{Args, ValueEnum};
 /// `kvmodel acl`.
 #[derive(Debug, Args)]
 pub struct AclArgs {
-    /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]`
-    /// structs; the users may use every namespace they declare.
+    /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+    /// structs, in any mix; the users may use every namespace they declare.
     #[arg(long = "schema", value_name = "SCHEMA", required = true, num_args = 1..)]
     pub schemas: Vec<PathBuf>,
     /// The roles to print a user for (repeat for more; default: all three).

@@ -287,3 +287,102 @@ fn diff_check_and_keys_read_derive_sources() {
         text(&o.stderr)
     );
 }
+
+/// The files of a model split between the derive and a schema file.
+const MIXED: [&str; 2] = [
+    "kvmodel-cli/tests/mixed/accounts.rs",
+    "kvmodel-cli/tests/mixed/sessions.yaml",
+];
+
+/// A Rust source file and a schema file read as one model: the relations
+/// between them resolve, `keys` prints the entities of both, and the
+/// declarations of the schema file list the dependents the Rust source
+/// adds (the file the tests compile is up to date).
+#[test]
+fn rust_sources_and_schema_files_mix() {
+    let o = kvmodel(&["check", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("ok kvmodel-cli/tests/mixed/accounts.rs (2 entities)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["keys", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    for key in [
+        "app:account:<id>",
+        "app:apikey:<id>",
+        "app:session:<id>",
+        "app:workspace:<id>",
+    ] {
+        assert!(text(&o.stdout).contains(key), "{key}: {}", text(&o.stdout));
+    }
+    let o = kvmodel(&[
+        "generate",
+        MIXED[0],
+        MIXED[1],
+        "-o",
+        "kvmodel-cli/tests/mixed/sessions.rs",
+        "--check",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let o = kvmodel(&["acl", "--schema", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("~app:*"), "{}", text(&o.stdout));
+}
+
+/// Keys of two files that meet are E126, reported in the file of the
+/// later entity; a name declared in both files is E125.
+#[test]
+fn collisions_across_files_are_found() {
+    let clash = "kvmodel-cli/tests/mixed/clash.yaml";
+    let o = kvmodel(&["check", MIXED[0], MIXED[1], clash]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains(
+            "kvmodel-cli/tests/mixed/clash.yaml:6:10: error[E126]: the key template `account:{id}` of `Login` shares a key space with `Account`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["check", clash, MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains(
+            "kvmodel-cli/tests/mixed/accounts.rs:13:31: error[E126]: the key template `account:{id}` of `Account` shares a key space with `Login`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&[
+        "check",
+        MIXED[0],
+        MIXED[1],
+        "kvmodel-cli/tests/mixed/unnamed.rs",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains("kvmodel-cli/tests/mixed/unnamed.rs:10:12: error[E125]: the entity `Account` is declared twice"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A relation of a schema file's entity whose delete a derived parent
+/// enforces needs the parent's `dependent(…)`: the message says so in
+/// the parent's file, in attribute syntax.
+#[test]
+fn a_derived_parent_is_told_to_name_its_dependents() {
+    let o = kvmodel(&["check", "kvmodel-cli/tests/mixed/unnamed.rs", MIXED[1]]);
+    assert_eq!(code(&o), 1);
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("kvmodel-cli/tests/mixed/unnamed.rs:10:12: error[E148]: `Session` (in `kvmodel-cli/tests/mixed/sessions.yaml`) has the relation `account` to `Account` with `on_delete: cascade`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("add `#[kv(dependent(entity = Session, relation = account))]` to `Account`"),
+        "{stderr}"
+    );
+}

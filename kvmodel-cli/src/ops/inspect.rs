@@ -20,9 +20,11 @@ use super::{Code, Context, Fail, fail, print, store_error};
 /// `kvmodel inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The schema file the store's data follows.
-    #[arg(long, value_name = "SCHEMA")]
-    pub schema: PathBuf,
+    /// The schema files the store's data follows: schema files (YAML) and
+    /// Rust source files (`.rs`) of `#[derive(KvEntity)]` structs, read as
+    /// one model (repeat `--schema` for more).
+    #[arg(long, value_name = "SCHEMA", required = true)]
+    pub schema: Vec<PathBuf>,
     /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
     #[arg(long, value_name = "URL")]
     pub store: String,
