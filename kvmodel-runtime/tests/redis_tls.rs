@@ -83,7 +83,10 @@ async fn a_cluster_store_over_tls_commits_and_reads() {
     batch.put("tls/a", b"1".to_vec(), None);
     batch.put("tls/b", b"2".to_vec(), None);
     assert!(store.commit(batch).await.unwrap().is_applied());
-    assert_eq!(store.get("tls/b").await.unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(
+        store.get("tls/b").await.unwrap().as_deref(),
+        Some(&b"2"[..])
+    );
 
     let url = format!("rediss+cluster://127.0.0.1:{}#insecure", server.port());
     let any = AnyStore::open(&url).await.unwrap();

@@ -57,6 +57,11 @@ on_every_store!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_over_tls() {
+    cases::verify_over_tls(Backend::tls()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_migrations_one_refused() {
     cases::two_concurrent_migrations_one_refused(Backend::redis()).await;
 }
