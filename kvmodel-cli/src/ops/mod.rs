@@ -40,7 +40,8 @@ pub struct Target {
     /// The schema file the store's data follows.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// Only this entity (repeat for more; default: every entity).

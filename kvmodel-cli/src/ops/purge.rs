@@ -27,7 +27,8 @@ pub struct PurgeArgs {
     /// The schema file the store's data follows.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).
