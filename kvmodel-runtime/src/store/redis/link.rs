@@ -54,7 +54,8 @@ pub struct RedisStoreBuilder {
 #[derive(Debug, Clone)]
 enum Target {
     Url(String),
-    Client(Client),
+    /// Boxed: a client with TLS parameters is large.
+    Client(Box<Client>),
 }
 
 impl RedisStoreBuilder {
@@ -68,7 +69,7 @@ impl RedisStoreBuilder {
     /// Options for a `redis::Client` built by the caller (for settings a URL
     /// cannot carry), with the default timeouts.
     pub fn from_client(client: Client) -> Self {
-        RedisStoreBuilder::with_target(Target::Client(client))
+        RedisStoreBuilder::with_target(Target::Client(Box::new(client)))
     }
 
     fn with_target(target: Target) -> Self {
@@ -132,7 +133,7 @@ impl RedisStoreBuilder {
     /// the store.
     pub async fn connect(self) -> Result<RedisStore> {
         let client = match self.target {
-            Target::Client(client) => client,
+            Target::Client(client) => *client,
             Target::Url(url) => {
                 refuse_tls_off(&url)?;
                 #[cfg(feature = "tls")]
