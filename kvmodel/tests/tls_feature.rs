@@ -22,7 +22,10 @@ async fn a_rediss_url_is_refused_naming_the_feature_or_read() {
         AnyStore::open(&server).await.map(drop).unwrap_err(),
         AnyStore::open(&cluster).await.map(drop).unwrap_err(),
         RedisStore::connect(&server).await.map(drop).unwrap_err(),
-        RedisClusterStore::connect(&[&server]).await.map(drop).unwrap_err(),
+        RedisClusterStore::connect(&[&server])
+            .await
+            .map(drop)
+            .unwrap_err(),
     ];
     for err in errors {
         match err {
