@@ -25,7 +25,8 @@ pub struct InspectArgs {
     /// one model (repeat `--schema` for more).
     #[arg(long, value_name = "SCHEMA", required = true)]
     pub schema: Vec<PathBuf>,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).
@@ -140,8 +141,7 @@ async fn linked(
     name: &str,
 ) -> Result<Value, Fail> {
     // The run-time model has no links; the schema's model does.
-    let schema = kvmodel_build::load_file(&args.schema)
-        .map_err(|e| fail(format_args!("cannot read `{}`: {e}", args.schema.display())))?;
+    let schema = kvmodel_build::load_files(&args.schema).map_err(fail)?;
     let mut sides = Vec::new();
     for e in &schema.model.entities {
         for l in &e.links {

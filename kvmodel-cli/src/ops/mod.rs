@@ -42,7 +42,8 @@ pub struct Target {
     /// mix, read as one model.
     #[arg(long, value_name = "SCHEMA", required = true, num_args = 1..)]
     pub schema: Vec<PathBuf>,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// Only this entity (repeat for more; default: every entity).

@@ -29,7 +29,8 @@ pub struct PurgeArgs {
     /// one model (repeat `--schema` for more).
     #[arg(long, value_name = "SCHEMA", required = true)]
     pub schema: Vec<PathBuf>,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).

@@ -938,3 +938,36 @@ pub async fn inspect_pages_a_records_links(b: Backend) {
     assert_eq!(code(&o), 2, "{}", err(&o));
     assert!(err(&o).contains("its links: `tags`"), "{}", err(&o));
 }
+
+/// `--store rediss://…` verifies a store over TLS: the server's
+/// certificate is checked against `SSL_CERT_FILE` (here the test CA), an
+/// unknown CA is refused, and `#insecure` skips the check.
+pub async fn verify_over_tls(b: Backend) {
+    let Backend::Tls(server) = &b else {
+        panic!("a TLS backend")
+    };
+    populate(&b).await;
+    damage(&b).await;
+    let url = server.url();
+    let ca = server.ca_file();
+    let o = kvmodel_with(&ops("verify", &url, &["-q"]), "SSL_CERT_FILE", Some(&ca));
+    assert_eq!(code(&o), 1, "drift exits 1: {}{}", out(&o), err(&o));
+    assert!(
+        out(&o)
+            .lines()
+            .any(|l| l == "verify: 3 problem(s) in 3 entities"),
+        "{}",
+        out(&o)
+    );
+    let stranger = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let o = kvmodel_with(
+        &ops("verify", &url, &["-q"]),
+        "SSL_CERT_FILE",
+        Some(&stranger),
+    );
+    assert_ne!(code(&o), 0, "an unknown CA is refused: {}", out(&o));
+    assert!(err(&o).contains(&url[9..]), "{}", err(&o));
+    let insecure = b.url();
+    let o = kvmodel(&ops("verify", &insecure, &["-q"]));
+    assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
+}

@@ -65,6 +65,11 @@ async fn entities_of_both_files_are_verified() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_over_tls() {
+    cases::verify_over_tls(Backend::tls()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_migrations_one_refused() {
     cases::two_concurrent_migrations_one_refused(Backend::redis()).await;
 }

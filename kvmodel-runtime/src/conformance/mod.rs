@@ -19,6 +19,8 @@ mod faulty;
 mod follow;
 mod maintenance;
 mod sizes;
+#[cfg(feature = "tls")]
+mod tls;
 #[cfg(any(feature = "redb", feature = "redis"))]
 mod watchdog;
 
@@ -31,6 +33,8 @@ pub use faulty::FaultyStore;
 pub use follow::*;
 pub use maintenance::*;
 pub use sizes::*;
+#[cfg(feature = "tls")]
+pub use tls::TlsRedisServer;
 
 use std::future::Future;
 use std::time::Duration;
