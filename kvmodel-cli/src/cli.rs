@@ -358,6 +358,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                 &namespaces,
                 &args.roles,
                 args.user.as_deref(),
+                args.cluster,
             ))
         }
         Command::Keys { schemas, format } => {

@@ -205,7 +205,7 @@ pub enum Error {
         key: String,
     },
     /// A store URL could not be used (see `AnyStore::open`).
-    #[error("the store URL `{}` cannot be used: {reason}", short(.url))]
+    #[error("the store URL `{}` cannot be used: {reason}", short(&crate::store::redact_url(.url)))]
     InvalidUrl {
         /// The URL as given.
         url: String,
