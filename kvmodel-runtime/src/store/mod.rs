@@ -195,7 +195,7 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Checks every condition; if all hold, applies every operation, atomically.
     /// If one fails, nothing is written and its index is reported. A batch
-    /// whose operations do not fit the keys they meet ([`check`]) is an error,
+    /// whose operations do not fit the keys they meet ([`check`](fn@check)) is an error,
     /// and nothing is written either.
     fn commit(&self, batch: Batch) -> impl Future<Output = Result<Outcome>> + Send;
 

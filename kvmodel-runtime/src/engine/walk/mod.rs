@@ -35,7 +35,7 @@
 //!   have not moved by the time its value is read: then no write touched
 //!   it, and the sum of its records is exact. The repair is conditional on
 //!   the stamps still being those. A counter that moved is reported
-//!   unsettled ([`Unjudged::Moved`]), never guessed; the next walk judges
+//!   unsettled ([`Unjudged::Moved`](crate::engine::maintenance::Unjudged::Moved)), never guessed; the next walk judges
 //!   it.
 //!
 //! Claims and members are judged from the same reads, and every repair of
@@ -50,7 +50,7 @@
 //! does not decode, is reported ([`Drift::undecodable`]) and never judged:
 //! its claims and members are left alone, and since what it counts is
 //! unknown, no counter of the entity is repaired or removed while such a
-//! record exists ([`Unjudged::Unreadable`]): maintenance run with an older
+//! record exists ([`Unjudged::Unreadable`](crate::engine::maintenance::Unjudged::Unreadable)): maintenance run with an older
 //! schema during a rolling deploy changes nothing it cannot judge.
 
 use std::collections::{BTreeMap, BTreeSet};

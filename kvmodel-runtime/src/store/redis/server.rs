@@ -3,7 +3,7 @@
 //! `commit` is one `EVALSHA` of the commit script (`lua/prelude.lua`, then
 //! `lua/commit.lua`; loaded on `NOSCRIPT`) that checks every condition and
 //! validates every operation before the first write, with the rules of
-//! [`check`](crate::store::check) (which include every check of the
+//! [`check`](fn@crate::store::check) (which include every check of the
 //! commands it then runs), so a failed condition or a malformed batch writes
 //! nothing. Sorted collections are sorted sets whose members are the
 //! order-preserving entries (all scores 0, read with `ZRANGEBYLEX`); TTLs
