@@ -163,29 +163,6 @@ async fn open_redis_tls(url: &str) -> Result<AnyStore> {
     Err(feature_off(url, "tls", "RedisStore over TLS"))
 }
 
-/// `url` with the password of its user part (`redis://USER:PASSWORD@…`,
-/// `redis+cluster://USER:PASSWORD@HOST:PORT,…`) replaced by `***`: a store
-/// URL as errors, reports and logs may show it.
-///
-/// ```
-/// use kvmodel_runtime::store::redact_url;
-/// assert_eq!(redact_url("redis://ops:s3cret@10.0.0.5:6379/2"), "redis://ops:***@10.0.0.5:6379/2");
-/// assert_eq!(redact_url("redb:data/app.redb"), "redb:data/app.redb");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-    match authority.rsplit_once('@') {
-        Some((user, _)) if user.contains(':') => {
-            let name = user.split_once(':').map_or(user, |(n, _)| n);
-            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
 /// The seeds of a `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT`
 /// URL, as `redis://[USER:PASSWORD@]HOST:PORT` URLs (the credentials, if
 /// any, for every node); of a `rediss+cluster://…[#insecure]` one, as

@@ -22,7 +22,8 @@ mod redb;
 #[cfg(feature = "redis")]
 mod redis;
 
-pub use any::{AnyStore, redact_url};
+pub use crate::error::redact_url;
+pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Expect, Held, check};
 #[cfg(feature = "redis")]
