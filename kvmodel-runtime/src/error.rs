@@ -315,9 +315,6 @@ impl Error {
 /// The longest part of a key (or value) an error message shows, in bytes.
 const SHOWN: usize = 200;
 
-/// `text` for a message: whole when short, else its first [`SHOWN`] bytes
-/// (cut at a character boundary) and its length. Every message that names a
-/// key goes through it, so a huge key never makes a huge message.
 /// `url` with the password of its user part (`redis://USER:PASSWORD@…`,
 /// `redis+cluster://USER:PASSWORD@HOST:PORT,…`) replaced by `***`: a store
 /// URL as errors, reports and logs may show it.
@@ -341,6 +338,9 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// `text` for a message: whole when short, else its first [`SHOWN`] bytes
+/// (cut at a character boundary) and its length. Every message that names a
+/// key goes through it, so a huge key never makes a huge message.
 fn short(text: &str) -> Short<'_> {
     Short(text)
 }
