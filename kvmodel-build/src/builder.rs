@@ -88,7 +88,7 @@ impl Builder {
         // Every file is read as one project, so that a schema's relations
         // reach the entities a Rust source file derives; only the schema
         // files are written (Rust source declares its own structs).
-        let project = crate::load_files(&self.schemas).map_err(|e| BuildError::Io {
+        let project = crate::project::load_files(&self.schemas).map_err(|e| BuildError::Io {
             path: e.path,
             source: e.source,
         })?;
@@ -103,7 +103,7 @@ impl Builder {
                     println!("cargo:warning={line}");
                 }
             }
-            if crate::is_rust_source(Path::new(&schema.file)) {
+            if crate::project::is_rust_source(Path::new(&schema.file)) {
                 if schema.has_errors() {
                     return Err(BuildError::Schema(schema.render_diagnostics(false)));
                 }
@@ -111,7 +111,7 @@ impl Builder {
                 schemas.push(schema);
             }
         }
-        let files = crate::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;
+        let files = crate::schema::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;
         let mut written = Vec::new();
         for f in files {
             let path = out_dir.join(&f.name);
