@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kvmodel::conformance::RedisServer;
 use kvmodel::feed::{Change, Event, FeedPosition, Position};
-use kvmodel::{Error, KvEntity, MemoryStore, RedbStore, Store};
+use kvmodel::{Error, KvEntity, MemoryStore, RedbStore, RedisStore, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -264,6 +265,23 @@ async fn redb_reader_behind_retention_gets_an_error() {
     let clock = kvmodel::clock::ManualClock::new(1_000_000);
     let store = RedbStore::open_with_clock(dir.path().join("r.redb"), clock.clone()).unwrap();
     behind_retention(store, async || clock.advance(Duration::from_secs(2))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_feed_follows_a_burst() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    feed_follows_a_burst(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_reader_behind_retention_gets_an_error() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    behind_retention(store, async || {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    })
+    .await;
 }
 
 /// A store with only the required methods: it keeps no feed.
