@@ -143,9 +143,25 @@ pub struct Change<E> {
     pub event: Event<E>,
 }
 
-impl<E: Entity> Change<E> {
-    /// Decodes one feed entry of `feed`.
-    fn decode(feed: &str, position: FeedPosition, at_ms: u64, bytes: &[u8]) -> Result<Self> {
+/// One feed entry as stored, before its images are decoded: what a reader
+/// without the entity's type (the CLI's `kvmodel tail`) reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEvent {
+    /// `created`, `updated` or `deleted`.
+    pub kind: &'static str,
+    /// The commit it belongs to.
+    pub commit: u64,
+    /// The record's key.
+    pub key: String,
+    /// The stored image before the write (none for `created`).
+    pub before: Option<Vec<u8>>,
+    /// The stored image after it (none for `deleted`).
+    pub after: Option<Vec<u8>>,
+}
+
+impl RawEvent {
+    /// Reads the entry at `position` of `feed`.
+    pub fn decode(feed: &str, position: FeedPosition, bytes: &[u8]) -> Result<RawEvent> {
         let bad = |what: &str| {
             Error::decode(
                 feed,
@@ -171,19 +187,42 @@ impl<E: Entity> Change<E> {
             .to_owned();
         let before = r.bytes().ok_or_else(|| bad("truncated"))?;
         let after = r.bytes().ok_or_else(|| bad("truncated"))?;
-        let read = |image: &[u8]| entity::decode_at::<E>(&key, image).map(|(_, e)| e);
-        let event = match (kind, before, after) {
-            (1, None, Some(a)) => Event::Created(read(a)?),
-            (2, Some(b), Some(a)) => Event::Updated {
-                before: read(b)?,
-                after: read(a)?,
-            },
-            (3, Some(b), None) => Event::Deleted(read(b)?),
+        let kind = match (kind, before.is_some(), after.is_some()) {
+            (k, false, true) if k == Kind::Created as u8 => "created",
+            (k, true, true) if k == Kind::Updated as u8 => "updated",
+            (k, true, false) if k == Kind::Deleted as u8 => "deleted",
             _ => return Err(bad("unknown kind")),
+        };
+        Ok(RawEvent {
+            kind,
+            commit,
+            key,
+            before: before.map(<[u8]>::to_vec),
+            after: after.map(<[u8]>::to_vec),
+        })
+    }
+}
+
+impl<E: Entity> Change<E> {
+    /// Decodes one feed entry of `feed`.
+    fn decode(feed: &str, position: FeedPosition, at_ms: u64, bytes: &[u8]) -> Result<Self> {
+        let raw = RawEvent::decode(feed, position, bytes)?;
+        let key = raw.key;
+        let read = |image: Option<Vec<u8>>| match image {
+            Some(bytes) => entity::decode_at::<E>(&key, &bytes).map(|(_, e)| e),
+            None => Err(Error::decode(feed, "a feed entry lacks an image", None)),
+        };
+        let event = match raw.kind {
+            "created" => Event::Created(read(raw.after)?),
+            "updated" => Event::Updated {
+                before: read(raw.before)?,
+                after: read(raw.after)?,
+            },
+            _ => Event::Deleted(read(raw.before)?),
         };
         Ok(Change {
             position,
-            commit,
+            commit: raw.commit,
             at_ms,
             key,
             event,
