@@ -6,52 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use kvmodel_codegen::ir::{Dependent, Entity, Model};
-use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp};
+use kvmodel_codegen::ir::{Dependent, Model};
+use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Severity, Sp};
 
-use crate::{Schema, Severity, is_rust_source, load_among, load_rust};
-
-/// The entities and types of a project's other files, beside which one
-/// schema file is checked.
-#[derive(Default)]
-pub(crate) struct Others {
-    /// The entities of the files before it, then those of the files after it.
-    entities: Vec<Entity>,
-    /// How many of `entities` come from the files before it.
-    before: usize,
-    /// The named types of the other files.
-    types: Vec<kvmodel_codegen::ir::TypeDef>,
-}
-
-impl Others {
-    /// Whether there are no other files.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entities.is_empty() && self.types.is_empty()
-    }
-
-    /// `own` with the other files' entities around it, in file order, and
-    /// their types after its own: the rules between entities report a
-    /// problem of two on the later one, so each is reported once, in the
-    /// file of the later entity.
-    pub(crate) fn around(&self, own: &Model) -> Model {
-        let (before, after) = self.entities.split_at(self.before);
-        let mut types = own.types.clone();
-        for t in &self.types {
-            if !types.iter().any(|o| *o.name == *t.name) {
-                types.push(t.clone());
-            }
-        }
-        Model {
-            entities: before
-                .iter()
-                .chain(&own.entities)
-                .chain(after)
-                .cloned()
-                .collect(),
-            types,
-        }
-    }
-}
+use crate::rust_source::load_rust;
+use crate::schema::{Others, Schema, load_among, load_file};
 
 /// Several files read as one model.
 #[derive(Debug)]
@@ -137,7 +96,7 @@ pub fn load_project(inputs: &[(String, String)]) -> Project {
             if rust(file) {
                 load_rust(file, source)
             } else {
-                crate::load(file, source)
+                crate::schema::load(file, source)
             }
         })
         .collect();
@@ -201,7 +160,7 @@ fn across(schema: &mut Schema, before: &[Model]) {
     }
     schema
         .diagnostics
-        .sort_by_key(|d| crate::line_col(&d.origin));
+        .sort_by_key(|d| crate::schema::line_col(&d.origin));
 }
 
 /// A relation of one file's entity to another file's that its parent's
@@ -268,6 +227,22 @@ fn dependents(schemas: &mut [Schema]) {
         schemas[i].diagnostics.push(d);
         schemas[i]
             .diagnostics
-            .sort_by_key(|d| crate::line_col(&d.origin));
+            .sort_by_key(|d| crate::schema::line_col(&d.origin));
     }
+}
+
+/// Whether `path` names a Rust source file (`.rs`) rather than a schema.
+pub fn is_rust_source(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "rs")
+}
+
+/// Reads and loads a model from disk: a Rust source file of derived
+/// entities ([`load_rust`]) when the name ends in `.rs`, a schema file
+/// ([`load`](crate::load)) otherwise.
+pub fn load_model_file(path: &Path) -> std::io::Result<Schema> {
+    if !is_rust_source(path) {
+        return load_file(path);
+    }
+    let source = std::fs::read_to_string(path)?;
+    Ok(load_rust(&path.display().to_string(), &source))
 }

@@ -127,6 +127,36 @@ fn builder_writes_only_when_changed() {
     ));
 }
 
+/// A schema whose relations reach a derived entity builds beside the Rust
+/// source that declares it: the schema's file is written as `kvmodel
+/// generate` writes it, nothing for the Rust source; alone, the schema is
+/// refused (its relation names an entity it does not know).
+#[test]
+fn builder_reads_rust_sources_beside_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let mixed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kvmodel-cli/tests/mixed");
+    let written = kvmodel_build::Builder::new()
+        .schema(mixed.join("accounts.rs"))
+        .schema(mixed.join("sessions.yaml"))
+        .out_dir(dir.path())
+        .compile()
+        .unwrap();
+    assert_eq!(written, vec![dir.path().join("sessions.rs")]);
+    assert_eq!(
+        std::fs::read_to_string(&written[0]).unwrap(),
+        std::fs::read_to_string(mixed.join("sessions.rs")).unwrap(),
+        "the file `kvmodel generate accounts.rs sessions.yaml` writes"
+    );
+    let alone = kvmodel_build::Builder::new()
+        .schema(mixed.join("sessions.yaml"))
+        .out_dir(dir.path())
+        .compile();
+    assert!(
+        matches!(&alone, Err(kvmodel_build::BuildError::Schema(text)) if text.contains("Account")),
+        "{alone:?}"
+    );
+}
+
 /// The schema the child run of `builder_passes_warnings_to_cargo` builds:
 /// two entities that look short-lived and have no TTL (W004), one of them
 /// allowing it.

@@ -75,13 +75,17 @@ enum Command {
     /// Compare two versions of a schema: safe, needs migration or breaking,
     /// with reasons (exit 1 when breaking).
     ///
-    /// Either file may be a schema or a Rust source file (`.rs`) of
+    /// Either side may be a schema or a Rust source file (`.rs`) of
     /// `#[derive(KvEntity)]` structs and the `KvEnum` enums they hold, such as
-    /// the deployed version saved with `git show v1:src/model.rs > old.rs`.
+    /// the deployed version saved with `git show v1:src/model.rs > old.rs`,
+    /// or a directory: its schema files (`.yaml`, `.yml`) and Rust source
+    /// files, subdirectories included, read as one model (a model split over
+    /// files, such as the deployed tree saved with
+    /// `git archive v1 src | tar -x -C old`).
     Diff {
-        /// The schema as deployed.
+        /// The schema as deployed (a file or a directory).
         old: PathBuf,
-        /// The schema as changed.
+        /// The schema as changed (a file or a directory).
         new: PathBuf,
     },
     /// Check a live store against a schema: every record's claims, index
@@ -156,6 +160,46 @@ fn load_all(paths: &[PathBuf], color: bool, deny_warnings: bool) -> Result<Proje
         return Err(Fail(Code::Problems));
     }
     Ok(project)
+}
+
+/// The files of one side of `diff`: `path` itself, or, for a directory,
+/// every schema file (`.yaml`, `.yml`) and Rust source file (`.rs`) under
+/// it in name order (hidden directories and `target` left out).
+fn model_files(path: &Path) -> Result<Vec<PathBuf>, Fail> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?;
+        entries.sort();
+        for path in entries {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" {
+                    walk(&path, out)?;
+                }
+            } else if [".yaml", ".yml", ".rs"].iter().any(|x| name.ends_with(x)) {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(path, &mut files).map_err(|e| {
+        fail(format_args!(
+            "cannot read the directory `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    if files.is_empty() {
+        return Err(fail(format_args!(
+            "`{}` holds no schema file (`.yaml`, `.yml`) and no Rust source file (`.rs`)",
+            path.display()
+        )));
+    }
+    Ok(files)
 }
 
 /// An exit code as the command's result.
@@ -280,8 +324,8 @@ fn execute(cli: Cli) -> Result<(), Fail> {
             Ok(())
         }
         Command::Diff { old, new } => {
-            let old = load_all(&[old], color, false)?;
-            let new = load_all(&[new], color, false)?;
+            let old = load_all(&model_files(&old)?, color, false)?;
+            let new = load_all(&model_files(&new)?, color, false)?;
             let changes = kvmodel_build::diff::diff(&old.model, &new.model);
             write_stdout(&kvmodel_build::diff::report(&changes))?;
             if changes
@@ -319,6 +363,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                 &namespaces,
                 &args.roles,
                 args.user.as_deref(),
+                args.cluster,
             ))
         }
         Command::Keys { schemas, format } => {

@@ -386,3 +386,48 @@ fn a_derived_parent_is_told_to_name_its_dependents() {
         "{stderr}"
     );
 }
+
+/// `diff` of two directories: each side is every schema file and Rust
+/// source file under it, subdirectories included, read as one model; other
+/// files and Rust files without entities are passed over.
+#[test]
+fn diff_reads_a_directory_as_one_model() {
+    let dirs = tempfile::tempdir().unwrap();
+    let (old, new) = (dirs.path().join("old"), dirs.path().join("new"));
+    for side in [&old, &new] {
+        std::fs::create_dir_all(side.join("model")).unwrap();
+        std::fs::copy(repo().join(MIXED[0]), side.join("model/accounts.rs")).unwrap();
+        std::fs::write(side.join("main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(side.join("README.md"), "not a schema\n").unwrap();
+    }
+    let sessions = std::fs::read_to_string(repo().join(MIXED[1])).unwrap();
+    std::fs::write(old.join("sessions.yaml"), &sessions).unwrap();
+    let changed = sessions.replace(
+        "      name: string\n",
+        "      name: string\n      plan: string\n",
+    );
+    assert_ne!(changed, sessions);
+    std::fs::write(new.join("sessions.yaml"), changed).unwrap();
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+
+    let o = kvmodel(&["diff", old, old]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let o = kvmodel(&["diff", old, new]);
+    let report = text(&o.stdout);
+    assert_eq!(code(&o), 1, "a new required field breaks: {report}");
+    assert!(report.contains("Workspace.plan"), "{report}");
+    assert!(
+        !report.contains("Account"),
+        "only the changed entity: {report}"
+    );
+
+    let empty = dirs.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = kvmodel(&["diff", empty.to_str().unwrap(), new]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("holds no schema file"),
+        "{}",
+        text(&o.stderr)
+    );
+}

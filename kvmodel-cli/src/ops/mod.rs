@@ -83,21 +83,8 @@ fn live_store(url: &str) -> Result<(), Fail> {
     }
 }
 
-/// `url` with the password of its user part (`redis://USER:PASSWORD@…`)
-/// replaced by `***`, for reports and checkpoints.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-    match authority.rsplit_once('@') {
-        Some((user, _)) if user.contains(':') => {
-            let name = user.split_once(':').map_or(user, |(n, _)| n);
-            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
+/// `url` with its password replaced by `***`, for reports and checkpoints.
+pub use kvmodel_runtime::store::redact_url as redact;
 
 /// What every maintenance command starts with.
 pub struct Context {
@@ -265,6 +252,10 @@ mod tests {
             ("rediss://:s3cret@host:6380", "rediss://:***@host:6380"),
             ("redis://ops@host:6379", "redis://ops@host:6379"),
             ("redb:/var/lib/a@b.redb", "redb:/var/lib/a@b.redb"),
+            (
+                "redis+cluster://ops:p@ss@a:1,b:2",
+                "redis+cluster://ops:***@a:1,b:2",
+            ),
         ] {
             assert_eq!(super::redact(url), shown);
         }

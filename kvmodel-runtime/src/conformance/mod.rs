@@ -237,7 +237,7 @@ macro_rules! on_every_backend {
 /// Runs async test cases `async fn case<H: Harness>(h: &H)` on every
 /// backend: one `#[tokio::test]` per case in each of the modules `memory`,
 /// `redb`, `redis` and `cluster` (a Redis Cluster, see
-/// [`ClusterHarness`](crate::conformance::ClusterHarness)), each with a
+/// [`ClusterHarness`]), each with a
 /// fresh harness. The cases are named as they are in scope where the macro
 /// is invoked.
 ///

@@ -20,7 +20,7 @@ use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 /// | `redb:PATH` | [`RedbStore::open(PATH)`](crate::RedbStore::open) (feature `redb`) |
 /// | `redis://HOST:PORT[/DB]`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
 /// | `rediss://HOST:PORT[/DB][#insecure]` | the same over TLS (feature `tls`) |
-/// | `redis+cluster://HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://HOST:PORT` seed per node named (feature `redis-cluster`) |
+/// | `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://[USER:PASSWORD@]HOST:PORT` seed per node named (feature `redis-cluster`) |
 /// | `rediss+cluster://HOST:PORT,…[#insecure]` | the same over TLS, with `rediss://HOST:PORT` seeds (features `redis-cluster` and `tls`) |
 ///
 /// Over TLS the server's certificate is verified against the system's roots
@@ -163,27 +163,37 @@ async fn open_redis_tls(url: &str) -> Result<AnyStore> {
     Err(feature_off(url, "tls", "RedisStore over TLS"))
 }
 
-/// The seeds of a `redis+cluster://HOST:PORT,HOST:PORT` URL, as
-/// `redis://HOST:PORT` URLs; of a `rediss+cluster://…[#insecure]` one, as
-/// `rediss://HOST:PORT[#insecure]` URLs.
+/// The seeds of a `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT`
+/// URL, as `redis://[USER:PASSWORD@]HOST:PORT` URLs (the credentials, if
+/// any, for every node); of a `rediss+cluster://…[#insecure]` one, as
+/// `rediss://…[#insecure]` URLs.
 fn cluster_seeds(url: &str, rest: &str, tls: bool) -> Result<Vec<String>> {
     let rest = rest.strip_prefix("//").unwrap_or(rest);
-    let (hosts, fragment) = match rest.split_once('#') {
-        Some((hosts, fragment)) if tls => (hosts, format!("#{fragment}")),
+    let (rest, fragment) = match rest.split_once('#') {
+        Some((rest, fragment)) if tls => (rest, format!("#{fragment}")),
         _ => (rest, String::new()),
+    };
+    // A password may hold `@` only percent-encoded, as in any URL; the
+    // hosts never do.
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((user, hosts)) if !user.is_empty() && !user.contains(['/', '?', '#', ',']) => {
+            (format!("{user}@"), hosts)
+        }
+        _ => (String::new(), rest),
     };
     let scheme = if tls { "rediss" } else { "redis" };
     let seeds: Vec<String> = hosts
         .split(',')
         .map(str::trim)
         .filter(|h| !h.is_empty())
-        .map(|h| format!("{scheme}://{h}{fragment}"))
+        .map(|h| format!("{scheme}://{credentials}{h}{fragment}"))
         .collect();
     if seeds.is_empty() || hosts.contains(['/', '?', '@', '#']) {
         return Err(Error::InvalidUrl {
             url: url.to_owned(),
             reason: format!(
-                "write the cluster's nodes as `{scheme}+cluster://HOST:PORT,HOST:PORT`, at \
+                "write the cluster's nodes as `{scheme}+cluster://HOST:PORT,HOST:PORT` \
+                 (`{scheme}+cluster://USER:PASSWORD@HOST:PORT,…` with credentials), at \
                  least one, with nothing after them{}",
                 if tls { " but `#insecure`" } else { "" }
             ),
@@ -432,6 +442,21 @@ mod tests {
         let seeds = cluster_seeds(url, "//a:1,b:2", false).unwrap();
         assert_eq!(seeds, ["redis://a:1", "redis://b:2"]);
         assert!(cluster_seeds(url, "//a:1#insecure", false).is_err());
+    }
+
+    #[test]
+    fn cluster_credentials_go_to_every_seed_and_stay_out_of_errors() {
+        let url = "redis+cluster://ops:p%40ss@a:1,b:2";
+        let seeds = cluster_seeds(url, "//ops:p%40ss@a:1,b:2", false).unwrap();
+        assert_eq!(seeds, ["redis://ops:p%40ss@a:1", "redis://ops:p%40ss@b:2"]);
+        let seeds = cluster_seeds(url, "//ops:p%40ss@a:1#insecure", true).unwrap();
+        assert_eq!(seeds, ["rediss://ops:p%40ss@a:1#insecure"]);
+        let bad = "redis+cluster://ops:s3cret@a:1,b:2/0";
+        let e = cluster_seeds(bad, "//ops:s3cret@a:1,b:2/0", false).unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("redis+cluster://ops:***@a:1,b:2/0"), "{text}");
+        assert!(text.contains("USER:PASSWORD@"), "{text}");
     }
 
     #[test]
