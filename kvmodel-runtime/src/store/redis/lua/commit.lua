@@ -3,7 +3,7 @@
 -- KEYS: every key the batch touches. ARGV: condition count, then 3 fields per
 -- condition (kind, key number, value); operation count, then 4 fields per
 -- operation (kind, key number, a, b); then, when the batch appends to change
--- feeds, the append count and 3 fields per append (stream key number,
+-- feeds, the word `#feed`, the append count and 3 fields per append (stream key number,
 -- retention in ms, entry).
 -- Phase 1 checks every condition; phase 2 validates every operation with
 -- exactly the rules of `kvmodel_runtime::store::check`, which include every
@@ -45,11 +45,13 @@ end
 -- on the server's clock. Entries older than the retention are trimmed
 -- exactly, and the newest trimmed id is recorded as the stream's
 -- max-deleted-entry-id (`XSETID`), so a reader behind it is told so.
-local appends = tonumber(ARGV[i] or '0')
-if appends > 0 then
+-- The section starts with the word `#feed` (what follows the operations
+-- otherwise is the end of ARGV, or the cluster's arguments).
+if ARGV[i] == '#feed' then
+  local appends = tonumber(ARGV[i + 1])
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  i = i + 1
+  i = i + 2
   for _ = 1, appends do
     local k = KEYS[tonumber(ARGV[i])]
     local id = redis.call('XADD', k, '*', 'e', ARGV[i + 2])
