@@ -330,3 +330,33 @@ async fn a_store_without_feeds_refuses_the_write_and_the_reader() {
         .unwrap_err();
     assert!(err.to_string().contains("no change feed"), "{err}");
 }
+
+#[tokio::test]
+async fn a_reader_can_follow_one_record() {
+    let repo = AcctRepo::new(MemoryStore::new());
+    for id in ["x", "y"] {
+        repo.create(&Acct {
+            id: id.into(),
+            email: format!("{id}@x"),
+            n: 0,
+        })
+        .await
+        .unwrap();
+    }
+    repo.modify("y", |a| a.n = 5).await.unwrap();
+    repo.modify("x", |a| a.n = 7).await.unwrap();
+    let mut only_x = repo
+        .feed()
+        .only(AcctKeys::record("x"))
+        .from(Position::Start);
+    let first = only_x.next().await.unwrap().unwrap();
+    assert!(matches!(first.event, Event::Created(ref a) if a.id == "x"));
+    let second = only_x.next().await.unwrap().unwrap();
+    assert!(matches!(second.event, Event::Updated { ref after, .. } if after.n == 7));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), only_x.next())
+            .await
+            .is_err(),
+        "nothing of `y`"
+    );
+}

@@ -253,6 +253,7 @@ const WAIT: Duration = Duration::from_secs(5);
 pub struct Feed<E, S> {
     store: S,
     buffer: usize,
+    keys: Vec<String>,
     _entity: PhantomData<fn() -> E>,
 }
 
@@ -262,6 +263,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Feed {
             store: self.store().clone(),
             buffer: DEFAULT_BUFFER,
+            keys: Vec::new(),
             _entity: PhantomData,
         }
     }
@@ -271,6 +273,15 @@ impl<E: Entity, S: Store> Feed<E, S> {
     /// Fetches at most `n` events per read (at least 1), and holds no more.
     pub fn buffer(mut self, n: usize) -> Self {
         self.buffer = n.max(1);
+        self
+    }
+
+    /// Only the changes of the record at `key` (a record key, as
+    /// `XKeys::record` builds it); call again for more records. The
+    /// reader still reads the whole feed: the filter saves the consumer's
+    /// work, not the store's.
+    pub fn only(mut self, key: impl Into<String>) -> Self {
+        self.keys.push(key.into());
         self
     }
 
@@ -292,6 +303,7 @@ impl<E: Entity, S: Store> Feed<E, S> {
             store: self.store,
             key: E::space().feed_key(),
             limit: self.buffer,
+            keys: self.keys,
             after,
             resolved,
             ready: VecDeque::new(),
@@ -311,6 +323,8 @@ pub struct FeedStream<E, S> {
     store: S,
     key: String,
     limit: usize,
+    /// Only these records' changes (all when empty).
+    keys: Vec<String>,
     /// The position of the last change handed out (`None`: before all).
     after: Option<FeedPosition>,
     /// Whether `after` is known (`Position::Now` reads it first).
@@ -361,8 +375,13 @@ impl<E: Entity, S: Store> FeedStream<E, S> {
             });
         }
         for e in page.entries {
-            self.ready
-                .push_back(Change::decode(&self.key, e.position, e.at_ms, &e.entry)?);
+            let change = Change::decode(&self.key, e.position, e.at_ms, &e.entry)?;
+            if self.keys.is_empty() || self.keys.contains(&change.key) {
+                self.ready.push_back(change);
+            } else {
+                // Skipped, but read: a resumed reader starts after it.
+                self.after = Some(e.position);
+            }
         }
         Ok(())
     }
