@@ -93,3 +93,31 @@ fn names_written_as_yaml_1_1_words_round_trip() {
     let declared = round_trip(include_str!("scalars/names.yaml"));
     assert!(declared.contains("rename(x = on, yes = no)"), "{declared}");
 }
+
+/// `feed:` reads from YAML, prints as `feed(retain = …)` and reads back;
+/// a `feed` without `retain` or with a bad duration is an error.
+#[test]
+fn a_change_feed_round_trips() {
+    let declared = round_trip(
+        r#"
+kvmodel: 1
+namespace: app
+entities:
+  Order:
+    key: "order:{id}"
+    feed: { retain: 7d }
+    fields:
+      id: string
+"#,
+    );
+    assert!(declared.contains(r#"feed(retain = "7d")"#), "{declared}");
+    for (feed, want) in [("{}", "`retain`"), ("{ retain: soon }", "soon")] {
+        let source = format!(
+            "kvmodel: 1\nnamespace: app\nentities:\n  Order:\n    key: \"order:{{id}}\"\n    \
+             feed: {feed}\n    fields:\n      id: string\n"
+        );
+        let schema = kvmodel_build::load("case.yaml", &source);
+        let text = schema.render_diagnostics(false);
+        assert!(schema.has_errors() && text.contains(want), "{text}");
+    }
+}

@@ -103,6 +103,10 @@ enum Command {
     /// Look at live data through a schema: records by key, a unique lookup,
     /// a page of an index or relation, a counter, as JSON.
     Inspect(crate::ops::InspectArgs),
+    /// Follow an entity's change feed (`feed:`), one JSON line per change:
+    /// its position, commit, time, key, event and the record before and
+    /// after.
+    Tail(crate::ops::TailArgs),
     /// Remove records that cannot be read (bytes that do not decode,
     /// another key's record), with the claims, index and relation members
     /// and counter amounts found to point to them; a record that reads is
@@ -336,6 +340,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
         Command::Reconcile(args) => exit(crate::ops::run(crate::ops::reconcile(args))),
         Command::Migrate(args) => exit(crate::ops::run(crate::ops::migrate(args))),
         Command::Inspect(args) => exit(crate::ops::run(crate::ops::inspect(args))),
+        Command::Tail(args) => exit(crate::ops::run(crate::ops::tail(args))),
         Command::Purge(args) => exit(crate::ops::run(crate::ops::purge(args))),
         Command::Acl(args) => {
             if let Some(user) = &args.user {

@@ -271,6 +271,22 @@ pub enum Error {
         /// The version every record was known to be at or past.
         complete: u32,
     },
+    /// A change feed reader asked for entries after `position`, but the
+    /// feed's retention has removed entries up to `trimmed`: the reader
+    /// would miss changes, so it gets this error instead of a gap.
+    #[error(
+        "the change feed `{feed}` no longer holds the entries after `{position}`: its \
+         retention removed them up to `{trimmed}`; resynchronise the consumer from the \
+         records, then follow the feed from `Position::Now`, or keep the feed longer"
+    )]
+    FeedBehind {
+        /// The feed's key.
+        feed: String,
+        /// The position the reader resumed after.
+        position: String,
+        /// The newest position retention removed.
+        trimmed: String,
+    },
     /// The storage backend failed.
     #[error("the {backend} store failed while trying to {context}: {source}")]
     Backend {

@@ -9,7 +9,8 @@ pub use crate::codec::proto::{ProtoEnum, ProtoField, ProtoKind, ProtoMessage, Pr
 pub use crate::codec::record::{Encoding, from_value};
 pub use crate::codec::storage::Storage;
 pub use crate::codec::time::{Date, Timestamp};
-pub use crate::engine::entity::{Entity, EntityMeta, Versioned};
+pub use crate::engine::entity::{Entity, EntityMeta, FeedMeta, Versioned};
+pub use crate::engine::feed::Feed;
 pub use crate::engine::links::{End, KeyArgs, Link};
 pub use crate::engine::maintenance::{Drift, Progress};
 pub use crate::engine::on_delete::{

@@ -181,6 +181,12 @@ pub use kvmodel_runtime::{
 };
 
 pub use kvmodel_runtime::engine::expiry::Sweep;
+/// Change feeds (`feed: { retain: 7d }`): a repository's `feed()` and
+/// the typed changes it streams.
+pub mod feed {
+    pub use kvmodel_runtime::engine::feed::{Change, Event, Feed, FeedStream, Position};
+    pub use kvmodel_runtime::store::FeedPosition;
+}
 /// Reports of the maintenance methods every repository has (`migrate_all`,
 /// `verify`, `reconcile`, `sweep_expired`).
 pub use kvmodel_runtime::engine::maintenance::{

@@ -2,13 +2,13 @@
 //! counters, relations and migration steps.
 
 use kvmodel_codegen::ir::{
-    Compress, Counter, Entity, Field, Index, KeyTemplate, Link, Lint, Migration, Relation, Ttl,
-    TypeDef, default_since,
+    Compress, Counter, Entity, Feed, Field, Index, KeyTemplate, Link, Lint, Migration, Relation,
+    Ttl, TypeDef, default_since,
 };
 use kvmodel_codegen::origin::{Diagnostic, Sp};
 use kvmodel_codegen::vocab::{self, COUNTER_KEYS, INDEX_KEYS, MIGRATION_KEYS, RELATION_KEYS};
 
-use super::{ENTITY_KEYS, Lower, Node, TTL_KEYS, described};
+use super::{ENTITY_KEYS, FEED_KEYS, Lower, Node, TTL_KEYS, described};
 use kvmodel_codegen::value::Value;
 
 impl Lower<'_> {
@@ -43,6 +43,7 @@ impl Lower<'_> {
                     }
                 }
                 "ttl" => e.ttl = self.ttl(v),
+                "feed" => e.feed = self.feed(v),
                 "colocate" => e.colocate = self.read().name(v, "`colocate`"),
                 "max_size" => e.max_size = self.read().size(v, "`max_size`"),
                 "compress" => e.compress = self.compress(v),
@@ -248,6 +249,25 @@ impl Lower<'_> {
             return None;
         };
         Ttl::parse(after, jitter, self.diags)
+    }
+
+    fn feed(&mut self, n: &Node) -> Option<Feed> {
+        let mut retain = None;
+        for (k, v) in self.entries(n, FEED_KEYS, "`feed`") {
+            if k.value == "retain" {
+                retain = self.read().string(v, "`feed.retain`");
+            }
+        }
+        let Some(retain) = retain else {
+            let at = n.origin.clone();
+            let m = vocab::missing(
+                "`feed`",
+                "`retain`, how long events are kept, such as `feed: { retain: 7d }`",
+            );
+            self.report(m, &at);
+            return None;
+        };
+        Feed::parse(retain, self.diags)
     }
 
     fn migrations(&mut self, n: &Node, fields: &[Field], types: &[TypeDef]) -> Vec<Migration> {

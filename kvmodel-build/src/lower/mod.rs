@@ -21,6 +21,7 @@ const ENTITY_KEYS: &[&str] = &[
     "version",
     "encoding",
     "ttl",
+    "feed",
     "colocate",
     "max_size",
     "compress",
@@ -35,6 +36,7 @@ const ENTITY_KEYS: &[&str] = &[
 ];
 const FIELD_KEYS: &[&str] = &["type", "optional", "default", "description"];
 const TTL_KEYS: &[&str] = &["after", "jitter"];
+const FEED_KEYS: &[&str] = &["retain"];
 const TYPE_KEYS: &[&str] = &["enum", "fields", "description"];
 
 /// The keys of a construct: the ones both front-ends share, and

@@ -11,6 +11,7 @@ mod migrate;
 mod progress;
 mod purge;
 mod report;
+mod tail;
 mod walk;
 
 /// The expiring entity the tests of `purge` write, shared with the
@@ -30,6 +31,7 @@ use kvmodel_runtime::model::{EntityModel, Model};
 pub use inspect::{InspectArgs, inspect};
 pub use migrate::{MigrateArgs, migrate};
 pub use purge::{PurgeArgs, purge};
+pub use tail::{TailArgs, tail};
 pub use walk::{ReconcileArgs, VerifyArgs, reconcile, verify};
 
 pub use crate::exit::{Code, Fail, fail};

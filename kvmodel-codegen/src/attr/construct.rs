@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::keys::{Keys, meta_name};
 use super::value::{self, Reader};
-use crate::ir::{Compress, Counter, Dependent, Index, Link, Lint, Migration, Relation};
+use crate::ir::{Compress, Counter, Dependent, Feed, Index, Link, Lint, Migration, Relation};
 use crate::origin::{Origin, Sp};
 use crate::vocab;
 
@@ -324,3 +324,32 @@ pub(super) fn compress(
         given,
     ))
 }
+
+/// `feed(retain = "7d")`: the entity's change feed.
+pub(super) fn feed(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Result<Option<Feed>> {
+    let span = meta.path.span();
+    let mut retain = None;
+    let mut keys = Keys::new(&[], FEED_KEYS);
+    meta.parse_nested_meta(|m| {
+        match meta_name(&m).as_str() {
+            "retain" => retain = r.string(&value::parse(m.value()?)?, "`feed.retain`"),
+            _ => keys.unknown(&m)?,
+        }
+        Ok(())
+    })?;
+    keys.report("`feed`", r);
+    let Some(retain) = retain else {
+        r.diags.push(
+            vocab::missing(
+                "`feed`",
+                "`retain`, how long events are kept, such as `feed(retain = \"7d\")`",
+            )
+            .at(&Origin::Span(span)),
+        );
+        return Ok(None);
+    };
+    Ok(Feed::parse(retain, r.diags))
+}
+
+/// The keys of `feed`.
+const FEED_KEYS: &[&str] = &["retain"];

@@ -27,6 +27,7 @@ const ENTITY_KEYS: &[&str] = &[
     "encoding",
     "ttl",
     "ttl_jitter",
+    "feed",
     "colocate",
     "max_size",
     "compress",
@@ -238,6 +239,7 @@ fn entity_key(
         }
         "ttl" => head.ttl = r.string(&value::parse(meta.value()?)?, &what),
         "ttl_jitter" => head.jitter = r.string(&value::parse(meta.value()?)?, &what),
+        "feed" => e.feed = construct::feed(meta, r)?,
         "colocate" => e.colocate = r.name(&value::parse(meta.value()?)?, &what),
         "max_size" => e.max_size = r.size(&value::parse(meta.value()?)?, &what),
         "compress" => e.compress = construct::compress(meta, r)?,

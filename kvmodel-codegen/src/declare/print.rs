@@ -363,6 +363,10 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             head.push(quote!(ttl_jitter = #j));
         }
     }
+    if let Some(f) = &e.feed {
+        let retain = vocab::format_duration_ms(f.retain_ms.value);
+        head.push(quote!(feed(retain = #retain)));
+    }
     if let Some(c) = &e.colocate {
         let c = ident(c);
         head.push(quote!(colocate = #c));

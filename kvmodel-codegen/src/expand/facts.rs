@@ -308,6 +308,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let storage = storage(cx);
+    // Only an entity with a feed says so: the trait's default is none.
+    let feed = e.feed.as_ref().map(|f| {
+        let ms = f.retain_ms.value;
+        quote! {
+            const FEED: ::core::option::Option<#p::FeedMeta> =
+                ::core::option::Option::Some(#p::FeedMeta {
+                    retain: ::core::time::Duration::from_millis(#ms),
+                });
+        }
+    });
     let needs = needs_codec(cx);
     let on_delete = super::on_delete::entity_items(cx, template);
     // What the record derives; the parameters of what derives nothing are
@@ -364,6 +374,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 ttl: #ttl,
                 storage: #storage,
             };
+
+            #feed
 
             fn record_key(&self) -> ::std::string::String {
                 #keys::record(#(#key_args),*)

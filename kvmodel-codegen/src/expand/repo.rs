@@ -260,6 +260,20 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
         },
     ];
 
+    if cx.e.feed.is_some() {
+        out.push(Method {
+            asyncness: false,
+            ret: quote!(#p::Feed<#name, __S>),
+            body: quote!(self.engine.feed()),
+            ..fixed(
+                "feed",
+                format!(
+                    " The change feed of `{ename}`: `.from(Position::Start | Position::Now | Position::After(p))` replays the retained changes, then follows new ones, each record's in its commit order."
+                ),
+            )
+        });
+    }
+
     out.extend(derived_methods(cx));
 
     let sweep_doc = if cx.e.ttl.is_some() {

@@ -130,6 +130,8 @@ pub struct Entity {
     pub dependents: Vec<Dependent>,
     /// Record time to live.
     pub ttl: Option<Ttl>,
+    /// The entity's change feed (`feed: { retain: 7d }`), if it keeps one.
+    pub feed: Option<Feed>,
     /// Largest encoded record accepted, in bytes (`max_size`): a larger one
     /// is refused with `ValueTooLarge`, writing nothing.
     pub max_size: Option<Sp<u64>>,
@@ -175,6 +177,7 @@ impl Entity {
             links: Vec::new(),
             dependents: Vec::new(),
             ttl: None,
+            feed: None,
             max_size: None,
             compress: None,
             colocate: None,
@@ -379,6 +382,13 @@ pub struct Compress {
     pub above: Sp<u64>,
     /// Where `compress` is written.
     pub origin: Origin,
+}
+
+/// A change feed: every commit that changes a record appends an event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Feed {
+    /// How long events are kept, in milliseconds (parsed from e.g. `7d`).
+    pub retain_ms: Sp<u64>,
 }
 
 /// Record time to live.

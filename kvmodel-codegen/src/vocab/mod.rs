@@ -21,7 +21,7 @@ pub use names::{
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Codec, Compress, Encoding, FieldExpr, Lint, Normalize, OnDelete, Ttl};
+use crate::ir::{Codec, Compress, Encoding, Feed, FieldExpr, Lint, Normalize, OnDelete, Ttl};
 use crate::origin::{Diagnostics, Origin, Severity, Sp, suggestion};
 
 /// The keys of an index, in both front-ends (the derive adds `name`).
@@ -541,6 +541,21 @@ pub fn format_jitter(permille: u32) -> String {
         format!("{}%", permille / 10)
     } else {
         format!("{}.{}%", permille / 10, permille % 10)
+    }
+}
+
+impl Feed {
+    /// Parses `retain` (e.g. `7d`), reporting it when it does not parse.
+    pub fn parse(retain: Sp<String>, diags: &mut Diagnostics) -> Option<Feed> {
+        match parse_duration_ms(&retain) {
+            Ok(ms) => Some(Feed {
+                retain_ms: Sp::new(ms, retain.origin),
+            }),
+            Err(m) => {
+                diags.push(m.at(&retain.origin));
+                None
+            }
+        }
     }
 }
 

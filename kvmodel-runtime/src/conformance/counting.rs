@@ -57,6 +57,21 @@ impl<S: Store> Store for CountingStore<S> {
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
         self.call().range(key, req).await
     }
+    fn keeps_feeds(&self) -> bool {
+        self.inner.keeps_feeds()
+    }
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<crate::store::FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<crate::store::FeedPage> {
+        self.call().feed_read(feed, after, limit, wait).await
+    }
+    async fn feed_last(&self, feed: &str) -> Result<Option<crate::store::FeedPosition>> {
+        self.call().feed_last(feed).await
+    }
     fn orders_keys(&self) -> bool {
         self.inner.orders_keys()
     }

@@ -119,6 +119,21 @@ impl<S: Store> Store for FaultyStore<S> {
         self.after_commit()?;
         Ok(outcome)
     }
+    fn keeps_feeds(&self) -> bool {
+        self.inner.keeps_feeds()
+    }
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<crate::store::FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<crate::store::FeedPage> {
+        self.inner.feed_read(feed, after, limit, wait).await
+    }
+    async fn feed_last(&self, feed: &str) -> Result<Option<crate::store::FeedPosition>> {
+        self.inner.feed_last(feed).await
+    }
     async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
     where
         T: Send,

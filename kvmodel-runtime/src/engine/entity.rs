@@ -64,6 +64,14 @@ pub struct EntityMeta {
     pub storage: Storage,
 }
 
+/// An entity's change feed: every commit that changes one of its records
+/// appends an event to it in the same commit ([`feed`](crate::engine::feed)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedMeta {
+    /// How long events are kept: older ones are removed as new ones come.
+    pub retain: std::time::Duration,
+}
+
 /// A stored entity: `#[derive(KvEntity)]` with a key template implements it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a kvmodel entity",
@@ -112,6 +120,10 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
         let _ = name;
         1
     }
+
+    /// The entity's change feed (`feed: { retain: … }`), or `None` when it
+    /// keeps none (the default).
+    const FEED: Option<FeedMeta> = None;
 
     /// Whether a relation of another entity to this one is
     /// `on_delete: cascade`: then a delete reads the record first, to find

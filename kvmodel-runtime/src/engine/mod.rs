@@ -11,6 +11,7 @@ pub mod def;
 mod delete;
 pub mod entity;
 pub mod expiry;
+pub mod feed;
 pub mod ledger;
 pub mod links;
 pub mod maintenance;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use crate::codec::key::Space;
-use crate::engine::entity::{ClaimFact, Entity, Facts, MemberFact};
+use crate::engine::entity::{ClaimFact, Entity, Facts, FeedMeta, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, move_receipt_in};
 use crate::engine::shards;
 use crate::error::{Error, Result};
@@ -23,6 +23,10 @@ pub(crate) struct Upkeep<'a> {
     pub(crate) space: Space<'a>,
     /// Whether writes add and remove discovery members.
     pub(crate) discovery: bool,
+    /// The entity's change feed, if it keeps one.
+    pub(crate) feed: Option<FeedMeta>,
+    /// Whether the store keeps feeds ([`Store::keeps_feeds`]).
+    pub(crate) feeds: bool,
 }
 
 impl<'a> Upkeep<'a> {
@@ -31,12 +35,17 @@ impl<'a> Upkeep<'a> {
         Upkeep {
             space,
             discovery: !store.orders_keys(),
+            feed: None,
+            feeds: store.keeps_feeds(),
         }
     }
 
     /// The upkeep of `E` on `store`.
     pub(crate) fn of<E: Entity, S: Store>(store: &S) -> Upkeep<'static> {
-        Upkeep::on(E::space(), store)
+        Upkeep {
+            feed: E::FEED,
+            ..Upkeep::on(E::space(), store)
+        }
     }
 }
 
@@ -102,6 +111,11 @@ impl Checked {
 ///   write, which repairs drift) and removed with it, where the store keeps
 ///   a discovery set ([`Upkeep`]).
 ///
+/// - on an entity with a change feed, a write of the record itself
+///   ([`ReceiptMove::Record`]) appends its event to the feed, with the
+///   images the caller's condition and write of the record carry
+///   ([`feed::append_event`](crate::engine::feed::append_event)).
+///
 /// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
 /// passes the entries it found as `old` and those the record implies as `new`;
 /// the expiry sweep passes an expired write's receipt as `old`.
@@ -115,6 +129,9 @@ pub(crate) fn transition(
     receipt: ReceiptMove<'_>,
 ) -> Result<Checked> {
     let space = upkeep.space;
+    if let (Some(feed), ReceiptMove::Record { .. }) = (upkeep.feed, &receipt) {
+        crate::engine::feed::append_event(space, feed, upkeep.feeds, b, owner)?;
+    }
     if let ReceiptMove::Record { old: stored, due } = receipt {
         let next = match (new, due) {
             (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),

@@ -302,6 +302,24 @@ impl Store for AnyStore {
         each!(self, s => s.orders_keys())
     }
 
+    fn keeps_feeds(&self) -> bool {
+        each!(self, s => s.keeps_feeds())
+    }
+
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<crate::store::FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<crate::store::FeedPage> {
+        each!(self, s => s.feed_read(feed, after, limit, wait).await)
+    }
+
+    async fn feed_last(&self, feed: &str) -> Result<Option<crate::store::FeedPosition>> {
+        each!(self, s => s.feed_last(feed).await)
+    }
+
     async fn range_keys_with<T, K, F>(
         &self,
         prefix: &str,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::counter::counter_increments;
+use super::feed::FeedAppend;
 
 /// A condition every backend checks before applying a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +140,10 @@ impl Op {
 pub struct Batch {
     conditions: Vec<Condition>,
     ops: Vec<Op>,
+    /// Feed entries appended when the batch is applied, in order.
+    appends: Vec<FeedAppend>,
+    /// The id the feed entries of this batch share (0: none drawn yet).
+    id: u64,
 }
 
 impl Batch {
@@ -162,17 +167,52 @@ impl Batch {
         Batch {
             conditions: Vec::with_capacity(conditions),
             ops: Vec::with_capacity(ops),
+            appends: Vec::new(),
+            id: 0,
         }
     }
 
-    /// Splits the batch into its conditions and operations.
+    /// Splits the batch into its conditions and operations (its feed
+    /// entries, [`appends`](Batch::appends), are left out).
     pub fn into_parts(self) -> (Vec<Condition>, Vec<Op>) {
         (self.conditions, self.ops)
     }
 
+    /// The feed entries appended when the batch is applied, in order: only a
+    /// store that [keeps feeds](crate::Store::keeps_feeds) is given any.
+    pub fn appends(&self) -> &[FeedAppend] {
+        &self.appends
+    }
+
     /// True when there is nothing to check and nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.conditions.is_empty() && self.ops.is_empty()
+        self.conditions.is_empty() && self.ops.is_empty() && self.appends.is_empty()
+    }
+
+    /// The id of this batch's commit, drawn at random on first use (never
+    /// 0): the feed entries of one batch carry it, so a reader can group the
+    /// events of one commit.
+    pub fn commit_id(&mut self) -> u64 {
+        if self.id == 0 {
+            self.id = fastrand::u64(1..);
+        }
+        self.id
+    }
+
+    /// Appends `entry` to the feed at `feed` when the batch is applied, in
+    /// the same commit; the feed keeps entries for `retain`.
+    pub fn append(
+        &mut self,
+        feed: impl Into<String>,
+        entry: Vec<u8>,
+        retain: Duration,
+    ) -> &mut Self {
+        self.appends.push(FeedAppend {
+            feed: feed.into(),
+            entry,
+            retain,
+        });
+        self
     }
 
     /// Adds a condition.

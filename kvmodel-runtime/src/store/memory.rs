@@ -1,6 +1,6 @@
 //! `MemoryStore`: an in-process store for tests and prototypes.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::store::batch::{Batch, Op, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock, deadline};
 use crate::store::counter::{add_to_counter, parse_counter};
+use crate::store::feed::{FeedAppend, FeedEntry, FeedPage, FeedPosition, FeedSignal};
 use crate::store::{
     Direction, Held, KeyPage, RangeRequest, RangeResult, ScanPage, Store, Via, bounds_empty, check,
     encode_entry, entry_bounds, key_bounds, member_keys, page_from_entries, scan_count, scan_page,
@@ -19,6 +20,55 @@ struct Inner {
     values: BTreeMap<String, (Vec<u8>, Option<u64>)>,
     sets: HashMap<String, (BTreeSet<Vec<u8>>, Option<u64>)>,
     commits: u64,
+    /// Change feeds by key.
+    feeds: HashMap<String, Feed>,
+}
+
+/// One change feed: its retained entries, oldest first.
+#[derive(Debug, Default, Clone)]
+struct Feed {
+    /// The sequence number of the newest entry ever appended.
+    last: u64,
+    /// The newest sequence number retention removed (0: none).
+    trimmed: u64,
+    /// (sequence number, append time, bytes).
+    entries: VecDeque<(u64, u64, Vec<u8>)>,
+}
+
+impl Feed {
+    /// Appends `a` at `now`, removing what is older than its retention.
+    fn append(&mut self, a: FeedAppend, now: u64) {
+        let cutoff = now.saturating_sub(u64::try_from(a.retain.as_millis()).unwrap_or(u64::MAX));
+        while let Some(&(seq, at, _)) = self.entries.front() {
+            if at >= cutoff {
+                break;
+            }
+            self.trimmed = seq;
+            self.entries.pop_front();
+        }
+        self.last += 1;
+        self.entries.push_back((self.last, now, a.entry));
+    }
+
+    /// At most `limit` entries after `after`.
+    fn page(&self, after: Option<FeedPosition>, limit: usize) -> FeedPage {
+        let after = after.map_or(0, |p| p.high);
+        let start = self.entries.partition_point(|(seq, _, _)| *seq <= after);
+        FeedPage {
+            entries: self
+                .entries
+                .iter()
+                .skip(start)
+                .take(limit)
+                .map(|(seq, at, bytes)| FeedEntry {
+                    position: FeedPosition::new(*seq, 0),
+                    at_ms: *at,
+                    entry: bytes.clone(),
+                })
+                .collect(),
+            trimmed: (self.trimmed > 0).then(|| FeedPosition::new(self.trimmed, 0)),
+        }
+    }
 }
 
 /// Every this many commits, expired entries are dropped from memory.
@@ -137,6 +187,8 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     /// A [`Store::snapshot`] view: its commits fail.
     frozen: bool,
+    /// Wakes feed readers after a commit that appended.
+    signal: Arc<FeedSignal>,
 }
 
 impl Default for MemoryStore {
@@ -157,6 +209,7 @@ impl MemoryStore {
             inner: Arc::default(),
             clock: Arc::new(clock),
             frozen: false,
+            signal: Arc::default(),
         }
     }
 
@@ -167,8 +220,15 @@ impl MemoryStore {
     }
 
     fn commit_now(&self, batch: Batch) -> Result<Outcome> {
-        let mut inner = self.lock();
-        self.commit_locked(&mut inner, batch)
+        let appends = !batch.appends().is_empty();
+        let outcome = {
+            let mut inner = self.lock();
+            self.commit_locked(&mut inner, batch)?
+        };
+        if appends && outcome.is_applied() {
+            self.signal.appended();
+        }
+        Ok(outcome)
     }
 
     /// Checks and applies `batch` while the lock is held.
@@ -185,9 +245,17 @@ impl MemoryStore {
         if !outcome.is_applied() {
             return Ok(outcome);
         }
+        let appends = batch.appends().to_vec();
         let (_, ops) = batch.into_parts();
         for op in ops {
             inner.apply(op, &*self.clock);
+        }
+        for a in appends {
+            inner
+                .feeds
+                .entry(a.feed.clone())
+                .or_default()
+                .append(a, now);
         }
         inner.commits += 1;
         if inner.commits.is_multiple_of(SWEEP_EVERY) {
@@ -209,7 +277,15 @@ impl MemoryStore {
         let values = keys.iter().map(|k| inner.value(k, now).cloned()).collect();
         match plan(values, now)? {
             Planned::Skip(t) => Ok((Outcome::Applied, t)),
-            Planned::Commit(batch, t) => Ok((self.commit_locked(&mut inner, batch)?, t)),
+            Planned::Commit(batch, t) => {
+                let appends = !batch.appends().is_empty();
+                let outcome = self.commit_locked(&mut inner, batch)?;
+                drop(inner);
+                if appends && outcome.is_applied() {
+                    self.signal.appended();
+                }
+                Ok((outcome, t))
+            }
         }
     }
 
@@ -387,7 +463,40 @@ impl Store for MemoryStore {
             inner: Arc::new(Mutex::new(copy)),
             clock: Arc::clone(&self.clock),
             frozen: true,
+            signal: Arc::default(),
         }))
+    }
+
+    fn keeps_feeds(&self) -> bool {
+        true
+    }
+
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<FeedPosition>,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<FeedPage> {
+        self.signal
+            .read_or_wait(wait, || {
+                let inner = self.lock();
+                Ok(inner
+                    .feeds
+                    .get(feed)
+                    .map(|f| f.page(after, limit))
+                    .unwrap_or_default())
+            })
+            .await
+    }
+
+    async fn feed_last(&self, feed: &str) -> Result<Option<FeedPosition>> {
+        let inner = self.lock();
+        Ok(inner
+            .feeds
+            .get(feed)
+            .filter(|f| f.last > 0)
+            .map(|f| FeedPosition::new(f.last, 0)))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<Duration>> {

@@ -16,6 +16,7 @@ mod check;
 pub mod clock;
 pub mod counter;
 mod entries;
+pub mod feed;
 pub mod memory;
 #[cfg(feature = "redb")]
 mod redb;
@@ -32,6 +33,7 @@ pub(crate) use entries::{KeyPage, key_bounds, scan_count, scan_page};
 pub use entries::{
     bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries, split_entry,
 };
+pub use feed::{FeedAppend, FeedEntry, FeedPage, FeedPosition};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
@@ -488,5 +490,43 @@ pub trait Store: Clone + Send + Sync + 'static {
                 None => Ok(0),
             }
         }
+    }
+
+    /// Whether the store keeps change feeds: applies a batch's
+    /// [`appends`](Batch::appends) in its commit and answers
+    /// [`feed_read`](Store::feed_read). The default keeps none; a write of
+    /// an entity with a feed then fails, naming the store, rather than
+    /// commit without its event.
+    fn keeps_feeds(&self) -> bool {
+        false
+    }
+
+    /// A page of the feed at `feed`: at most `limit` entries after `after`
+    /// (`None`: from the oldest retained), oldest first. When there are
+    /// none yet, waits up to `wait` for one to be appended (a store wakes
+    /// the reader when it is, it does not poll). The page says how far
+    /// retention has removed entries, so a reader can tell it missed some.
+    ///
+    /// The default fails: this store has no change feed.
+    fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> impl Future<Output = Result<FeedPage>> + Send {
+        let _ = (feed, after, limit, wait);
+        let backend = self.backend();
+        async move { Err(feed::no_feed(backend)) }
+    }
+
+    /// The position of the newest entry of the feed at `feed` (`None` when
+    /// it has none): where a reader that wants only new entries starts.
+    ///
+    /// The default fails: this store has no change feed.
+    fn feed_last(&self, feed: &str) -> impl Future<Output = Result<Option<FeedPosition>>> + Send {
+        let _ = feed;
+        let backend = self.backend();
+        async move { Err(feed::no_feed(backend)) }
     }
 }

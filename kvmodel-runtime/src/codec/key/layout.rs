@@ -178,6 +178,11 @@ impl<'a> Space<'a> {
         self.key(Derived::Discovery)
     }
 
+    /// The entity's change feed (`feed:`): its events, in commit order.
+    pub fn feed_key(&self) -> String {
+        format!("{}:{}#feed", self.namespace, self.key_space)
+    }
+
     /// The expiry ledger: record keys under the time their last write is
     /// due to expire.
     pub fn ledger_key(&self) -> String {

@@ -199,6 +199,7 @@ impl<S: Store> Transaction<S> {
                 for op in part.batch.ops() {
                     batch.op(op.clone());
                 }
+                crate::engine::feed::carry(&part.batch, &mut batch);
             }
             (batch, guards)
         };
@@ -319,8 +320,10 @@ impl<S: Store> Transaction<S> {
         // A parent created earlier in this transaction exists when the
         // child is written: its condition goes (it would see the store
         // before the commit).
-        let (conditions, ops) = std::mem::take(&mut part.batch).into_parts();
-        let mut kept = Batch::with_capacity(conditions.len(), ops.len());
+        let staged = std::mem::take(&mut part.batch);
+        let mut kept = Batch::with_capacity(staged.conditions().len(), staged.ops().len());
+        crate::engine::feed::carry(&staged, &mut kept);
+        let (conditions, ops) = staged.into_parts();
         let mut guards = Vec::with_capacity(conditions.len());
         for (c, g) in conditions.into_iter().zip(std::mem::take(&mut part.guards)) {
             if let (Condition::Present(k), Guard::Parent { .. }) = (&c, &g)

@@ -11,6 +11,7 @@
 //! counts, scans) and `write` the write transaction that checks and applies a
 //! batch.
 
+mod feed;
 mod group;
 mod guard;
 mod read;
@@ -25,6 +26,8 @@ use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition};
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::clock::{Clock, SystemClock};
+use crate::store::feed::FeedSignal;
+use crate::store::{FeedPage, FeedPosition};
 use crate::store::{
     MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via, commit_after_read_optimistic,
 };
@@ -68,6 +71,8 @@ pub struct RedbStore {
     pinned: Option<Arc<redb::ReadTransaction>>,
     /// Concurrent commits, grouped into one write transaction (`group`).
     committer: Arc<Committer>,
+    /// Wakes feed readers after a commit that appended.
+    signal: Arc<FeedSignal>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -159,6 +164,7 @@ impl RedbStore {
             collection_ttls: Arc::new(AtomicBool::new(collection_ttls)),
             pinned: None,
             committer: Arc::default(),
+            signal: Arc::default(),
         })
     }
 
@@ -213,6 +219,7 @@ impl RedbStore {
         let txn = self.begin_write()?;
         let mut answers = Vec::with_capacity(group.len());
         let mut applied = false;
+        let mut appended = false;
         {
             let mut w = Writer::open(&txn, self, now)?;
             for batch in group {
@@ -220,12 +227,16 @@ impl RedbStore {
                 if matches!(answer, Ok(Outcome::Applied)) {
                     w.apply_all(batch)?;
                     applied = true;
+                    appended |= !batch.appends().is_empty();
                 }
                 answers.push(answer);
             }
         }
         if applied {
             txn.commit().map_err(e("commit a batch"))?;
+        }
+        if appended {
+            self.signal.appended();
         }
         // Otherwise dropping the transaction aborts it: nothing is written.
         Ok(answers)
@@ -240,17 +251,22 @@ impl RedbStore {
     ) -> Result<(Outcome, T)> {
         let now = self.clock.now_ms();
         let txn = self.begin_write()?;
-        let (outcome, t) = {
+        let (outcome, t, appended) = {
             let mut w = Writer::open(&txn, self, now)?;
             let values = keys.iter().map(|k| w.get(k)).collect::<Result<Vec<_>>>()?;
             match caller(|| plan(values, now))? {
                 // Dropping the transaction aborts it.
                 Planned::Skip(t) => return Ok((Outcome::Applied, t)),
-                Planned::Commit(batch, t) => (w.commit_batch(&batch)?, t),
+                Planned::Commit(batch, t) => {
+                    (w.commit_batch(&batch)?, t, !batch.appends().is_empty())
+                }
             }
         };
         if outcome.is_applied() {
             txn.commit().map_err(e("commit a batch"))?;
+            if appended {
+                self.signal.appended();
+            }
         }
         Ok((outcome, t))
     }
@@ -419,6 +435,28 @@ impl Store for RedbStore {
             pinned: Some(Arc::new(txn)),
             ..self.clone()
         }))
+    }
+
+    fn keeps_feeds(&self) -> bool {
+        true
+    }
+
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<FeedPage> {
+        self.signal
+            .read_or_wait(wait, || {
+                self.guarded("read a change feed", || self.feed_page(feed, after, limit))
+            })
+            .await
+    }
+
+    async fn feed_last(&self, feed: &str) -> Result<Option<FeedPosition>> {
+        self.guarded("read a change feed", || self.feed_newest(feed))
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

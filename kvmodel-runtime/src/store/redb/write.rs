@@ -79,6 +79,9 @@ impl<'t> Writer<'t> {
         for op in batch.ops() {
             self.apply(op)?;
         }
+        if !batch.appends().is_empty() {
+            super::feed::append_all(self.txn, batch.appends(), self.now)?;
+        }
         Ok(())
     }
 

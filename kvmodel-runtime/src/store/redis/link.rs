@@ -165,6 +165,7 @@ impl RedisStoreBuilder {
             client,
             config,
             slot: Mutex::default(),
+            blocking: Mutex::default(),
         };
         link.connection()
             .await
@@ -211,7 +212,14 @@ pub(crate) struct Link {
     config: AsyncConnectionConfig,
     address: String,
     slot: Mutex<Slot>,
+    /// Connections for blocking reads (`XREAD BLOCK`), kept apart so a
+    /// waiting reader holds up no other request; each serves one reader
+    /// at a time.
+    blocking: Mutex<Vec<MultiplexedConnection>>,
 }
+
+/// The most idle connections for blocking reads kept open.
+const BLOCKING_KEPT: usize = 8;
 
 /// Why a request failed.
 pub(crate) enum Failure {
@@ -262,6 +270,53 @@ impl Link {
         if Arc::ptr_eq(&current, stale) {
             *current = Slot::default();
         }
+    }
+
+    /// Sends `cmd`, a command that blocks on the server for up to `wait`,
+    /// on a connection of its own, and reads its reply; no reply within
+    /// `wait` plus the response timeout is a failure, and the connection is
+    /// dropped then.
+    pub(crate) async fn send_blocking<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+        wait: Duration,
+    ) -> Result<T, Failure> {
+        let idle = self
+            .blocking
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut conn = match idle {
+            Some(c) => c,
+            None => {
+                let config = self.config.clone().set_response_timeout(None);
+                self.client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map_err(Failure::NotSent)?
+            }
+        };
+        let limit = wait + DEFAULT_RESPONSE_TIMEOUT;
+        let reply = match tokio::time::timeout(limit, cmd.query_async::<T>(&mut conn)).await {
+            Ok(reply) => reply,
+            Err(_) => {
+                return Err(Failure::Sent(RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no reply to a blocking read",
+                ))));
+            }
+        };
+        let fit = match &reply {
+            Ok(_) => true,
+            Err(e) => !e.is_unrecoverable_error(),
+        };
+        if fit {
+            let mut kept = self.blocking.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.len() < BLOCKING_KEPT {
+                kept.push(conn);
+            }
+        }
+        reply.map_err(Failure::Sent)
     }
 
     /// Sends `cmd` and reads its reply.

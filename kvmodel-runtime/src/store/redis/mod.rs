@@ -17,6 +17,7 @@
 
 #[cfg(feature = "redis-cluster")]
 mod cluster;
+mod feed;
 mod link;
 mod scripts;
 mod server;

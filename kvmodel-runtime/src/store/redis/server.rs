@@ -26,8 +26,8 @@ use crate::store::redis::wire::{
     time_to_live, unexpected,
 };
 use crate::store::{
-    RangeRequest, RangeResult, ScanPage, Store, Via, member_keys, page_from_entries,
-    page_from_entries_with, scan_count,
+    FeedPage, FeedPosition, RangeRequest, RangeResult, ScanPage, Store, Via, member_keys,
+    page_from_entries, page_from_entries_with, scan_count,
 };
 
 /// A Redis store: a cheap-clone handle over one multiplexed connection,
@@ -46,7 +46,7 @@ use crate::store::{
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    link: Arc<Link>,
+    pub(super) link: Arc<Link>,
     sha: Arc<str>,
     read_sha: Arc<str>,
     round_trips: Arc<AtomicU64>,
@@ -93,7 +93,7 @@ impl RedisStore {
         self.round_trips.load(Ordering::Relaxed)
     }
 
-    async fn query<T: redis::FromRedisValue>(
+    pub(super) async fn query<T: redis::FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
         context: &'static str,
@@ -185,7 +185,7 @@ impl RedisStore {
     }
 
     /// The error of a read that failed with `failure`.
-    fn read_failure(&self, failure: Failure, context: &'static str) -> Error {
+    pub(super) fn read_failure(&self, failure: Failure, context: &'static str) -> Error {
         match failure {
             Failure::NotSent(e) => Error::backend(
                 "redis",
@@ -328,6 +328,24 @@ impl Store for RedisStore {
             keys,
             next: (next != 0).then(|| next.to_string().into_bytes()),
         })
+    }
+
+    fn keeps_feeds(&self) -> bool {
+        true
+    }
+
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<FeedPosition>,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<FeedPage> {
+        self.feed_page(feed, after, limit, wait).await
+    }
+
+    async fn feed_last(&self, feed: &str) -> Result<Option<FeedPosition>> {
+        self.feed_newest(feed).await
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

@@ -63,7 +63,9 @@ pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
 /// `batch` as `commit.lua` reads it: `KEYS` every key the batch touches,
 /// once each, in first-seen order; `ARGV` the condition count, then kind,
 /// key number and value per condition, the operation count, then kind, key
-/// number and two arguments per operation (key numbers count from 1).
+/// number and two arguments per operation, then, when the batch appends to
+/// change feeds, the word `#feed`, the append count and per append the stream's key number,
+/// its retention in ms and the entry (key numbers count from 1).
 pub(crate) fn commit_args(batch: &Batch) -> (Vec<&str>, Vec<Vec<u8>>) {
     let mut keys: Vec<&str> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
@@ -81,6 +83,15 @@ pub(crate) fn commit_args(batch: &Batch) -> (Vec<&str>, Vec<Vec<u8>>) {
         argv.push(key_index(op.key(), &mut keys, &mut index));
         argv.push(a);
         argv.push(b);
+    }
+    if !batch.appends().is_empty() {
+        argv.push(b"#feed".to_vec());
+        argv.push(batch.appends().len().to_string().into_bytes());
+        for a in batch.appends() {
+            argv.push(key_index(&a.feed, &mut keys, &mut index));
+            argv.push(ms(a.retain).into_bytes());
+            argv.push(a.entry.clone());
+        }
     }
     (keys, argv)
 }

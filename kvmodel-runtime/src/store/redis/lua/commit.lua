@@ -2,7 +2,9 @@
 -- cluster's batch within one hash slot (behind cluster/single.lua).
 -- KEYS: every key the batch touches. ARGV: condition count, then 3 fields per
 -- condition (kind, key number, value); operation count, then 4 fields per
--- operation (kind, key number, a, b).
+-- operation (kind, key number, a, b); then, when the batch appends to change
+-- feeds, the word `#feed`, the append count and 3 fields per append (stream key number,
+-- retention in ms, entry).
 -- Phase 1 checks every condition; phase 2 validates every operation with
 -- exactly the rules of `kvmodel_runtime::store::check`, which include every
 -- check the following command makes; only phase 3 writes, with commands that
@@ -37,5 +39,30 @@ i = first
 for _ = 1, m do
   apply_op(KEYS[tonumber(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
   i = i + 4
+end
+
+-- The change feed entries, in the same script: a Stream entry each, ids
+-- on the server's clock. Entries older than the retention are trimmed
+-- exactly, and the newest trimmed id is recorded as the stream's
+-- max-deleted-entry-id (`XSETID`), so a reader behind it is told so.
+-- The section starts with the word `#feed` (what follows the operations
+-- otherwise is the end of ARGV, or the cluster's arguments).
+if ARGV[i] == '#feed' then
+  local appends = tonumber(ARGV[i + 1])
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  i = i + 2
+  for _ = 1, appends do
+    local k = KEYS[tonumber(ARGV[i])]
+    local id = redis.call('XADD', k, '*', 'e', ARGV[i + 2])
+    local minid = string.format('%d', math.max(0, now - tonumber(ARGV[i + 1])))
+    local oldest = redis.call('XRANGE', k, '-', '+', 'COUNT', 1)[1]
+    if oldest and tonumber(string.match(oldest[1], '^(%d+)')) < tonumber(minid) then
+      local newest_old = redis.call('XREVRANGE', k, '(' .. minid .. '-0', '-', 'COUNT', 1)[1]
+      redis.call('XTRIM', k, 'MINID', minid)
+      redis.call('XSETID', k, id, 'MAXDELETEDID', newest_old[1])
+    end
+    i = i + 3
+  end
 end
 return {1}
