@@ -39,6 +39,8 @@ pub use engine::expiry::Sweep;
 pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unordered};
 pub use engine::skipped::Skipped;
 pub use error::{Error, Result};
+#[cfg(feature = "dynamodb")]
+pub use store::DynamoStore;
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 pub use store::{

@@ -157,6 +157,8 @@ pub use kvmodel_runtime::Page;
 pub use kvmodel_runtime::{Cursor, OrderValue, PageRequest, Skipped, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 
+#[cfg(feature = "dynamodb")]
+pub use kvmodel_runtime::DynamoStore;
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;
 pub use kvmodel_runtime::{AnyStore, MemoryStore};

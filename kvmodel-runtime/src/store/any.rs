@@ -20,6 +20,7 @@ use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 /// | `redb:PATH` | [`RedbStore::open(PATH)`](crate::RedbStore::open) (feature `redb`) |
 /// | `redis://HOST:PORT[/DB]`, `rediss://…`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
 /// | `redis+cluster://HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://HOST:PORT` seed per node named (feature `redis-cluster`) |
+/// | `dynamodb://TABLE?region=REGION&endpoint=URL` | a `DynamoStore` on `TABLE` (feature `dynamodb`; both options optional, the AWS chain fills in the rest; opening creates nothing) |
 ///
 /// A store built by hand (a Redis store with its own timeouts, a memory store
 /// on a manual clock) converts with `AnyStore::from(store)`.
@@ -50,11 +51,14 @@ pub enum AnyStore {
     /// A Redis Cluster.
     #[cfg(feature = "redis-cluster")]
     Cluster(crate::RedisClusterStore),
+    /// An Amazon DynamoDB table.
+    #[cfg(feature = "dynamodb")]
+    Dynamo(crate::DynamoStore),
 }
 
 /// The URL forms [`AnyStore::open`] reads, for messages.
-const FORMS: &str =
-    "`memory:`, `redb:PATH`, `redis://HOST:PORT` or `redis+cluster://HOST:PORT,HOST:PORT`";
+const FORMS: &str = "`memory:`, `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,HOST:PORT` or \
+     `dynamodb://TABLE?region=REGION`";
 
 impl AnyStore {
     /// Opens the store `url` names (see [`AnyStore`]). A URL of no known
@@ -80,6 +84,7 @@ impl AnyStore {
             "redb" => open_redb(url, rest),
             "redis" | "rediss" | "redis+unix" | "unix" => open_redis(url).await,
             "redis+cluster" => open_cluster(url, rest).await,
+            "dynamodb" => open_dynamo(url).await,
             _ => Err(Error::InvalidUrl {
                 url: url.to_owned(),
                 reason: format!("`{scheme}:` is not a known store; write {FORMS}"),
@@ -150,9 +155,26 @@ async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
     Err(feature_off(url, "redis-cluster", "RedisClusterStore"))
 }
 
+#[cfg(feature = "dynamodb")]
+async fn open_dynamo(url: &str) -> Result<AnyStore> {
+    crate::DynamoStore::open_url(url)
+        .await
+        .map(AnyStore::Dynamo)
+}
+
+#[cfg(not(feature = "dynamodb"))]
+async fn open_dynamo(url: &str) -> Result<AnyStore> {
+    Err(feature_off(url, "dynamodb", "DynamoStore"))
+}
+
 /// The error for a URL whose backend was compiled out.
 #[cfg_attr(
-    all(feature = "redb", feature = "redis", feature = "redis-cluster"),
+    all(
+        feature = "redb",
+        feature = "redis",
+        feature = "redis-cluster",
+        feature = "dynamodb"
+    ),
     allow(dead_code)
 )]
 fn feature_off(url: &str, feature: &str, store: &str) -> Error {
@@ -192,6 +214,13 @@ impl From<crate::RedisClusterStore> for AnyStore {
     }
 }
 
+#[cfg(feature = "dynamodb")]
+impl From<crate::DynamoStore> for AnyStore {
+    fn from(store: crate::DynamoStore) -> Self {
+        AnyStore::Dynamo(store)
+    }
+}
+
 /// `$body` with `$s` bound to the store inside `$any`.
 macro_rules! each {
     ($any:expr, $s:ident => $body:expr) => {
@@ -203,6 +232,8 @@ macro_rules! each {
             AnyStore::Redis($s) => $body,
             #[cfg(feature = "redis-cluster")]
             AnyStore::Cluster($s) => $body,
+            #[cfg(feature = "dynamodb")]
+            AnyStore::Dynamo($s) => $body,
         }
     };
 }
@@ -325,6 +356,8 @@ impl Store for AnyStore {
             AnyStore::Redis(s) => s.snapshot().await?.map(AnyStore::Redis),
             #[cfg(feature = "redis-cluster")]
             AnyStore::Cluster(s) => s.snapshot().await?.map(AnyStore::Cluster),
+            #[cfg(feature = "dynamodb")]
+            AnyStore::Dynamo(s) => s.snapshot().await?.map(AnyStore::Dynamo),
         })
     }
 
