@@ -29,6 +29,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::clock::{Clock, SystemClock};
+use crate::store::counter::{stamp_key, stamped, stamps_of};
 use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
 
 pub(crate) const BACKEND: &str = "dynamodb";
@@ -454,8 +455,15 @@ impl Store for DynamoStore {
         BACKEND
     }
 
+    /// Raises the change stamp of every counter the batch moves, in the
+    /// same transaction ([`Store::change_stamps`]).
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        self.commit_batch(batch).await
+        self.commit_batch(stamped(batch)).await
+    }
+
+    async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
+        let stamps: Vec<String> = keys.iter().map(|k| stamp_key(k)).collect();
+        Ok(Some(stamps_of(self.get_many(&stamps).await?)))
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
