@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::read::backoff;
 use super::{
-    BACKEND, DynamoStore, Head, Item, Kind, PK, SK, VERSION, build_error, describe, head_key,
+    BACKEND, DynamoStore, Head, Item, Kind, OnIo, PK, SK, VERSION, build_error, describe, head_key,
     member_sk, sdk_error,
 };
 use crate::error::{Error, Result};
@@ -527,6 +527,7 @@ impl DynamoStore {
             .transact_get_items()
             .set_transact_items(Some(gets))
             .send()
+            .on_io()
             .await
         {
             Ok(out) => out,
@@ -641,6 +642,7 @@ impl DynamoStore {
                 .batch_get_item()
                 .request_items(&*self.table, request)
                 .send()
+                .on_io()
                 .await
                 .map_err(|e| sdk_error("read collection members", e))?;
             for item in out
@@ -688,6 +690,7 @@ impl DynamoStore {
             .set_transact_items(Some(actions))
             .client_request_token(token)
             .send()
+            .on_io()
             .await;
         match result {
             Ok(_) => Ok(Attempt::Done(Outcome::Applied)),

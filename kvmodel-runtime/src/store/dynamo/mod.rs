@@ -19,6 +19,7 @@ mod commit;
 mod read;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
@@ -49,6 +50,45 @@ const VERSION: &str = "ver";
 const HEAD: u8 = 0;
 /// The first byte of a member item's sort key.
 const MEMBER: u8 = 1;
+
+/// The runtime every request of every `DynamoStore` is polled on: the
+/// SDK's futures nest deeply, so they run on threads of their own with a
+/// full stack, whatever thread (and runtime) the caller polls on.
+fn io() -> &'static tokio::runtime::Runtime {
+    static IO: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    IO.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kvmodel-dynamodb")
+            .enable_all()
+            .build()
+            .expect("start the DynamoDB request threads")
+    })
+}
+
+/// A request, sent from the store's own threads ([`io`]).
+pub(crate) trait OnIo: Future + Send + Sized + 'static
+where
+    Self::Output: Send + 'static,
+{
+    fn on_io(self) -> impl Future<Output = Self::Output> + Send {
+        async move {
+            match io().spawn(self).await {
+                Ok(out) => out,
+                // The runtime lives as long as the process and no task
+                // is aborted: only a panic of the request ends it early.
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
+        }
+    }
+}
+
+impl<F> OnIo for F
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+}
 
 /// An item as the SDK hands it over.
 type Item = HashMap<String, AttributeValue>;
@@ -179,6 +219,7 @@ impl DynamoStore {
             .describe_table()
             .table_name(&*self.table)
             .send()
+            .on_io()
             .await;
         match described {
             Ok(out) => {
@@ -231,6 +272,7 @@ impl DynamoStore {
             .key_schema(key(PK, KeyType::Hash)?)
             .key_schema(key(SK, KeyType::Range)?)
             .send()
+            .on_io()
             .await;
         if let Err(e) = created {
             let raced = e
@@ -247,6 +289,7 @@ impl DynamoStore {
                 .describe_table()
                 .table_name(&*self.table)
                 .send()
+                .on_io()
                 .await
                 .map_err(|e| sdk_error(format!("describe table `{}`", self.table), e))?;
             if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
@@ -271,6 +314,7 @@ impl DynamoStore {
             .table_name(&*self.table)
             .time_to_live_specification(spec)
             .send()
+            .on_io()
             .await
             .map_err(|e| sdk_error(format!("turn on expiry for table `{}`", self.table), e))?;
         Ok(())
@@ -458,22 +502,22 @@ impl Store for DynamoStore {
     /// Raises the change stamp of every counter the batch moves, in the
     /// same transaction ([`Store::change_stamps`]).
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        self.commit_batch(stamped(batch)).await
+        Box::pin(self.commit_batch(stamped(batch))).await
     }
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
         let stamps: Vec<String> = keys.iter().map(|k| stamp_key(k)).collect();
-        Ok(Some(stamps_of(self.get_many(&stamps).await?)))
+        Ok(Some(stamps_of(Box::pin(self.get_many(&stamps)).await?)))
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let head = self.head(key).await?;
+        let head = Box::pin(self.head(key)).await?;
         let now = self.clock.now_ms();
         Ok(head.and_then(|h| value_of(h, now)))
     }
 
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
-        let heads = self.heads(keys).await?;
+        let heads = Box::pin(self.heads(keys)).await?;
         let now = self.clock.now_ms();
         Ok(heads
             .into_iter()
@@ -482,12 +526,12 @@ impl Store for DynamoStore {
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
-        self.range_now(key, &req).await
+        Box::pin(self.range_now(key, &req)).await
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
         let now = self.clock.now_ms();
-        Ok(match self.head(key).await? {
+        Ok(match Box::pin(self.head(key)).await? {
             Some(Head {
                 kind: Kind::Collection { count, .. },
                 exp,
@@ -499,7 +543,7 @@ impl Store for DynamoStore {
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
         let now = self.clock.now_ms();
-        Ok(match self.head(key).await? {
+        Ok(match Box::pin(self.head(key)).await? {
             Some(Head { exp: Some(at), .. }) if at > now => {
                 Some(std::time::Duration::from_millis(at - now))
             }
@@ -512,7 +556,7 @@ impl Store for DynamoStore {
     }
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
-        self.scan_now(prefix, cursor, count).await
+        Box::pin(self.scan_now(prefix, cursor, count)).await
     }
 }
 

@@ -9,8 +9,8 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::{
-    BACKEND, DynamoStore, HEAD, Head, Item, Kind, MEMBER, PK, SK, build_error, head_key, member_sk,
-    sdk_error,
+    BACKEND, DynamoStore, HEAD, Head, Item, Kind, MEMBER, OnIo, PK, SK, build_error, head_key,
+    member_sk, sdk_error,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -34,6 +34,7 @@ impl DynamoStore {
             .set_key(Some(head_key(key)))
             .consistent_read(true)
             .send()
+            .on_io()
             .await
             .map_err(|e| sdk_error(format!("read `{key}`"), e))?;
         out.item().map(|item| Head::parse(key, item)).transpose()
@@ -64,6 +65,7 @@ impl DynamoStore {
                     .batch_get_item()
                     .request_items(&*self.table, request)
                     .send()
+                    .on_io()
                     .await
                     .map_err(|e| sdk_error("read many keys", e))?;
                 for item in out
@@ -168,6 +170,7 @@ impl DynamoStore {
                 .limit(i32::try_from(page).unwrap_or(1000))
                 .set_exclusive_start_key(start.take())
                 .send()
+                .on_io()
                 .await
                 .map_err(|e| sdk_error(format!("read the collection `{key}`"), e))?;
             for item in resp.items() {
@@ -225,6 +228,7 @@ impl DynamoStore {
             .limit(i32::try_from(count).unwrap_or(i32::MAX))
             .set_exclusive_start_key(start)
             .send()
+            .on_io()
             .await
             .map_err(|e| sdk_error(format!("list the keys under `{prefix}`"), e))?;
         let now = self.clock.now_ms();
