@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 /// Generates Rust declarations from schema files, for `build.rs`.
 ///
 /// Each schema `x.yaml` becomes `OUT_DIR/x.rs`, written only when its
-/// contents change (so cargo does not rebuild needlessly).
+/// contents change (so cargo does not rebuild needlessly). Rust source
+/// files (`.rs`) of `#[derive(KvEntity)]` structs may be added too, when a
+/// schema's relations reach their entities: they are read with the schemas
+/// as one model, and nothing is written for them.
 ///
 /// ```no_run
 /// // build.rs, in `fn main`:
@@ -50,7 +53,8 @@ impl Builder {
         Builder::default()
     }
 
-    /// Adds a schema file.
+    /// Adds a schema file, or a Rust source file (`.rs`) of derived
+    /// entities the schemas relate to.
     pub fn schema(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.schemas.push(path.as_ref().to_owned());
         self
@@ -76,15 +80,20 @@ impl Builder {
             .clone()
             .or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from))
             .ok_or(BuildError::NoOutDir)?;
-        let mut schemas = Vec::new();
-        for path in &self.schemas {
-            if std::env::var_os("CARGO").is_some() {
+        if std::env::var_os("CARGO").is_some() {
+            for path in &self.schemas {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
-            let schema = crate::load_file(path).map_err(|source| BuildError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        }
+        // Every file is read as one project, so that a schema's relations
+        // reach the entities a Rust source file derives; only the schema
+        // files are written (Rust source declares its own structs).
+        let project = crate::project::load_files(&self.schemas).map_err(|e| BuildError::Io {
+            path: e.path,
+            source: e.source,
+        })?;
+        let mut schemas = Vec::new();
+        for schema in project.schemas {
             if self.deny_warnings && schema.has_warnings() {
                 return Err(BuildError::Schema(schema.render_diagnostics(false)));
             }
@@ -94,9 +103,15 @@ impl Builder {
                     println!("cargo:warning={line}");
                 }
             }
-            schemas.push(schema);
+            if crate::project::is_rust_source(Path::new(&schema.file)) {
+                if schema.has_errors() {
+                    return Err(BuildError::Schema(schema.render_diagnostics(false)));
+                }
+            } else {
+                schemas.push(schema);
+            }
         }
-        let files = crate::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;
+        let files = crate::schema::generate(&schemas).map_err(|e| BuildError::Schema(e.message))?;
         let mut written = Vec::new();
         for f in files {
             let path = out_dir.join(&f.name);

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use kvmodel_codegen::ir::{FieldType, Model, TypeKind};
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin};
 
-use crate::Schema;
+use crate::schema::Schema;
 
 /// The items of a file with the items of its inline modules (`mod m { … }`)
 /// beside them.
@@ -59,7 +59,7 @@ fn keep_held_types(model: &mut Model) {
 }
 
 /// `file:line:col` of a span of `file`'s source.
-fn located(origin: &Origin, file: &str) -> Origin {
+pub(crate) fn located(origin: &Origin, file: &str) -> Origin {
     match origin {
         Origin::Span(s) => {
             let at = s.start();
@@ -113,7 +113,7 @@ pub fn load_rust(file: &str, source: &str) -> Schema {
             ..d
         })
         .collect();
-    diagnostics.sort_by_key(|d| crate::line_col(&d.origin));
+    diagnostics.sort_by_key(|d| crate::schema::line_col(&d.origin));
     Schema {
         file: file.to_owned(),
         source: source.to_owned(),

@@ -20,6 +20,30 @@ fn classifies_every_change() {
     );
 }
 
+/// A rename declared in a migration step is one change, not a field
+/// removed and another added; an index added `since` a version says that
+/// its reads are refused until the migration backfills it.
+#[test]
+fn names_renames_and_what_since_does() {
+    let (old, new) = (load("old.yaml"), load("new.yaml"));
+    let report = kvmodel_build::diff::report(&kvmodel_build::diff::diff(&old, &new));
+    assert!(
+        report.contains("User.name: field renamed full_name → name (migration from 1)"),
+        "{report}"
+    );
+    assert!(!report.contains("User.full_name: removed"), "{report}");
+    assert!(!report.contains("User.name: new field"), "{report}");
+    assert!(
+        report.contains("new index `by_status` (since 2)")
+            && report.contains("reads of it are refused with `NotReadable`")
+            && report.contains("`kvmodel migrate`"),
+        "{report}"
+    );
+    for line in report.lines().filter(|l| l.starts_with("safe")) {
+        assert!(line.contains(';'), "a safe change says why: {line}");
+    }
+}
+
 #[test]
 fn tells_what_type_and_ttl_changes_do_to_stored_records() {
     let (old, new) = (load("types_old.yaml"), load("types_new.yaml"));

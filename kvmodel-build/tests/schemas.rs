@@ -44,6 +44,30 @@ fn keys_snapshots() {
     });
 }
 
+/// `kvmodel keys --format mermaid`: the shop as the diagram in README.md,
+/// and the social schema for its links.
+#[test]
+fn mermaid_snapshots() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    let shop = kvmodel_build::keys::report(
+        &load(&dir.join("shop.yaml")).model,
+        kvmodel_build::keys::Format::Mermaid,
+    );
+    insta::assert_snapshot!("mermaid_shop", shop);
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    assert!(
+        readme.contains(&format!("```mermaid\n{shop}```")),
+        "README.md shows the shop's diagram as `kvmodel keys --format mermaid` prints it"
+    );
+    let social = kvmodel_build::keys::report(
+        &load(&dir.join("social.yaml")).model,
+        kvmodel_build::keys::Format::Mermaid,
+    );
+    insta::assert_snapshot!("mermaid_social", social);
+}
+
 /// `kvmodel proto`: the .proto of each schema's protobuf-encoded entities.
 #[test]
 fn proto_snapshots() {
@@ -101,6 +125,36 @@ fn builder_writes_only_when_changed() {
         bad.compile(),
         Err(kvmodel_build::BuildError::Io { .. })
     ));
+}
+
+/// A schema whose relations reach a derived entity builds beside the Rust
+/// source that declares it: the schema's file is written as `kvmodel
+/// generate` writes it, nothing for the Rust source; alone, the schema is
+/// refused (its relation names an entity it does not know).
+#[test]
+fn builder_reads_rust_sources_beside_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let mixed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kvmodel-cli/tests/mixed");
+    let written = kvmodel_build::Builder::new()
+        .schema(mixed.join("accounts.rs"))
+        .schema(mixed.join("sessions.yaml"))
+        .out_dir(dir.path())
+        .compile()
+        .unwrap();
+    assert_eq!(written, vec![dir.path().join("sessions.rs")]);
+    assert_eq!(
+        std::fs::read_to_string(&written[0]).unwrap(),
+        std::fs::read_to_string(mixed.join("sessions.rs")).unwrap(),
+        "the file `kvmodel generate accounts.rs sessions.yaml` writes"
+    );
+    let alone = kvmodel_build::Builder::new()
+        .schema(mixed.join("sessions.yaml"))
+        .out_dir(dir.path())
+        .compile();
+    assert!(
+        matches!(&alone, Err(kvmodel_build::BuildError::Schema(text)) if text.contains("Account")),
+        "{alone:?}"
+    );
 }
 
 /// The schema the child run of `builder_passes_warnings_to_cargo` builds:

@@ -23,6 +23,16 @@
 //!   script (`TYPE`, `GET`, `SET`, `UNLINK`, `INCRBY`, `ZADD`, `ZREM`,
 //!   `ZREMRANGEBYRANK`, `PEXPIRE`).
 //!
+//! On a Redis Cluster (`--cluster`) the store also sends: `CLUSTER SLOTS`
+//! (the redis client's routing table) and `ASKING` (a key moving between
+//! nodes) and `SCRIPT LOAD` (scripts are loaded on each node before
+//! their first run there) for everyone; for writers, the reads of the cross-slot protocol
+//! (`EXISTS`, `HGET`, `HMGET`, `HEXISTS`) and its scripts' commands (`HSET`,
+//! `HDEL`, `HGETALL`, `DEL` of its own keys, `TIME`), on its own keys
+//! `kvmodel~*` (locks, shared holds, intents, tokens: one set for every
+//! namespace on the cluster); for operators, `CLUSTER NODES` (walks visit
+//! every master) and `HVALS` (recovery reads the shared holds).
+//!
 //! Redis takes every key given to `EVAL`/`EVALSHA` as read *and* written,
 //! so a reader, whose keys are read-only (`%R~`), runs the read script
 //! through a selector that allows only `EVALSHA`/`EVAL` on its keys; what a
@@ -38,8 +48,8 @@ use clap::{Args, ValueEnum};
 /// `kvmodel acl`.
 #[derive(Debug, Args)]
 pub struct AclArgs {
-    /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]`
-    /// structs; the users may use every namespace they declare.
+    /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+    /// structs, in any mix; the users may use every namespace they declare.
     #[arg(long = "schema", value_name = "SCHEMA", required = true, num_args = 1..)]
     pub schemas: Vec<PathBuf>,
     /// The roles to print a user for (repeat for more; default: all three).
@@ -49,6 +59,11 @@ pub struct AclArgs {
     /// role, each user is `<NAME>-<role>`.
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
+    /// Users of a Redis Cluster (`redis+cluster://`): also the commands and
+    /// the keys (`kvmodel~*`) of the cluster's routing and its cross-slot
+    /// protocol. ACL users are per node: run each line on every node.
+    #[arg(long)]
+    pub cluster: bool,
 }
 
 /// What a user may do.
@@ -129,14 +144,44 @@ const COMMANDS: &[(&str, Need)] = &[
     ("scan", Need::Operate),
 ];
 
+/// What a Redis Cluster adds to [`COMMANDS`].
+const CLUSTER_COMMANDS: &[(&str, Need)] = &[
+    // The redis client's routing: the slot table, and a key on the move.
+    ("cluster|slots", Need::Read),
+    ("asking", Need::Read),
+    // Scripts are loaded on every node before their first run there.
+    ("script|load", Need::Read),
+    // The cross-slot protocol's reads of its locks, holds and intents.
+    ("exists", Need::Write),
+    ("hget", Need::Write),
+    ("hmget", Need::Write),
+    ("hexists", Need::Write),
+    // Its scripts: holds and intents are hashes; its own keys are
+    // deleted with `DEL`; deadlines are read off the server's clock.
+    ("hset", Need::Write),
+    ("hdel", Need::Write),
+    ("hgetall", Need::Write),
+    ("del", Need::Write),
+    ("time", Need::Write),
+    // Walks visit every master; recovery reads the shared holds.
+    ("cluster|nodes", Need::Operate),
+    ("hvals", Need::Operate),
+];
+
+/// The keys of the cluster's cross-slot protocol (see the module docs).
+const CLUSTER_KEYS: &str = "kvmodel~*";
+
 /// Running the store's scripts: `EVALSHA`, and `EVAL` the first time a
 /// server meets one.
 const SCRIPTS: &[&str] = &["evalsha", "eval"];
 
-/// The commands of `role`, scripts included, in `ACL SETUSER` form.
-pub fn commands(role: Role) -> Vec<&'static str> {
+/// The commands of `role`, scripts included, in `ACL SETUSER` form; with
+/// `cluster`, those a Redis Cluster adds too.
+pub fn commands(role: Role, cluster: bool) -> Vec<&'static str> {
+    let cluster_commands = if cluster { CLUSTER_COMMANDS } else { &[] };
     COMMANDS
         .iter()
+        .chain(cluster_commands)
         .filter(|(_, need)| *need <= Need::of(role))
         .map(|(c, _)| *c)
         .chain(SCRIPTS.iter().copied())
@@ -162,11 +207,15 @@ fn glob_escape(text: &str) -> String {
     out
 }
 
-/// The `ACL SETUSER` line of `user` in `role` over `namespaces`.
-pub fn setuser(user: &str, role: Role, namespaces: &BTreeSet<String>) -> String {
-    let patterns: Vec<String> = namespaces.iter().flat_map(|ns| key_patterns(ns)).collect();
+/// The `ACL SETUSER` line of `user` in `role` over `namespaces`, for a
+/// Redis Cluster with `cluster`.
+pub fn setuser(user: &str, role: Role, namespaces: &BTreeSet<String>, cluster: bool) -> String {
+    let mut patterns: Vec<String> = namespaces.iter().flat_map(|ns| key_patterns(ns)).collect();
+    if cluster && role != Role::Reader {
+        patterns.push(CLUSTER_KEYS.to_owned());
+    }
     let mut line = format!("ACL SETUSER {user} on resetkeys resetchannels clearselectors -@all");
-    for c in commands(role) {
+    for c in commands(role, cluster) {
         if role == Role::Reader && SCRIPTS.contains(&c) {
             continue;
         }
@@ -219,6 +268,7 @@ pub fn report(
     namespaces: &BTreeSet<String>,
     roles: &[Role],
     user: Option<&str>,
+    cluster: bool,
 ) -> String {
     let roles: Vec<Role> = if roles.is_empty() {
         Role::ALL.to_vec()
@@ -231,11 +281,24 @@ pub fn report(
     let named: Vec<String> = namespaces.iter().map(|n| format!("`{n}`")).collect();
     let _ = writeln!(
         out,
-        "# Redis ACL users for the namespace{} {} ({}), on a Redis server (7.0 or later).",
+        "# Redis ACL users for the namespace{} {} ({}), on a {} (7.0 or later).",
         if namespaces.len() == 1 { "" } else { "s" },
         named.join(", "),
-        files.join(", ")
+        files.join(", "),
+        if cluster {
+            "Redis Cluster"
+        } else {
+            "Redis server"
+        }
     );
+    if cluster {
+        let _ = writeln!(
+            out,
+            "# ACL users are per node: run every line on every node, replicas included.\n\
+             # Writers and operators share the cross-slot protocol's keys `kvmodel~*` with every\n\
+             # namespace on the cluster (locks, holds and intents; never another namespace's data)."
+        );
+    }
     let _ = writeln!(
         out,
         "# Each user is created without a password and cannot log in until it has one: add\n\
@@ -251,7 +314,7 @@ pub fn report(
             None => format!("{base}-{}", role.name()),
         };
         let _ = writeln!(out, "# {}: {}", role.name(), role.what());
-        let _ = writeln!(out, "{}", setuser(&name, role, namespaces));
+        let _ = writeln!(out, "{}", setuser(&name, role, namespaces, cluster));
     }
     out
 }

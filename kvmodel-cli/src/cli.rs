@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use kvmodel_build::{Schema, keys::Format};
+use kvmodel_build::{Project, keys::Format};
 
 use crate::exit::{self, Code, Fail, fail};
 
@@ -35,13 +35,15 @@ enum Color {
 enum KeysFormat {
     Text,
     Markdown,
+    Mermaid,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate and lint schema files; report every problem with file:line:col.
     Check {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Treat lint warnings as problems (exit 1); information (`I…`) never is.
@@ -50,7 +52,9 @@ enum Command {
     },
     /// Write the Rust declarations (#[derive(KvEntity)] structs) of schema files.
     Generate {
-        /// Schema files.
+        /// Schema files, with Rust source files (`.rs`) of
+        /// `#[derive(KvEntity)]` structs their entities relate to (only the
+        /// schema files are written).
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Output: a `.rs` file (one schema) or a directory (one file per
@@ -63,20 +67,25 @@ enum Command {
     },
     /// Print the fully expanded repository code of schema files.
     Expand {
-        /// Schema files.
+        /// Schema files and Rust source files (`.rs`) of
+        /// `#[derive(KvEntity)]` structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
     },
     /// Compare two versions of a schema: safe, needs migration or breaking,
     /// with reasons (exit 1 when breaking).
     ///
-    /// Either file may be a schema or a Rust source file (`.rs`) of
+    /// Either side may be a schema or a Rust source file (`.rs`) of
     /// `#[derive(KvEntity)]` structs and the `KvEnum` enums they hold, such as
-    /// the deployed version saved with `git show v1:src/model.rs > old.rs`.
+    /// the deployed version saved with `git show v1:src/model.rs > old.rs`,
+    /// or a directory: its schema files (`.yaml`, `.yml`) and Rust source
+    /// files, subdirectories included, read as one model (a model split over
+    /// files, such as the deployed tree saved with
+    /// `git archive v1 src | tar -x -C old`).
     Diff {
-        /// The schema as deployed.
+        /// The schema as deployed (a file or a directory).
         old: PathBuf,
-        /// The schema as changed.
+        /// The schema as changed (a file or a directory).
         new: PathBuf,
     },
     /// Check a live store against a schema: every record's claims, index
@@ -111,7 +120,8 @@ enum Command {
     Acl(crate::acl::AclArgs),
     /// Print the key layout and the cost of every access pattern.
     Keys {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
         /// Output format.
@@ -121,66 +131,71 @@ enum Command {
     /// Print the .proto (proto3) of the entities encoded with protobuf, so
     /// that services in other languages can read their records.
     Proto {
-        /// Schema files, or Rust source files (`.rs`) of `#[derive(KvEntity)]` structs.
+        /// Schema files and Rust source files (`.rs`) of `#[derive(KvEntity)]`
+        /// structs, in any mix, read as one model.
         #[arg(required = true)]
         schemas: Vec<PathBuf>,
     },
 }
 
-/// What a command reads.
-#[derive(Clone, Copy, PartialEq)]
-enum Inputs {
-    /// Schema files only.
-    Schemas,
-    /// Schema files, or Rust source files of derived entities.
-    Models,
-}
-
-/// Loads every schema; prints diagnostics; fails with 1 on errors.
-fn load_all(
-    paths: &[PathBuf],
-    inputs: Inputs,
-    color: bool,
-    deny_warnings: bool,
-) -> Result<Vec<Schema>, Fail> {
-    let mut schemas = Vec::new();
-    for p in paths {
-        let s = match inputs {
-            Inputs::Models => kvmodel_build::load_model_file(p),
-            Inputs::Schemas if kvmodel_build::is_rust_source(p) => {
-                return Err(fail(format_args!(
-                    "`{}` is Rust source; this command reads schema files (the derive expands Rust source when it compiles; `check`, `keys` and `diff` read it too)",
-                    p.display()
-                )));
-            }
-            Inputs::Schemas => kvmodel_build::load_file(p),
-        }
-        .map_err(|e| fail(format_args!("cannot read `{}`: {e}", p.display())))?;
-        schemas.push(s);
+/// Loads the files as one project (schema files and Rust source files of
+/// derived entities, in any mix); prints diagnostics; fails with 1 on
+/// errors.
+fn load_all(paths: &[PathBuf], color: bool, deny_warnings: bool) -> Result<Project, Fail> {
+    let project = kvmodel_build::load_files(paths).map_err(fail)?;
+    let rendered = project.render_diagnostics(color);
+    if !rendered.is_empty() {
+        eprintln!("{rendered}\n");
     }
-    let (mut errors, mut warnings) = (0, 0);
-    for s in &schemas {
-        if !s.diagnostics.is_empty() {
-            eprintln!("{}\n", s.render_diagnostics(color));
-        }
-        errors += s
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == kvmodel_build::Severity::Error)
-            .count();
-        warnings += s
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == kvmodel_build::Severity::Warning)
-            .count();
-    }
+    let errors = project.count(kvmodel_build::Severity::Error);
+    let warnings = project.count(kvmodel_build::Severity::Warning);
     if errors > 0 || warnings > 0 {
         eprintln!("kvmodel: {errors} error(s), {warnings} warning(s)");
     }
     if errors > 0 || (deny_warnings && warnings > 0) {
         return Err(Fail(Code::Problems));
     }
-    Ok(schemas)
+    Ok(project)
+}
+
+/// The files of one side of `diff`: `path` itself, or, for a directory,
+/// every schema file (`.yaml`, `.yml`) and Rust source file (`.rs`) under
+/// it in name order (hidden directories and `target` left out).
+fn model_files(path: &Path) -> Result<Vec<PathBuf>, Fail> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?;
+        entries.sort();
+        for path in entries {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" {
+                    walk(&path, out)?;
+                }
+            } else if [".yaml", ".yml", ".rs"].iter().any(|x| name.ends_with(x)) {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(path, &mut files).map_err(|e| {
+        fail(format_args!(
+            "cannot read the directory `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    if files.is_empty() {
+        return Err(fail(format_args!(
+            "`{}` holds no schema file (`.yaml`, `.yml`) and no Rust source file (`.rs`)",
+            path.display()
+        )));
+    }
+    Ok(files)
 }
 
 /// An exit code as the command's result.
@@ -204,7 +219,18 @@ fn generate(
     check: bool,
     color: bool,
 ) -> Result<(), Fail> {
-    let loaded = load_all(schemas, Inputs::Schemas, color, false)?;
+    // Rust source declares its own structs; the schema files' are written,
+    // with what the other files add to them (dependents of their relations).
+    let loaded: Vec<_> = load_all(schemas, color, false)?
+        .schemas
+        .into_iter()
+        .filter(|s| !kvmodel_build::is_rust_source(Path::new(&s.file)))
+        .collect();
+    if loaded.is_empty() {
+        return Err(fail(format_args!(
+            "every file given is Rust source, which declares its structs itself; give the schema files to write"
+        )));
+    }
     let files = kvmodel_build::generate(&loaded).map_err(|e| {
         eprintln!("{e}");
         Fail(Code::Problems)
@@ -270,8 +296,8 @@ fn execute(cli: Cli) -> Result<(), Fail> {
             schemas,
             deny_warnings,
         } => {
-            let loaded = load_all(&schemas, Inputs::Models, color, deny_warnings)?;
-            for s in &loaded {
+            let loaded = load_all(&schemas, color, deny_warnings)?;
+            for s in &loaded.schemas {
                 eprintln!("ok {} ({} entities)", s.file, s.model.entities.len());
             }
             Ok(())
@@ -282,7 +308,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
             check,
         } => generate(&schemas, output.as_deref(), check, color),
         Command::Expand { schemas } => {
-            for s in load_all(&schemas, Inputs::Schemas, color, false)? {
+            for s in load_all(&schemas, color, false)?.schemas {
                 let text = kvmodel_build::expand(&s.model).map_err(|e| {
                     fail(format_args!(
                         "internal error while expanding {}: {e}",
@@ -294,8 +320,9 @@ fn execute(cli: Cli) -> Result<(), Fail> {
             Ok(())
         }
         Command::Diff { old, new } => {
-            let loaded = load_all(&[old, new], Inputs::Models, color, false)?;
-            let changes = kvmodel_build::diff::diff(&loaded[0].model, &loaded[1].model);
+            let old = load_all(&model_files(&old)?, color, false)?;
+            let new = load_all(&model_files(&new)?, color, false)?;
+            let changes = kvmodel_build::diff::diff(&old.model, &new.model);
             write_stdout(&kvmodel_build::diff::report(&changes))?;
             if changes
                 .iter()
@@ -318,7 +345,7 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                     )));
                 }
             }
-            let loaded = load_all(&args.schemas, Inputs::Models, color, false)?;
+            let loaded = load_all(&args.schemas, color, false)?.schemas;
             let namespaces = crate::acl::namespaces(&loaded);
             if namespaces.is_empty() {
                 return Err(fail(format_args!(
@@ -331,20 +358,22 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                 &namespaces,
                 &args.roles,
                 args.user.as_deref(),
+                args.cluster,
             ))
         }
         Command::Keys { schemas, format } => {
             let format = match format {
                 KeysFormat::Text => Format::Text,
                 KeysFormat::Markdown => Format::Markdown,
+                KeysFormat::Mermaid => Format::Mermaid,
             };
-            for s in load_all(&schemas, Inputs::Models, color, false)? {
+            for s in load_all(&schemas, color, false)?.schemas {
                 write_stdout(&kvmodel_build::keys::report(&s.model, format))?;
             }
             Ok(())
         }
         Command::Proto { schemas } => {
-            for s in load_all(&schemas, Inputs::Models, color, false)? {
+            for s in load_all(&schemas, color, false)?.schemas {
                 write_stdout(&kvmodel_build::proto::print(&s.model))?;
             }
             Ok(())

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use kvmodel::{AnyStore, PageRequest, Timestamp};
 use kvmodel_examples::{sessions, shop};
-use kvmodel_runtime::conformance::RedisServer;
+use kvmodel_runtime::conformance::{RedisCluster, RedisServer};
 
 const PASSWORD: &str = "s3cret-acl";
 
@@ -64,6 +64,27 @@ fn words(line: &str) -> Vec<String> {
 /// Runs `kvmodel acl ARGS`, then every line it prints with a password
 /// added, as the default user; the users' names.
 async fn create_users(server: &RedisServer, args: &[&str]) -> Vec<String> {
+    create_users_at(&[server.url()], args).await
+}
+
+/// [`create_users`] on every server at `urls` (the nodes of a cluster).
+async fn create_users_at(urls: &[String], args: &[&str]) -> Vec<String> {
+    let mut users = Vec::new();
+    for url in urls {
+        let conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        users = create_users_on(conn, args).await;
+    }
+    users
+}
+
+async fn create_users_on(
+    mut conn: redis::aio::MultiplexedConnection,
+    args: &[&str],
+) -> Vec<String> {
     let mut full = vec!["acl"];
     full.extend_from_slice(args);
     let o = kvmodel(&full);
@@ -73,7 +94,6 @@ async fn create_users(server: &RedisServer, args: &[&str]) -> Vec<String> {
         text.contains("# Each user is created without a password"),
         "{text}"
     );
-    let mut conn = admin(server).await;
     let mut users = Vec::new();
     for line in text
         .lines()
@@ -539,6 +559,80 @@ fn shop_ops_as(server: &RedisServer, user: &str, command: &str) -> Output {
         &url(server, user),
         "-q",
     ])
+}
+
+/// On a Redis Cluster, with `--cluster` and the lines run on every node:
+/// the writer does everything the repositories do (cross-slot writes
+/// included), the reader reads it all and writes nothing, the operator
+/// verifies and repairs through the CLI; without `--cluster`, the writer
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_users_from_the_rules_can_do_their_role() {
+    let cluster = tokio::task::spawn_blocking(RedisCluster::start)
+        .await
+        .unwrap();
+    let nodes = cluster.seeds();
+    let at = |user: &str| {
+        let hosts: Vec<String> = cluster
+            .ports()
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis+cluster://{user}:{PASSWORD}@{}", hosts.join(","))
+    };
+    let schemas = ["--schema", "schemas/shop.yaml", "schemas/sessions.yaml"];
+    let plain = create_users_at(
+        &nodes,
+        &[&schemas[..], &["--role", "writer", "--user", "plain"]].concat(),
+    )
+    .await;
+    assert_eq!(plain, ["plain"]);
+    let plain = AnyStore::open(&at("plain")).await;
+    assert!(
+        plain.is_err() || {
+            let e = shop::UserRepo::new(plain.unwrap())
+                .create(&user(1))
+                .await
+                .unwrap_err();
+            refused(&e)
+        },
+        "a writer made without --cluster can write on a cluster"
+    );
+
+    let users = create_users_at(
+        &nodes,
+        &[&schemas[..], &["--cluster", "--user", "app"]].concat(),
+    )
+    .await;
+    assert_eq!(users, ["app-reader", "app-writer", "app-operator"]);
+    let writer = AnyStore::open(&at("app-writer")).await.unwrap();
+    write_everything(&writer).await;
+    read_everything(&writer).await;
+
+    let reader = AnyStore::open(&at("app-reader")).await.unwrap();
+    read_everything(&reader).await;
+    let r_users = shop::UserRepo::new(reader.clone());
+    let e = r_users.create(&user(9)).await.unwrap_err();
+    assert!(refused(&e), "{e}");
+    assert_eq!(r_users.get("u9").await.unwrap(), None);
+
+    let op = at("app-operator");
+    for schema in ["schemas/shop.yaml", "schemas/sessions.yaml"] {
+        let o = kvmodel(&["verify", "--schema", schema, "--store", &op, "-q"]);
+        assert_eq!(code(&o), 0, "{schema}: {}{}", out(&o), err(&o));
+        let o = kvmodel(&["reconcile", "--schema", schema, "--store", &op, "-q"]);
+        assert_eq!(code(&o), 0, "{schema}: {}{}", out(&o), err(&o));
+    }
+    let o = kvmodel(&[
+        "verify",
+        "--schema",
+        "schemas/shop.yaml",
+        "--store",
+        &at("app-writer"),
+        "-q",
+    ]);
+    assert_eq!(code(&o), 2, "a writer cannot walk: {}{}", out(&o), err(&o));
+    read_everything(&reader).await;
 }
 
 /// A user of one namespace is refused another's keys by the repositories

@@ -212,6 +212,14 @@ fn expand_and_keys_print_to_stdout() {
         "{}",
         text(&o.stdout)
     );
+    let o = kvmodel(&["keys", "--format", "mermaid", "schemas/shop.yaml"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        text(&o.stdout).starts_with("erDiagram\n")
+            && text(&o.stdout).contains("User |o--o{ Order : \"user (on_delete: keep)\""),
+        "{}",
+        text(&o.stdout)
+    );
     assert_eq!(
         code(&kvmodel(&[
             "keys",
@@ -275,6 +283,150 @@ fn diff_check_and_keys_read_derive_sources() {
     assert_eq!(code(&o), 2, "generate reads schema files only");
     assert!(
         text(&o.stderr).contains("is Rust source"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// The files of a model split between the derive and a schema file.
+const MIXED: [&str; 2] = [
+    "kvmodel-cli/tests/mixed/accounts.rs",
+    "kvmodel-cli/tests/mixed/sessions.yaml",
+];
+
+/// A Rust source file and a schema file read as one model: the relations
+/// between them resolve, `keys` prints the entities of both, and the
+/// declarations of the schema file list the dependents the Rust source
+/// adds (the file the tests compile is up to date).
+#[test]
+fn rust_sources_and_schema_files_mix() {
+    let o = kvmodel(&["check", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("ok kvmodel-cli/tests/mixed/accounts.rs (2 entities)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["keys", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    for key in [
+        "app:account:<id>",
+        "app:apikey:<id>",
+        "app:session:<id>",
+        "app:workspace:<id>",
+    ] {
+        assert!(text(&o.stdout).contains(key), "{key}: {}", text(&o.stdout));
+    }
+    let o = kvmodel(&[
+        "generate",
+        MIXED[0],
+        MIXED[1],
+        "-o",
+        "kvmodel-cli/tests/mixed/sessions.rs",
+        "--check",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let o = kvmodel(&["acl", "--schema", MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("~app:*"), "{}", text(&o.stdout));
+}
+
+/// Keys of two files that meet are E126, reported in the file of the
+/// later entity; a name declared in both files is E125.
+#[test]
+fn collisions_across_files_are_found() {
+    let clash = "kvmodel-cli/tests/mixed/clash.yaml";
+    let o = kvmodel(&["check", MIXED[0], MIXED[1], clash]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains(
+            "kvmodel-cli/tests/mixed/clash.yaml:6:10: error[E126]: the key template `account:{id}` of `Login` shares a key space with `Account`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["check", clash, MIXED[0], MIXED[1]]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains(
+            "kvmodel-cli/tests/mixed/accounts.rs:13:31: error[E126]: the key template `account:{id}` of `Account` shares a key space with `Login`"
+        ),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&[
+        "check",
+        MIXED[0],
+        MIXED[1],
+        "kvmodel-cli/tests/mixed/unnamed.rs",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        text(&o.stderr).contains("kvmodel-cli/tests/mixed/unnamed.rs:10:12: error[E125]: the entity `Account` is declared twice"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A relation of a schema file's entity whose delete a derived parent
+/// enforces needs the parent's `dependent(…)`: the message says so in
+/// the parent's file, in attribute syntax.
+#[test]
+fn a_derived_parent_is_told_to_name_its_dependents() {
+    let o = kvmodel(&["check", "kvmodel-cli/tests/mixed/unnamed.rs", MIXED[1]]);
+    assert_eq!(code(&o), 1);
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("kvmodel-cli/tests/mixed/unnamed.rs:10:12: error[E148]: `Session` (in `kvmodel-cli/tests/mixed/sessions.yaml`) has the relation `account` to `Account` with `on_delete: cascade`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("add `#[kv(dependent(entity = Session, relation = account))]` to `Account`"),
+        "{stderr}"
+    );
+}
+
+/// `diff` of two directories: each side is every schema file and Rust
+/// source file under it, subdirectories included, read as one model; other
+/// files and Rust files without entities are passed over.
+#[test]
+fn diff_reads_a_directory_as_one_model() {
+    let dirs = tempfile::tempdir().unwrap();
+    let (old, new) = (dirs.path().join("old"), dirs.path().join("new"));
+    for side in [&old, &new] {
+        std::fs::create_dir_all(side.join("model")).unwrap();
+        std::fs::copy(repo().join(MIXED[0]), side.join("model/accounts.rs")).unwrap();
+        std::fs::write(side.join("main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(side.join("README.md"), "not a schema\n").unwrap();
+    }
+    let sessions = std::fs::read_to_string(repo().join(MIXED[1])).unwrap();
+    std::fs::write(old.join("sessions.yaml"), &sessions).unwrap();
+    let changed = sessions.replace(
+        "      name: string\n",
+        "      name: string\n      plan: string\n",
+    );
+    assert_ne!(changed, sessions);
+    std::fs::write(new.join("sessions.yaml"), changed).unwrap();
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+
+    let o = kvmodel(&["diff", old, old]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let o = kvmodel(&["diff", old, new]);
+    let report = text(&o.stdout);
+    assert_eq!(code(&o), 1, "a new required field breaks: {report}");
+    assert!(report.contains("Workspace.plan"), "{report}");
+    assert!(
+        !report.contains("Account"),
+        "only the changed entity: {report}"
+    );
+
+    let empty = dirs.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = kvmodel(&["diff", empty.to_str().unwrap(), new]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("holds no schema file"),
         "{}",
         text(&o.stderr)
     );

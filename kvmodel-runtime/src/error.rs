@@ -205,7 +205,7 @@ pub enum Error {
         key: String,
     },
     /// A store URL could not be used (see `AnyStore::open`).
-    #[error("the store URL `{}` cannot be used: {reason}", short(.url))]
+    #[error("the store URL `{}` cannot be used: {reason}", short(&redact_url(.url)))]
     InvalidUrl {
         /// The URL as given.
         url: String,
@@ -314,6 +314,29 @@ impl Error {
 
 /// The longest part of a key (or value) an error message shows, in bytes.
 const SHOWN: usize = 200;
+
+/// `url` with the password of its user part (`redis://USER:PASSWORD@…`,
+/// `redis+cluster://USER:PASSWORD@HOST:PORT,…`) replaced by `***`: a store
+/// URL as errors, reports and logs may show it.
+///
+/// ```
+/// use kvmodel_runtime::store::redact_url;
+/// assert_eq!(redact_url("redis://ops:s3cret@10.0.0.5:6379/2"), "redis://ops:***@10.0.0.5:6379/2");
+/// assert_eq!(redact_url("redb:data/app.redb"), "redb:data/app.redb");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    match authority.rsplit_once('@') {
+        Some((user, _)) if user.contains(':') => {
+            let name = user.split_once(':').map_or(user, |(n, _)| n);
+            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
 
 /// `text` for a message: whole when short, else its first [`SHOWN`] bytes
 /// (cut at a character boundary) and its length. Every message that names a

@@ -383,3 +383,41 @@ async fn any_store_opens_a_cluster_url() {
     assert!(store.commit(b).await.unwrap().is_applied());
     assert_eq!(store.get(&key).await.unwrap().as_deref(), Some(&b"x"[..]));
 }
+
+/// A `RedisStore` opened on one node of a cluster says to open it as a
+/// cluster, on a read of a key another node serves and on a commit across
+/// slots, and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_single_server_store_on_a_cluster_node_names_the_cluster_url() {
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    let seed = &cluster.seeds()[0];
+    let node = kvmodel_runtime::RedisStore::connect(seed).await.unwrap();
+    let at = seed.trim_start_matches("redis://");
+    let hint = format!("redis+cluster://{at}");
+    // Keys of every node's slots: some are another node's.
+    let keys: Vec<String> = (0..64).map(|i| format!("on-a-node-{i}")).collect();
+    let mut moved = None;
+    for key in &keys {
+        if let Err(e) = node.get(key).await {
+            moved = Some(e.to_string());
+            break;
+        }
+    }
+    let moved = moved.expect("some key is served by another node");
+    assert!(moved.contains(&hint), "{moved}");
+    let mut b = Batch::new();
+    for key in &keys {
+        b.put(key, b"x".to_vec(), None);
+    }
+    let crossed = node.commit(b).await.unwrap_err().to_string();
+    assert!(crossed.contains(&hint), "{crossed}");
+    assert!(crossed.contains("nothing was written"), "{crossed}");
+    let seeds = cluster.seeds();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    let cluster_store = RedisClusterStore::connect(&seeds).await.unwrap();
+    for key in &keys {
+        assert_eq!(cluster_store.get(key).await.unwrap(), None);
+    }
+}

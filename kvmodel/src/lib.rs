@@ -58,6 +58,11 @@
 //!   `verify`, `reconcile` and `sweep_expired`. Links (`link_…`,
 //!   `unlink_…`, their listings and counts) and `purge` have no span of
 //!   their own.
+//!   An operation on one record (`get`, `exists`, `create`, `update`,
+//!   `upsert`, `modify`, `try_modify`, `delete`) also carries `key`, the
+//!   record's key in the store (`shop:user:42`). Keys may hold personal
+//!   data: they are recorded only while the target `kvmodel::keys` is on,
+//!   so `kvmodel=debug,kvmodel::keys=off` keeps them out of traces.
 //! - **Commit events.** The commit of each write, maintenance step or link
 //!   is an event `commit` with the fields `backend`, `conditions` and `ops`
 //!   (how many of each the batch holds), `keys` (how many distinct keys it

@@ -18,11 +18,13 @@ struct User {
     email: String,
 }
 
-/// A subscriber that writes down every span and event as a line of text.
+/// A subscriber that writes down every span and event as a line of text;
+/// it listens to every target but those in `off`.
 #[derive(Clone, Default)]
 struct Recorder {
     lines: Arc<Mutex<Vec<String>>>,
     next: Arc<Mutex<u64>>,
+    off: &'static [&'static str],
 }
 
 struct Fields(String);
@@ -37,8 +39,8 @@ impl Visit for Fields {
 }
 
 impl Subscriber for Recorder {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        !self.off.contains(&metadata.target())
     }
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let mut f = Fields(format!("span {}", span.metadata().name()));
@@ -85,13 +87,52 @@ fn operations_are_spans_and_commits_are_events() {
             .position(|l| l.contains(needle))
             .unwrap_or_else(|| panic!("no `{needle}` in:\n{text}"))
     };
-    let create = at("span create entity=User backend=memory");
+    let create = at("span create entity=User backend=memory key=t:user:1");
     // The record, its claim and its counter: memory keeps no discovery set.
     let commit = at("event message=commit backend=memory conditions=2 ops=3 keys=3");
     assert!(create < commit, "{text}");
     assert!(lines[commit].contains("outcome=applied"), "{text}");
-    at("span get entity=User backend=memory");
+    at("span get entity=User backend=memory key=t:user:1");
     assert!(text.contains("outcome=condition failed"), "{text}");
+}
+
+#[test]
+fn keys_stay_out_of_spans_when_their_target_is_off() {
+    let recorder = Recorder {
+        off: &["kvmodel::keys"],
+        ..Recorder::default()
+    };
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let users = UserRepo::new(MemoryStore::new());
+            let ada = User {
+                id: "1".into(),
+                email: "ada@x.io".into(),
+            };
+            users.create(&ada).await.unwrap();
+            users
+                .modify("1", |u| u.email = "ada@y.io".into())
+                .await
+                .unwrap();
+            users.get("1").await.unwrap();
+            users.delete("1").await.unwrap();
+        });
+    });
+    let lines = recorder.lines.lock().unwrap().clone();
+    let text = lines.join("\n");
+    for op in ["create", "modify", "get", "delete"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == &format!("span {op} entity=User backend=memory")),
+            "{text}"
+        );
+    }
+    assert!(!text.contains("t:user:1"), "{text}");
+    assert!(!text.contains("ada@"), "{text}");
 }
 
 #[test]

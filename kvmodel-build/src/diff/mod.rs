@@ -58,7 +58,41 @@ fn field_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) 
                         || m.rename.iter().any(|(_, b)| b.as_str() == f))
             })
     };
+    // `rename: { old: new }` in a step that old records run: the value
+    // moves to the new name when a record is read.
+    let renamed_from = |f: &str| {
+        new.migrations
+            .iter()
+            .filter(|m| m.from.value >= old.version.value)
+            .find_map(|m| {
+                m.rename
+                    .iter()
+                    .find(|(a, b)| {
+                        b.as_str() == f && old.field(a).is_some() && new.field(a).is_none()
+                    })
+                    .map(|(a, _)| (a.as_str(), m.from.value))
+            })
+    };
+    let mut renamed = Vec::new();
     for f in &new.fields {
+        if old.field(&f.name).is_none()
+            && let Some((from, step)) = renamed_from(&f.name)
+            && let Some(o) = old.field(from)
+        {
+            renamed.push(from);
+            push(
+                out,
+                Impact::Safe,
+                format!(
+                    "{name}.{}: field renamed {from} → {} (migration from {step}); old records are read under the new name, and `migrate_all` rewrites them so",
+                    *f.name, *f.name
+                ),
+            );
+            if *o.ty != *f.ty {
+                type_change(name, o, f, true, out);
+            }
+            continue;
+        }
         match old.field(&f.name) {
             None if f.optional || f.default.is_some() => push(
                 out,
@@ -86,7 +120,7 @@ fn field_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) 
         }
     }
     for f in &old.fields {
-        if new.field(&f.name).is_none() {
+        if new.field(&f.name).is_none() && !renamed.contains(&f.name.as_str()) {
             push(
                 out,
                 Impact::Safe,
@@ -175,7 +209,7 @@ fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>
         ($list:ident, $what:literal, $layout:expr, $words:expr, $unique:expr, $unsinced_breaks:expr) => {
             for x in &new.$list {
                 match old.$list.iter().find(|o| *o.name == *x.name) {
-                    None if new_since_ok(x.since.value) => push(out, Impact::NeedsMigration, format!("{name}: new {} `{}` (since {}); records already stored {} when they are updated, all of them by `migrate_all`; until then {}", $what, *x.name, x.since.value, $words(x).0, $words(x).1)),
+                    None if new_since_ok(x.since.value) => push(out, Impact::NeedsMigration, format!("{name}: new {} `{}` (since {}); records already stored {} when they are updated, all of them by `kvmodel migrate` (`migrate_all`); until then it is write-only: reads of it are refused with `NotReadable` (with `with_partial_reads()` they return what is there, and {})", $what, *x.name, x.since.value, $words(x).0, $words(x).1)),
                     None if $unsinced_breaks => push(out, Impact::Breaking, format!("{name}: new {} `{}` without `since` above the old version {}; updates and deletes of old records would take back what they never added (bump `version` and set `since`)", $what, *x.name, old.version.value)),
                     None => push(out, Impact::NeedsMigration, unsinced($what, &x.name, $unique(x))),
                     Some(o) if $layout(o) != $layout(x) => push(out, Impact::NeedsMigration, format!("{name}: {} `{}` changed; stored entries follow the old definition until `reconcile` rewrites them", $what, *x.name)),
@@ -394,7 +428,11 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
     for n in &new.entities {
         let name = n.name.as_str();
         let Some(o) = old.entities.iter().find(|o| *o.name == *n.name) else {
-            push(&mut out, Impact::Safe, format!("{name}: new entity"));
+            push(
+                &mut out,
+                Impact::Safe,
+                format!("{name}: new entity; nothing of it is stored yet"),
+            );
             continue;
         };
         if o.namespace.as_ref().map(|x| &x.value) != n.namespace.as_ref().map(|x| &x.value) {

@@ -203,7 +203,11 @@ pub(super) fn type_changes(old: &Model, new: &Model, out: &mut Vec<Change>) {
     for n in &new.types {
         let name = n.name.as_str();
         match old.types.iter().find(|o| *o.name == *n.name) {
-            None => push(out, Impact::Safe, format!("{name}: new type")),
+            None => push(
+                out,
+                Impact::Safe,
+                format!("{name}: new type; no stored value has it yet"),
+            ),
             Some(o) => match (variants(o), variants(n)) {
                 (Some(_), Some(_)) => enum_changes(o, n, new, out),
                 (None, None) => struct_changes(o, n, new, out),
@@ -226,7 +230,14 @@ pub(super) fn type_changes(old: &Model, new: &Model, out: &mut Vec<Change>) {
     }
     for o in &old.types {
         if !new.types.iter().any(|n| *n.name == *o.name) {
-            push(out, Impact::Safe, format!("{}: type removed", *o.name));
+            push(
+                out,
+                Impact::Safe,
+                format!(
+                    "{}: type removed; no field of the new schema has it, so no stored value of it is read",
+                    *o.name
+                ),
+            );
         }
     }
 }

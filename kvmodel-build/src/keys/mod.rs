@@ -2,6 +2,7 @@
 //! costs, as text or Markdown.
 
 mod links;
+mod mermaid;
 
 use heck::ToSnakeCase;
 use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
@@ -17,6 +18,10 @@ pub enum Format {
     Text,
     /// Markdown tables.
     Markdown,
+    /// A Mermaid entity-relationship diagram of the entities, their
+    /// relations (with `on_delete`), links and counters, to put in a
+    /// ```` ```mermaid ```` block.
+    Mermaid,
 }
 
 fn sample(e: &Entity, field: &str, model: &Model) -> String {
@@ -519,6 +524,9 @@ fn column_width(lengths: impl Iterator<Item = usize>) -> usize {
 
 /// The report for a whole model.
 pub fn report(model: &Model, format: Format) -> String {
+    if format == Format::Mermaid {
+        return mermaid::diagram(model);
+    }
     let mut out = String::new();
     for e in model.entities.iter().filter(|e| e.key.is_some()) {
         let rows = rows(e, model);
@@ -569,12 +577,13 @@ pub fn report(model: &Model, format: Format) -> String {
                 }
                 out.push('\n');
             }
+            Format::Mermaid => {}
         }
     }
     let footnote = cost::footnote();
     out.push_str(&match format {
         Format::Markdown => format!("{footnote}\n"),
-        Format::Text => wrap(&footnote, 100),
+        Format::Text | Format::Mermaid => wrap(&footnote, 100),
     });
     out
 }

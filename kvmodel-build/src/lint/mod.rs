@@ -50,6 +50,21 @@ const EPHEMERAL: &[&str] = &[
 /// Longest key template, in characters, before keys cost noticeable memory.
 const LONG_TEMPLATE: usize = 48;
 
+/// A timestamp field of `e` to bucket by in an example: `created_at` when it
+/// has one, else its first required timestamp, else its first timestamp.
+fn timestamp_field(e: &Entity) -> Option<&str> {
+    let stamps = || {
+        e.fields
+            .iter()
+            .filter(|f| matches!(&*f.ty, FieldType::Timestamp))
+    };
+    stamps()
+        .find(|f| *f.name == "created_at")
+        .or_else(|| stamps().find(|f| !f.optional))
+        .or_else(|| stamps().next())
+        .map(|f| f.name.as_str())
+}
+
 fn low_cardinality(e: &Entity, field: &str, model: &Model) -> bool {
     e.field(field).is_some_and(|f| match &*f.ty {
         FieldType::Bool => true,
@@ -182,14 +197,20 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
                 && c.shards.is_none()
                 && !allowed(Lint::HotCounter, &[&e.allow, &c.allow])
             {
+                let group = match timestamp_field(e) {
+                    Some(f) => format!(
+                        "group it (e.g. {})",
+                        vocab::list_setting(&c.name.origin, "group_by", &format!("day({f})"))
+                    ),
+                    None => "group it by one of its fields".to_owned(),
+                };
                 diags.push(warn(
                     Lint::HotCounter,
                     &c.name.origin,
                     format!("counter `{}` of `{}` has no group, so every create writes the same key (a hot key)", *c.name, *e.name),
                     &format!(
-                        "spread it over several keys with {} (each write adds to one, a read sums them in one round trip), or group it (e.g. {})",
+                        "spread it over several keys with {} (each write adds to one, a read sums them in one round trip), or {group}",
                         vocab::setting(&c.name.origin, "shards", "16"),
-                        vocab::list_setting(&c.name.origin, "group_by", "day(created_at)")
                     ),
                     "the counter",
                 ));

@@ -379,10 +379,19 @@ impl Lower<'_> {
                         }
                         Some(t) => {
                             let hint = suggestion(t, variants.iter().map(|x| x.as_str()));
-                            self.err(
-                                "E014",
-                                &v.origin,
-                                format!("{what} is `{t}`, which is not a variant of `{n}`{hint}"),
+                            let all: Vec<String> = variants
+                                .iter()
+                                .map(|x| format!("`{}`", x.as_str()))
+                                .collect();
+                            self.diags.push(
+                                Diagnostic::error(
+                                    "E014",
+                                    &v.origin,
+                                    format!(
+                                        "{what} is `{t}`, which is not a variant of `{n}`{hint}"
+                                    ),
+                                )
+                                .help(format!("`{n}` has the variants {}", all.join(", "))),
                             );
                             return json();
                         }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use kvmodel_runtime::codec::hex;
 use kvmodel_runtime::codec::key::Derived;
 use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
+use kvmodel_runtime::engine::links::{EdgeValue, End, Link, Registry, registry_key, stands};
 use kvmodel_runtime::engine::records::Records;
 use kvmodel_runtime::engine::shards;
 use kvmodel_runtime::engine::state;
@@ -19,25 +20,34 @@ use super::{Code, Context, Fail, fail, print, store_error};
 /// `kvmodel inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The schema file the store's data follows.
-    #[arg(long, value_name = "SCHEMA")]
-    pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The schema files the store's data follows: schema files (YAML) and
+    /// Rust source files (`.rs`) of `#[derive(KvEntity)]` structs, read as
+    /// one model (repeat `--schema` for more).
+    #[arg(long, value_name = "SCHEMA", required = true)]
+    pub schema: Vec<PathBuf>,
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).
     pub entity: String,
     /// Values: the key parts of records (one per placeholder of the key
     /// template, in order; several records in turn), or with `--index`,
-    /// `--relation` or `--counter` the values that name one.
+    /// `--relation` or `--counter` the values that name one (with `--link`,
+    /// the key parts of the one record whose links to page).
     pub values: Vec<String>,
     /// Look a record up by this unique index, or read a page of this
     /// ordered index.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["relation", "counter"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["relation", "counter", "link"])]
     pub index: Option<String>,
     /// Read a page of this relation (the value is the parent's id).
-    #[arg(long, value_name = "NAME", conflicts_with = "counter")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["counter", "link"])]
     pub relation: Option<String>,
+    /// Read a page of a record's link collection: the records linked to it
+    /// by this link (its name on either side, `tags` or `posts`), with the
+    /// link count; entries the listing would skip are shown under `skipped`.
+    #[arg(long, value_name = "NAME", conflicts_with = "counter")]
+    pub link: Option<String>,
     /// Read this counter as the repository reads it, every shard of a
     /// sharded one summed (the values are its groups: a field's value, a
     /// timestamp for `hour(…)`, a date for `day(…)` and `month(…)`).
@@ -91,6 +101,8 @@ pub async fn inspect(args: InspectArgs) -> Result<Code, Fail> {
         readable(&cx, &def, &args, Derived::Relation, name, r.since).await?;
         let key = model.relation_key(name, &values[0]).map_err(fail)?;
         page(&cx, &def, &args, &key, "relation", name).await?
+    } else if let Some(name) = &args.link {
+        linked(&cx, &model, &args, name).await?
     } else if let Some(name) = &args.counter {
         let c = model
             .counters
@@ -116,6 +128,143 @@ pub async fn inspect(args: InspectArgs) -> Result<Code, Fail> {
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     ))?;
     Ok(Code::Success)
+}
+
+/// A page of the link collection `name` of the record whose key parts are
+/// `args.values`: the linked records (of the far entity) whose entries
+/// stand, as the repository's `list_*` lists them, and the entries it would
+/// skip and remove, with why. Reads only.
+async fn linked(
+    cx: &Context,
+    model: &EntityModel,
+    args: &InspectArgs,
+    name: &str,
+) -> Result<Value, Fail> {
+    // The run-time model has no links; the schema's model does.
+    let schema = kvmodel_build::load_files(&args.schema).map_err(fail)?;
+    let mut sides = Vec::new();
+    for e in &schema.model.entities {
+        for l in &e.links {
+            if *e.name == model.name {
+                sides.push((l.name.as_str(), End::From, e.name.as_str(), l));
+            }
+            if l.to_name() == model.name {
+                sides.push((l.inverse.as_str(), End::To, e.name.as_str(), l));
+            }
+        }
+    }
+    let Some(&(_, end, declaring, l)) = sides.iter().find(|(n, ..)| *n == name) else {
+        let known: Vec<String> = sides.iter().map(|(n, ..)| format!("`{n}`")).collect();
+        return Err(fail(format_args!(
+            "`{}` takes part in no link `{name}`; {}",
+            model.name,
+            if known.is_empty() {
+                "it takes part in none".to_owned()
+            } else {
+                format!("its links: {}", known.join(", "))
+            }
+        )));
+    };
+    let from = ModelDef::new(cx.entity(declaring)?);
+    let to = ModelDef::new(cx.entity(l.to_name())?);
+    let link = Link {
+        from: from.space(),
+        name: l.name.as_str(),
+        to: to.space(),
+        inverse: l.inverse.as_str(),
+    };
+    let far = match end {
+        End::From => &to,
+        End::To => &from,
+    };
+    let keys = record_keys(model, &args.values)?;
+    let [key] = keys.as_slice() else {
+        return Err(fail(format_args!(
+            "`--link` pages the links of one record; give the key parts of one `{}`",
+            model.name
+        )));
+    };
+    let collection = link.collection_key(end, key);
+    let count = cx
+        .store
+        .counter(&link.count_key(end, key))
+        .await
+        .map_err(store_error)?;
+    let mut req = RangeRequest::all(args.limit.max(1));
+    if let Some(after) = &args.after {
+        req.after = Some(hex::decode(after).ok_or_else(|| {
+            fail(format_args!(
+                "`{after}` is not a position; pass the `next` of an earlier page"
+            ))
+        })?);
+    }
+    let (read, next) = Records::Set(collection.clone())
+        .page_with(&cx.store, req, |m, v| {
+            (m.to_member(), v.map(<[u8]>::to_vec))
+        })
+        .await
+        .map_err(store_error)?;
+    let own_reg = registry_key(link.side(end).0, key);
+    let far_space = link.side(end.other()).0;
+    let mut wanted = vec![own_reg.clone()];
+    for (m, _) in &read {
+        wanted.push(String::from_utf8_lossy(&m.sort).into_owned());
+        wanted.push(registry_key(far_space, &String::from_utf8_lossy(&m.member)));
+    }
+    let mut got = cx
+        .store
+        .get_many(&wanted)
+        .await
+        .map_err(store_error)?
+        .into_iter();
+    let registry = |k: &str, b: Option<Vec<u8>>| b.and_then(|b| Registry::read(k, &b).ok());
+    let own = registry(&own_reg, got.next().flatten());
+    let (mut items, mut stale) = (Vec::new(), Vec::new());
+    for (m, bytes) in read {
+        let k = String::from_utf8_lossy(&m.member).into_owned();
+        let edge_key = String::from_utf8_lossy(&m.sort).into_owned();
+        let edge = got
+            .next()
+            .flatten()
+            .and_then(|b| EdgeValue::read(&edge_key, &b).ok());
+        let far_reg = registry(&registry_key(far_space, &k), got.next().flatten());
+        let why = match &bytes {
+            None => Some("no such record: deleted since it was linked".to_owned()),
+            Some(_) if edge.is_none() => Some(format!(
+                "no edge `{edge_key}` (`kvmodel reconcile` removes the entry)"
+            )),
+            Some(_) if !stands(edge.as_ref(), far_reg.as_ref(), end.other()) => {
+                Some("the record was deleted and created again since it was linked".to_owned())
+            }
+            Some(_) if !stands(edge.as_ref(), own.as_ref(), end) => {
+                Some("this record was deleted and created again since the link".to_owned())
+            }
+            Some(_) => None,
+        };
+        match (why, bytes) {
+            (Some(why), _) => stale.push(json!({ "key": k, "why": why })),
+            (None, Some(b)) => match far.read(&k, &b) {
+                Ok((version, r)) => {
+                    items.push(json!({ "key": k, "version": version, "record": r.value }));
+                }
+                Err(e) => stale.push(json!({ "key": k, "why": e.to_string() })),
+            },
+            (None, None) => {}
+        }
+    }
+    let mut doc = json!({
+        "entity": model.name,
+        "link": name,
+        "key": key,
+        "collection": collection,
+        "count": count,
+        "items": items,
+        "next": next.map(|n| hex::encode(&n)),
+    });
+    if !stale.is_empty() {
+        doc["skipped"] = Value::Array(stale);
+    }
+    Ok(doc)
 }
 
 /// The keys of the records whose key parts are `values` (one per

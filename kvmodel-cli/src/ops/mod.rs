@@ -37,10 +37,13 @@ pub use crate::exit::{Code, Fail, fail};
 /// The schema and the store.
 #[derive(Debug, Args)]
 pub struct Target {
-    /// The schema file the store's data follows.
-    #[arg(long, value_name = "SCHEMA")]
-    pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The schema files the store's data follows: schema files (YAML) and
+    /// Rust source files (`.rs`) of `#[derive(KvEntity)]` structs, in any
+    /// mix, read as one model.
+    #[arg(long, value_name = "SCHEMA", required = true, num_args = 1..)]
+    pub schema: Vec<PathBuf>,
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// Only this entity (repeat for more; default: every entity).
@@ -78,25 +81,12 @@ fn live_store(url: &str) -> Result<(), Fail> {
     }
 }
 
-/// `url` with the password of its user part (`redis://USER:PASSWORD@…`)
-/// replaced by `***`, for reports and checkpoints.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-    match authority.rsplit_once('@') {
-        Some((user, _)) if user.contains(':') => {
-            let name = user.split_once(':').map_or(user, |(n, _)| n);
-            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
+/// `url` with its password replaced by `***`, for reports and checkpoints.
+pub use kvmodel_runtime::store::redact_url as redact;
 
 /// What every maintenance command starts with.
 pub struct Context {
-    /// The schema file as given.
+    /// The schema files as given, joined with `, `.
     pub schema: String,
     /// The store URL as given, its password hidden ([`redact`]): reports
     /// and checkpoints show it.
@@ -111,19 +101,19 @@ pub struct Context {
 }
 
 impl Context {
-    /// Loads the schema (exit 2 on errors), lowers it, opens the store.
-    pub async fn open(schema: &std::path::Path, url: &str) -> Result<Context, Fail> {
-        let loaded = kvmodel_build::load_file(schema)
-            .map_err(|e| fail(format_args!("cannot read `{}`: {e}", schema.display())))?;
+    /// Loads the schema files as one model (exit 2 on errors), lowers it,
+    /// opens the store.
+    pub async fn open(schemas: &[PathBuf], url: &str) -> Result<Context, Fail> {
+        let loaded = kvmodel_build::load_files(schemas).map_err(fail)?;
+        let files = loaded.files();
         if loaded.has_errors() {
             eprintln!("{}\n", loaded.render_diagnostics(false));
             return Err(fail(format_args!(
-                "`{}` has errors; fix them before using it on a store",
-                schema.display()
+                "`{files}` has errors; fix them before using it on a store"
             )));
         }
         let model = kvmodel_build::runtime_model::lower(&loaded.model)
-            .map_err(|e| fail(format_args!("cannot use `{}`: {e}", schema.display())))?;
+            .map_err(|e| fail(format_args!("cannot use `{files}`: {e}")))?;
         live_store(url)?;
         let store = AnyStore::open(url)
             .await
@@ -136,7 +126,7 @@ impl Context {
             }
         });
         Ok(Context {
-            schema: schema.display().to_string(),
+            schema: files,
             url: redact(url),
             model,
             store,
@@ -260,6 +250,10 @@ mod tests {
             ("rediss://:s3cret@host:6380", "rediss://:***@host:6380"),
             ("redis://ops@host:6379", "redis://ops@host:6379"),
             ("redb:/var/lib/a@b.redb", "redb:/var/lib/a@b.redb"),
+            (
+                "redis+cluster://ops:p@ss@a:1,b:2",
+                "redis+cluster://ops:***@a:1,b:2",
+            ),
         ] {
             assert_eq!(super::redact(url), shown);
         }

@@ -24,10 +24,13 @@ use super::{Code, Context, Fail, Format, print, store_error};
 /// `kvmodel purge`.
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
-    /// The schema file the store's data follows.
-    #[arg(long, value_name = "SCHEMA")]
-    pub schema: PathBuf,
-    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`.
+    /// The schema files the store's data follows: schema files (YAML) and
+    /// Rust source files (`.rs`) of `#[derive(KvEntity)]` structs, read as
+    /// one model (repeat `--schema` for more).
+    #[arg(long, value_name = "SCHEMA", required = true)]
+    pub schema: Vec<PathBuf>,
+    /// The store: `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,…`
+    /// (`rediss://`, `rediss+cluster://` over TLS).
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).

@@ -841,3 +841,133 @@ pub async fn a_dry_run_migration_says_what_it_would_do(b: Backend) {
         Err(Error::NotReadable { since: 2, .. })
     ));
 }
+
+/// `inspect --link` pages a record's link collection from either side, as
+/// the repository's `list_*` lists it, with the link count; an entry of a
+/// record deleted since is shown under `skipped`.
+pub async fn inspect_pages_a_records_links(b: Backend) {
+    use kvmodel_examples::social::{Post, PostRepo, Tag, TagRepo};
+    let store = b.open().await;
+    let (posts, tags) = (PostRepo::new(store.clone()), TagRepo::new(store.clone()));
+    for id in ["p1", "p2"] {
+        posts
+            .create(&Post {
+                id: id.into(),
+                author_id: "ada".into(),
+                title: format!("{id} post"),
+                body: "words".into(),
+                created_at: ts("2026-03-01T10:00:00Z"),
+            })
+            .await
+            .unwrap();
+    }
+    for name in ["redis", "rust", "yaml"] {
+        tags.create(&Tag {
+            name: name.into(),
+            title: name.to_uppercase(),
+        })
+        .await
+        .unwrap();
+    }
+    for (post, tag) in [
+        ("p1", "redis"),
+        ("p1", "rust"),
+        ("p1", "yaml"),
+        ("p2", "rust"),
+    ] {
+        assert!(posts.link_tags(post, tag).await.unwrap());
+    }
+    tags.delete("yaml").await.unwrap();
+    drop((posts, tags, store));
+    let url = b.url();
+    let social = |more: &[&'static str]| -> Value {
+        let mut args = vec![
+            "inspect",
+            "--schema",
+            "schemas/social.yaml",
+            "--store",
+            &url,
+        ];
+        args.extend_from_slice(more);
+        let o = kvmodel(&args);
+        assert_eq!(code(&o), 0, "{}", err(&o));
+        serde_json::from_str(&out(&o)).unwrap()
+    };
+    let names = |doc: &Value| -> Vec<String> {
+        doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["record"]["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let doc = social(&["Post", "--link", "tags", "p1"]);
+    assert_eq!(names(&doc), ["redis", "rust"], "{doc}");
+    assert_eq!(
+        doc["count"], 3,
+        "the deleted tag's entry is still counted: {doc}"
+    );
+    assert_eq!(doc["skipped"][0]["key"], "social:tag:yaml", "{doc}");
+    let first = social(&["Post", "--link", "tags", "--limit", "1", "p1"]);
+    assert_eq!(names(&first), ["redis"], "{first}");
+    let next = first["next"].as_str().unwrap().to_owned();
+    let next: &'static str = Box::leak(next.into_boxed_str());
+    let second = social(&[
+        "Post", "--link", "tags", "--limit", "1", "--after", next, "p1",
+    ]);
+    assert_eq!(names(&second), ["rust"], "{second}");
+    let doc = social(&["Tag", "--link", "posts", "rust"]);
+    let ids: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["record"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["p1", "p2"], "{doc}");
+    let o = kvmodel(&[
+        "inspect",
+        "--schema",
+        "schemas/social.yaml",
+        "--store",
+        &url,
+        "Post",
+        "--link",
+        "likes",
+        "p1",
+    ]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(err(&o).contains("its links: `tags`"), "{}", err(&o));
+}
+
+/// `--store rediss://…` verifies a store over TLS: the server's
+/// certificate is checked against `SSL_CERT_FILE` (here the test CA), an
+/// unknown CA is refused, and `#insecure` skips the check.
+pub async fn verify_over_tls(b: Backend) {
+    let Backend::Tls(server) = &b else {
+        panic!("a TLS backend")
+    };
+    populate(&b).await;
+    damage(&b).await;
+    let url = server.url();
+    let ca = server.ca_file();
+    let o = kvmodel_with(&ops("verify", &url, &["-q"]), "SSL_CERT_FILE", Some(&ca));
+    assert_eq!(code(&o), 1, "drift exits 1: {}{}", out(&o), err(&o));
+    assert!(
+        out(&o)
+            .lines()
+            .any(|l| l == "verify: 3 problem(s) in 3 entities"),
+        "{}",
+        out(&o)
+    );
+    let stranger = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let o = kvmodel_with(
+        &ops("verify", &url, &["-q"]),
+        "SSL_CERT_FILE",
+        Some(&stranger),
+    );
+    assert_ne!(code(&o), 0, "an unknown CA is refused: {}", out(&o));
+    assert!(err(&o).contains(&url[9..]), "{}", err(&o));
+    let insecure = b.url();
+    let o = kvmodel(&ops("verify", &insecure, &["-q"]));
+    assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
+}

@@ -8,6 +8,7 @@
 //! is inspected whole.
 
 mod cases;
+mod mixed;
 mod support;
 mod visit;
 
@@ -53,8 +54,20 @@ on_every_store!(
     purge_removes_what_cannot_be_read,
     purge_takes_back_what_a_receipt_lists,
     inspect_sums_every_shard_of_a_counter,
+    inspect_pages_a_records_links,
     a_dry_run_migration_says_what_it_would_do,
 );
+
+/// A model of a Rust source file and a schema file, verified as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entities_of_both_files_are_verified() {
+    mixed::entities_of_both_files_are_verified(Backend::redb()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_over_tls() {
+    cases::verify_over_tls(Backend::tls()).await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_concurrent_migrations_one_refused() {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use kvmodel::{AnyStore, KvEntity, Timestamp};
-use kvmodel_runtime::conformance::{RedisCluster, RedisServer};
+use kvmodel_runtime::conformance::{RedisCluster, RedisServer, TlsRedisServer};
 use serde::{Deserialize, Serialize};
 
 /// The store a case runs on: a redb file (which one process opens at a
@@ -14,6 +14,9 @@ pub enum Backend {
     Redb(tempfile::TempDir),
     Redis(RedisServer),
     Cluster(RedisCluster),
+    /// A server that speaks only TLS, with a test CA; its URL ends in
+    /// `#insecure` (the CA is not among the system's roots).
+    Tls(TlsRedisServer),
 }
 
 impl Backend {
@@ -29,6 +32,10 @@ impl Backend {
         Backend::Cluster(RedisCluster::start())
     }
 
+    pub fn tls() -> Backend {
+        Backend::Tls(TlsRedisServer::start())
+    }
+
     pub fn url(&self) -> String {
         match self {
             Backend::Cluster(c) => {
@@ -38,6 +45,7 @@ impl Backend {
             }
             Backend::Redb(dir) => format!("redb:{}", dir.path().join("shop.redb").display()),
             Backend::Redis(server) => server.url(),
+            Backend::Tls(server) => format!("{}#insecure", server.url()),
         }
     }
 
@@ -47,7 +55,10 @@ impl Backend {
     }
 
     pub fn is_redis(&self) -> bool {
-        matches!(self, Backend::Redis(_) | Backend::Cluster(_))
+        matches!(
+            self,
+            Backend::Redis(_) | Backend::Cluster(_) | Backend::Tls(_)
+        )
     }
 }
 
@@ -64,6 +75,17 @@ fn command(args: &[&str]) -> Command {
 /// Runs `kvmodel ARGS` to the end.
 pub fn kvmodel(args: &[&str]) -> Output {
     command(args).output().unwrap()
+}
+
+/// Runs `kvmodel ARGS` to the end with the variable `name` set to `value`,
+/// or removed when `value` is `None`.
+pub fn kvmodel_with(args: &[&str], name: &str, value: Option<&Path>) -> Output {
+    let mut c = command(args);
+    match value {
+        Some(value) => c.env(name, value),
+        None => c.env_remove(name),
+    };
+    c.output().unwrap()
 }
 
 /// Starts `kvmodel ARGS` in the background.

@@ -32,6 +32,13 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
     types::check(model, diags);
 }
 
+/// The rules between entities of a model (E125, E126 and the methods links
+/// give far entities), without the rules of each entity: what a model read
+/// from several files adds to the rules each file was checked with.
+pub fn check_across(model: &Model, diags: &mut Diagnostics) {
+    check_cross_entity(model, diags);
+}
+
 /// Checks one entity. `model` gives the other entities and named types when
 /// known (YAML); the derive sees one entity at a time.
 pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) {
@@ -409,7 +416,7 @@ fn check_relation(
     if let Some(m) = model {
         if !m.entities.iter().any(|x| *x.name == *r.belongs_to) {
             let hint = suggestion(&r.belongs_to, m.entities.iter().map(|x| x.name.as_str()));
-            diags.error(
+            let mut d = Diagnostic::error(
                 "E115",
                 &r.belongs_to.origin,
                 format!(
@@ -417,6 +424,15 @@ fn check_relation(
                     *r.name, *r.belongs_to
                 ),
             );
+            if hint.is_empty() {
+                // An entity of another file (a derive source) is known
+                // when that file is read with this one.
+                d = d.help(format!(
+                    "if `{}` is declared in another file (a schema file, or Rust source of `#[derive(KvEntity)]` structs), give that file too: `--schema` takes several",
+                    *r.belongs_to
+                ));
+            }
+            diags.push(d);
         }
     }
     check_since(e, &r.since, diags);

@@ -166,11 +166,10 @@ pub(crate) fn checks(cx: &Ctx<'_>) -> TokenStream {
         };
         let span = r.on_delete.origin.span();
         let rel = r.name.as_str();
+        let named = last(&r.belongs_to);
         let msg = format!(
-            "`{child}` relation `{rel}` has `on_delete = {}`, so `{}` must name it: add `#[kv(dependent(entity = {child}, relation = {rel}))]` to `{}`",
+            "`{child}` relation `{rel}` has `on_delete = {}`, so `{named}` must name it: add `#[kv(dependent(entity = {child}, relation = {rel}))]` to `{named}`, or, when `{named}` is generated from a schema file, run `kvmodel generate` on that file and this one together, which names it",
             *r.on_delete,
-            last(&r.belongs_to),
-            last(&r.belongs_to)
         );
         out.push(quote_spanned! {span=>
             const _: () = ::core::assert!(

@@ -19,6 +19,8 @@ mod faulty;
 mod follow;
 mod maintenance;
 mod sizes;
+#[cfg(feature = "tls")]
+mod tls;
 #[cfg(any(feature = "redb", feature = "redis"))]
 mod watchdog;
 
@@ -31,6 +33,8 @@ pub use faulty::FaultyStore;
 pub use follow::*;
 pub use maintenance::*;
 pub use sizes::*;
+#[cfg(feature = "tls")]
+pub use tls::TlsRedisServer;
 
 use std::future::Future;
 use std::time::Duration;
@@ -233,7 +237,7 @@ macro_rules! on_every_backend {
 /// Runs async test cases `async fn case<H: Harness>(h: &H)` on every
 /// backend: one `#[tokio::test]` per case in each of the modules `memory`,
 /// `redb`, `redis` and `cluster` (a Redis Cluster, see
-/// [`ClusterHarness`](crate::conformance::ClusterHarness)), each with a
+/// [`ClusterHarness`]), each with a
 /// fresh harness. The cases are named as they are in scope where the macro
 /// is invoked.
 ///

@@ -23,7 +23,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// nothing; a `cascade` one first deletes the children, depth first,
     /// each in its own commit, without recursion and through cycles
     /// ([`on_delete`](crate::engine::on_delete)).
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
         on_delete::delete_tree(self.store(), Kind::<S>::of::<E>(), key).await
     }

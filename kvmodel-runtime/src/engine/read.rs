@@ -18,7 +18,7 @@ use crate::store::{Member, MemberRef, Store};
 
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Reads the record at `key`, migrating it if it is older.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "get", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "get", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn get(&self, key: &str) -> Result<Option<E>> {
         self.store()
             .get_with(key, |bytes| {
@@ -44,7 +44,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
 
     /// Whether a record is stored at `key` (one read; an expired record is
     /// absent).
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "exists", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "exists", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn exists(&self, key: &str) -> Result<bool> {
         Ok(self.store().get(key).await?.is_some())
     }

@@ -2,7 +2,10 @@
 //!
 //! Every repository operation is a span at `DEBUG` level, target
 //! `kvmodel`, named after the method (`create`, `modify`, `list`, …) with
-//! the fields `entity` and `backend`. Inside it, each store commit is an
+//! the fields `entity` and `backend`; an operation on one record (`get`,
+//! `exists`, `create`, `update`, `upsert`, `modify`, `try_modify`,
+//! `delete`) also carries its `key`, unless the target `kvmodel::keys` is
+//! turned off (`kvmodel=debug,kvmodel::keys=off`). Inside it, each store commit is an
 //! event with the keys it touches, the bytes it writes, its size and its
 //! outcome, and each optimistic retry is an event with its attempt number.
 //! Without a subscriber that listens at `DEBUG` for `kvmodel`, none of it
@@ -78,6 +81,14 @@ impl CommitSummary {
             "commit"
         );
     }
+}
+
+/// The record key an operation's span carries: left out (`None`, and
+/// `key` never called) unless the target `kvmodel::keys` listens at
+/// `DEBUG`, so that a filter such as `kvmodel=debug,kvmodel::keys=off`
+/// keeps keys (which may hold personal data) out of traces.
+pub(crate) fn key(key: impl FnOnce() -> String) -> Option<tracing::field::DisplayValue<String>> {
+    tracing::enabled!(target: "kvmodel::keys", Level::DEBUG).then(|| tracing::field::display(key()))
 }
 
 /// Emits the event of an optimistic retry after attempt `attempt` failed.

@@ -40,7 +40,7 @@ enum Retry {
 
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Stores a new record with all its derived entries, in one commit.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "create", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| value.record_key()))))]
     pub async fn create(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         let parents = value.parents();
@@ -160,7 +160,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Replaces a stored record; indexes and counters move atomically.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "update", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "update", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| value.record_key()))))]
     pub async fn update(&self, value: &E) -> Result<()> {
         let key = value.record_key();
         self.read_modify_write(&key, |_| Ok(value.clone())).await?;
@@ -168,7 +168,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     /// Read-modify-write with optimistic retry; `f` may run more than once.
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn modify(&self, key: &str, mut f: impl FnMut(&mut E) + Send) -> Result<E> {
         self.read_modify_write(key, |mut v| {
             f(&mut v);
@@ -181,7 +181,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// claims, collection members and counters move in the same commit.
     /// Returns `true` when it created the record. Retries while other
     /// writers change the record, then fails with [`Error::Conflict`].
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "upsert", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "upsert", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| value.record_key()))))]
     pub async fn upsert(&self, value: &E) -> Result<bool> {
         let key = value.record_key();
         let parents = value.parents();
@@ -251,7 +251,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// returns an error, which comes back as is, with nothing written.
     /// Store errors come back converted into `X`. `f` may run more than
     /// once (optimistic retry).
-    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "try_modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
+    #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "try_modify", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn try_modify<X>(
         &self,
         key: &str,

@@ -18,12 +18,41 @@ use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 /// |---|---|
 /// | `memory:` | a fresh [`MemoryStore`] |
 /// | `redb:PATH` | [`RedbStore::open(PATH)`](crate::RedbStore::open) (feature `redb`) |
-/// | `redis://HOST:PORT[/DB]`, `rediss://…`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
-/// | `redis+cluster://HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://HOST:PORT` seed per node named (feature `redis-cluster`) |
+/// | `redis://HOST:PORT[/DB]`, `redis+unix://…`, `unix://…` | [`RedisStore::connect(URL)`](crate::RedisStore::connect) (feature `redis`) |
+/// | `rediss://HOST:PORT[/DB][#insecure]` | the same over TLS (feature `tls`) |
+/// | `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://[USER:PASSWORD@]HOST:PORT` seed per node named (feature `redis-cluster`) |
+/// | `rediss+cluster://HOST:PORT,…[#insecure]` | the same over TLS, with `rediss://HOST:PORT` seeds (features `redis-cluster` and `tls`) |
 /// | `dynamodb://TABLE?region=REGION&endpoint=URL` | a `DynamoStore` on `TABLE` (feature `dynamodb`; both options optional, the AWS chain fills in the rest; opening creates nothing) |
+///
+/// Over TLS the server's certificate is verified against the system's roots
+/// (or the PEM file `SSL_CERT_FILE` names) and must name the host; a URL
+/// ending in `#insecure` skips that check (for tests only). A private CA
+/// can also be given to the builders (`tls_root_certificates`).
 ///
 /// A store built by hand (a Redis store with its own timeouts, a memory store
 /// on a manual clock) converts with `AnyStore::from(store)`.
+///
+/// `AnyStore` is `Clone`, and cheap to clone: a clone is another handle on
+/// the same store, never a copy of its data: clones of a memory store share
+/// its contents and clock, of a redb store its one open database, of a Redis
+/// store its one multiplexed connection, of a cluster store its connections
+/// to the nodes. Clone it to give each repository (or each task) its own
+/// handle rather than wrapping it in an `Arc`; a write through one clone is
+/// seen by every other.
+///
+/// ```
+/// # async fn demo() -> kvmodel_runtime::Result<()> {
+/// use kvmodel_runtime::{Batch, Store, store::AnyStore};
+///
+/// let store = AnyStore::open("memory:").await?;
+/// let other = store.clone();
+/// let mut batch = Batch::new();
+/// batch.put("greeting", b"hello".to_vec(), None);
+/// other.commit(batch).await?;
+/// assert_eq!(store.get("greeting").await?, Some(b"hello".to_vec()));
+/// # Ok(()) }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(demo()).unwrap();
+/// ```
 ///
 /// ```
 /// # async fn demo() -> kvmodel_runtime::Result<()> {
@@ -57,8 +86,9 @@ pub enum AnyStore {
 }
 
 /// The URL forms [`AnyStore::open`] reads, for messages.
-const FORMS: &str = "`memory:`, `redb:PATH`, `redis://HOST:PORT`, `redis+cluster://HOST:PORT,HOST:PORT` or \
-     `dynamodb://TABLE?region=REGION`";
+const FORMS: &str = "`memory:`, `redb:PATH`, `redis://HOST:PORT`, `rediss://HOST:PORT`, \
+                     `redis+cluster://HOST:PORT,HOST:PORT`, \
+                     `rediss+cluster://HOST:PORT,HOST:PORT` or `dynamodb://TABLE?region=REGION`";
 
 impl AnyStore {
     /// Opens the store `url` names (see [`AnyStore`]). A URL of no known
@@ -82,9 +112,18 @@ impl AnyStore {
                 Ok(AnyStore::Memory(MemoryStore::new()))
             }
             "redb" => open_redb(url, rest),
-            "redis" | "rediss" | "redis+unix" | "unix" => open_redis(url).await,
-            "redis+cluster" => open_cluster(url, rest).await,
+            "redis" | "redis+unix" | "unix" => open_redis(url).await,
+            "rediss" => open_redis_tls(url).await,
+            "redis+cluster" => open_cluster(url, cluster_seeds(url, rest, false)?).await,
             "dynamodb" => open_dynamo(url).await,
+            "rediss+cluster" => {
+                let seeds = cluster_seeds(url, rest, true)?;
+                if cfg!(feature = "tls") {
+                    open_cluster(url, seeds).await
+                } else {
+                    Err(feature_off(url, "tls", "RedisClusterStore over TLS"))
+                }
+            }
             _ => Err(Error::InvalidUrl {
                 url: url.to_owned(),
                 reason: format!("`{scheme}:` is not a known store; write {FORMS}"),
@@ -119,30 +158,57 @@ async fn open_redis(url: &str) -> Result<AnyStore> {
     Err(feature_off(url, "redis", "RedisStore"))
 }
 
-/// The seeds of a `redis+cluster://HOST:PORT,HOST:PORT` URL, as
-/// `redis://HOST:PORT` URLs.
-fn cluster_seeds(url: &str, rest: &str) -> Result<Vec<String>> {
-    let hosts = rest.strip_prefix("//").unwrap_or(rest);
+#[cfg(feature = "tls")]
+async fn open_redis_tls(url: &str) -> Result<AnyStore> {
+    open_redis(url).await
+}
+
+#[cfg(not(feature = "tls"))]
+async fn open_redis_tls(url: &str) -> Result<AnyStore> {
+    Err(feature_off(url, "tls", "RedisStore over TLS"))
+}
+
+/// The seeds of a `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT`
+/// URL, as `redis://[USER:PASSWORD@]HOST:PORT` URLs (the credentials, if
+/// any, for every node); of a `rediss+cluster://…[#insecure]` one, as
+/// `rediss://…[#insecure]` URLs.
+fn cluster_seeds(url: &str, rest: &str, tls: bool) -> Result<Vec<String>> {
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let (rest, fragment) = match rest.split_once('#') {
+        Some((rest, fragment)) if tls => (rest, format!("#{fragment}")),
+        _ => (rest, String::new()),
+    };
+    // A password may hold `@` only percent-encoded, as in any URL; the
+    // hosts never do.
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((user, hosts)) if !user.is_empty() && !user.contains(['/', '?', '#', ',']) => {
+            (format!("{user}@"), hosts)
+        }
+        _ => (String::new(), rest),
+    };
+    let scheme = if tls { "rediss" } else { "redis" };
     let seeds: Vec<String> = hosts
         .split(',')
         .map(str::trim)
         .filter(|h| !h.is_empty())
-        .map(|h| format!("redis://{h}"))
+        .map(|h| format!("{scheme}://{credentials}{h}{fragment}"))
         .collect();
-    if seeds.is_empty() || hosts.contains(['/', '?', '@']) {
+    if seeds.is_empty() || hosts.contains(['/', '?', '@', '#']) {
         return Err(Error::InvalidUrl {
             url: url.to_owned(),
-            reason: "write the cluster's nodes as `redis+cluster://HOST:PORT,HOST:PORT`, at \
-                     least one, with nothing after them"
-                .to_owned(),
+            reason: format!(
+                "write the cluster's nodes as `{scheme}+cluster://HOST:PORT,HOST:PORT` \
+                 (`{scheme}+cluster://USER:PASSWORD@HOST:PORT,…` with credentials), at \
+                 least one, with nothing after them{}",
+                if tls { " but `#insecure`" } else { "" }
+            ),
         });
     }
     Ok(seeds)
 }
 
 #[cfg(feature = "redis-cluster")]
-async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
-    let seeds = cluster_seeds(url, rest)?;
+async fn open_cluster(_url: &str, seeds: Vec<String>) -> Result<AnyStore> {
     let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
     crate::RedisClusterStore::connect(&seeds)
         .await
@@ -150,8 +216,7 @@ async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
 }
 
 #[cfg(not(feature = "redis-cluster"))]
-async fn open_cluster(url: &str, rest: &str) -> Result<AnyStore> {
-    cluster_seeds(url, rest)?;
+async fn open_cluster(url: &str, _seeds: Vec<String>) -> Result<AnyStore> {
     Err(feature_off(url, "redis-cluster", "RedisClusterStore"))
 }
 
@@ -173,6 +238,7 @@ async fn open_dynamo(url: &str) -> Result<AnyStore> {
         feature = "redb",
         feature = "redis",
         feature = "redis-cluster",
+        feature = "tls",
         feature = "dynamodb"
     ),
     allow(dead_code)
@@ -375,5 +441,47 @@ mod tests {
         let text = feature_off("redis://h:1", "redis", "RedisStore").to_string();
         assert!(text.contains("`redis://h:1`"), "{text}");
         assert!(text.contains("features = [\"redis\"]"), "{text}");
+    }
+
+    #[test]
+    fn a_tls_cluster_url_gives_tls_seeds() {
+        let url = "rediss+cluster://a:1,b:2";
+        let seeds = cluster_seeds(url, "//a:1,b:2", true).unwrap();
+        assert_eq!(seeds, ["rediss://a:1", "rediss://b:2"]);
+        let seeds = cluster_seeds(url, "//a:1,b:2#insecure", true).unwrap();
+        assert_eq!(seeds, ["rediss://a:1#insecure", "rediss://b:2#insecure"]);
+        let seeds = cluster_seeds(url, "//a:1,b:2", false).unwrap();
+        assert_eq!(seeds, ["redis://a:1", "redis://b:2"]);
+        assert!(cluster_seeds(url, "//a:1#insecure", false).is_err());
+    }
+
+    #[test]
+    fn cluster_credentials_go_to_every_seed_and_stay_out_of_errors() {
+        let url = "redis+cluster://ops:p%40ss@a:1,b:2";
+        let seeds = cluster_seeds(url, "//ops:p%40ss@a:1,b:2", false).unwrap();
+        assert_eq!(seeds, ["redis://ops:p%40ss@a:1", "redis://ops:p%40ss@b:2"]);
+        let seeds = cluster_seeds(url, "//ops:p%40ss@a:1#insecure", true).unwrap();
+        assert_eq!(seeds, ["rediss://ops:p%40ss@a:1#insecure"]);
+        let bad = "redis+cluster://ops:s3cret@a:1,b:2/0";
+        let e = cluster_seeds(bad, "//ops:s3cret@a:1,b:2/0", false).unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("redis+cluster://ops:***@a:1,b:2/0"), "{text}");
+        assert!(text.contains("USER:PASSWORD@"), "{text}");
+    }
+
+    #[test]
+    fn a_tls_url_without_the_feature_names_it() {
+        let text = feature_off("rediss://h:1", "tls", "RedisStore over TLS").to_string();
+        assert!(text.contains("features = [\"tls\"]"), "{text}");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn tls_urls_are_refused_without_the_feature() {
+        for url in ["rediss://127.0.0.1:1", "rediss+cluster://127.0.0.1:1"] {
+            let err = AnyStore::open(url).await.unwrap_err();
+            assert!(err.to_string().contains("feature `tls`"), "{url}: {err}");
+        }
     }
 }

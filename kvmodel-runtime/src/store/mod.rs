@@ -24,6 +24,7 @@ mod redb;
 #[cfg(feature = "redis")]
 mod redis;
 
+pub use crate::error::redact_url;
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Expect, Held, check};
@@ -199,7 +200,7 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Checks every condition; if all hold, applies every operation, atomically.
     /// If one fails, nothing is written and its index is reported. A batch
-    /// whose operations do not fit the keys they meet ([`check`]) is an error,
+    /// whose operations do not fit the keys they meet ([`check`](fn@check)) is an error,
     /// and nothing is written either.
     fn commit(&self, batch: Batch) -> impl Future<Output = Result<Outcome>> + Send;
 

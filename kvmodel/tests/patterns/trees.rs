@@ -39,20 +39,27 @@ fn node(id: &str, parent: Option<&str>) -> Node {
 }
 
 /// How deep a chain (and how wide a fan-out) each backend deletes. Every
-/// record goes in a commit of its own: 100,000 on memory; 500 on redb,
-/// whose every commit is a durable write transaction (5–7 ms each here:
-/// 100,000 would take over ten minutes to build and as long to delete);
-/// 2,000 on Redis and Redis Cluster, where every step is a round trip. Each
+/// record goes in a commit of its own: 20,000 on memory; 500 on redb,
+/// whose every commit is a durable write transaction (5–7 ms each here);
+/// 500 on Redis and Redis Cluster, where every step is a round trip. Each
 /// depth is far beyond what a recursion per level survives on the test's
-/// 256 KiB stack (200 levels overflowed a 2 MiB one).
+/// 256 KiB stack (200 levels overflowed a 2 MiB one). `KVMODEL_TREE_SCALE`
+/// multiplies them for a long run (`KVMODEL_TREE_SCALE=5`: 100,000 on
+/// memory, 2,500 on redb and Redis).
 fn scale(store: &impl Store) -> usize {
-    match store.backend() {
-        "memory" => 100_000,
-        "redb" => 500,
-        // Every request goes through HTTP to the emulator.
-        "dynamodb" => 300,
-        _ => 2_000,
-    }
+    let times = match std::env::var("KVMODEL_TREE_SCALE") {
+        Ok(v) => v
+            .parse::<usize>()
+            .unwrap_or_else(|_| panic!("KVMODEL_TREE_SCALE must be a number, not {v:?}")),
+        Err(_) => 1,
+    };
+    times
+        * match store.backend() {
+            "memory" => 20_000,
+            // Every request goes through HTTP to the emulator.
+            "dynamodb" => 300,
+            _ => 500,
+        }
 }
 
 /// Runs `f` on a thread of its own whose stack is 256 KiB: a delete that

@@ -47,16 +47,20 @@ pub struct RedisStoreBuilder {
     target: Target,
     connect_timeout: Duration,
     response_timeout: Option<Duration>,
+    #[cfg(feature = "tls")]
+    tls_roots: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
 enum Target {
     Url(String),
-    Client(Client),
+    /// Boxed: a client with TLS parameters is large.
+    Client(Box<Client>),
 }
 
 impl RedisStoreBuilder {
-    /// Options for the server at `url` (`redis://HOST:PORT[/DB]`), with the
+    /// Options for the server at `url` (`redis://HOST:PORT[/DB]`, or
+    /// `rediss://HOST:PORT[/DB]` for TLS with feature `tls`), with the
     /// default timeouts.
     pub fn new(url: &str) -> Self {
         RedisStoreBuilder::with_target(Target::Url(url.to_owned()))
@@ -65,7 +69,7 @@ impl RedisStoreBuilder {
     /// Options for a `redis::Client` built by the caller (for settings a URL
     /// cannot carry), with the default timeouts.
     pub fn from_client(client: Client) -> Self {
-        RedisStoreBuilder::with_target(Target::Client(client))
+        RedisStoreBuilder::with_target(Target::Client(Box::new(client)))
     }
 
     fn with_target(target: Target) -> Self {
@@ -73,7 +77,33 @@ impl RedisStoreBuilder {
             target,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: Some(DEFAULT_RESPONSE_TIMEOUT),
+            #[cfg(feature = "tls")]
+            tls_roots: None,
         }
+    }
+
+    /// Trusts the certificate authorities in `pem` (one or more PEM
+    /// certificates) instead of the system's, to verify the server of a
+    /// `rediss://` URL: for a server whose certificate a private CA signed.
+    /// The server's certificate must still name the URL's host. Without
+    /// this, the system's roots are used (`SSL_CERT_FILE` replaces them).
+    /// Ignored for a store built [`from_client`](Self::from_client).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> kvmodel_runtime::Result<()> {
+    /// use kvmodel_runtime::RedisStore;
+    ///
+    /// let ca = std::fs::read("/etc/redis/ca.pem").unwrap();
+    /// let store = RedisStore::builder("rediss://redis.internal:6380")
+    ///     .tls_root_certificates(ca)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_root_certificates(mut self, pem: Vec<u8>) -> Self {
+        self.tls_roots = Some(pem);
+        self
     }
 
     /// How long opening a connection may take (default
@@ -103,11 +133,29 @@ impl RedisStoreBuilder {
     /// the store.
     pub async fn connect(self) -> Result<RedisStore> {
         let client = match self.target {
-            Target::Client(client) => client,
-            Target::Url(url) => Client::open(url.as_str()).map_err(|e| Error::InvalidUrl {
-                reason: format!("{e}; write it as `redis://HOST:PORT` or `redis://HOST:PORT/DB`"),
-                url,
-            })?,
+            Target::Client(client) => *client,
+            Target::Url(url) => {
+                refuse_tls_off(&url)?;
+                #[cfg(feature = "tls")]
+                let opened = match self.tls_roots {
+                    Some(pem) if is_tls(&url) => Client::build_with_tls(
+                        url.as_str(),
+                        redis::TlsCertificates {
+                            client_tls: None,
+                            root_cert: Some(pem),
+                        },
+                    ),
+                    _ => Client::open(url.as_str()),
+                };
+                #[cfg(not(feature = "tls"))]
+                let opened = Client::open(url.as_str());
+                opened.map_err(|e| Error::InvalidUrl {
+                    reason: format!(
+                        "{e}; write it as `redis://HOST:PORT[/DB]` or `rediss://HOST:PORT[/DB]`"
+                    ),
+                    url,
+                })?
+            }
         };
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
@@ -122,6 +170,34 @@ impl RedisStoreBuilder {
             .await
             .map_err(|e| Error::backend("redis", format!("connect to `{}`", link.address), e))?;
         Ok(RedisStore::on(link))
+    }
+}
+
+/// Whether `url` asks for TLS (`rediss:`, or `valkeys:` which the redis
+/// crate reads alike).
+pub(crate) fn is_tls(url: &str) -> bool {
+    url.split_once(':').is_some_and(|(scheme, _)| {
+        scheme.eq_ignore_ascii_case("rediss") || scheme.eq_ignore_ascii_case("valkeys")
+    })
+}
+
+/// Refuses a TLS URL when this build has no TLS, naming the feature that
+/// brings it; any URL passes with feature `tls`.
+pub(crate) fn refuse_tls_off(url: &str) -> Result<()> {
+    if cfg!(feature = "tls") || !is_tls(url) {
+        return Ok(());
+    }
+    Err(tls_off(url))
+}
+
+/// The error for a TLS URL in a build without TLS.
+pub(crate) fn tls_off(url: &str) -> Error {
+    Error::InvalidUrl {
+        url: url.to_owned(),
+        reason: "it asks for TLS, which this build leaves out; enable the cargo feature `tls` \
+                 of kvmodel (`kvmodel = { version = \"…\", features = [\"tls\"] }`), or \
+                 write `redis://` for a server without TLS"
+            .to_owned(),
     }
 }
 
@@ -201,5 +277,53 @@ impl Link {
             self.discard(&slot);
         }
         reply.map_err(Failure::Sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_urls_are_told_apart() {
+        assert!(is_tls("rediss://h:1"));
+        assert!(is_tls("REDISS://h:1/2"));
+        assert!(is_tls("valkeys://h:1"));
+        assert!(!is_tls("redis://h:1"));
+        assert!(!is_tls("redis+unix:///tmp/r.sock"));
+        assert!(!is_tls("rediss"));
+    }
+
+    #[test]
+    fn a_tls_url_without_the_feature_names_it() {
+        let text = tls_off("rediss://h:1").to_string();
+        assert!(text.contains("`rediss://h:1`"), "{text}");
+        assert!(text.contains("features = [\"tls\"]"), "{text}");
+        assert!(refuse_tls_off("redis://h:1").is_ok());
+    }
+
+    /// Without the feature, the builder refuses a TLS URL before it
+    /// connects.
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn a_tls_url_is_refused_without_the_feature() {
+        let err = RedisStore::connect("rediss://127.0.0.1:1")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("feature `tls`"), "{err}");
+    }
+
+    /// With the feature, a TLS URL is read, and a server that is not there
+    /// fails as a connection, not as a URL.
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn a_tls_url_is_read_with_the_feature() {
+        assert!(refuse_tls_off("rediss://h:1").is_ok());
+        let err = RedisStore::builder("rediss://127.0.0.1:1")
+            .connect_timeout(Duration::from_millis(200))
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(!matches!(err, Error::InvalidUrl { .. }), "{err}");
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! - `prelude.lua` starts every script that writes: exact counter
 //!   arithmetic, the checks of a time to live, the validation (with the
-//!   rules of [`check`](crate::store::check)) and application of an
+//!   rules of [`check`](fn@crate::store::check)) and application of an
 //!   operation, a batch read from `ARGV`, the check of its conditions.
 //! - `commit.lua` commits a batch in one step: [`COMMIT`] on a server, and
 //!   the cluster's batch within one slot behind the holds of unfinished

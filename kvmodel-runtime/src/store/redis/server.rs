@@ -3,7 +3,7 @@
 //! `commit` is one `EVALSHA` of the commit script (`lua/prelude.lua`, then
 //! `lua/commit.lua`; loaded on `NOSCRIPT`) that checks every condition and
 //! validates every operation before the first write, with the rules of
-//! [`check`](crate::store::check) (which include every check of the
+//! [`check`](fn@crate::store::check) (which include every check of the
 //! commands it then runs), so a failed condition or a malformed batch writes
 //! nothing. Sorted collections are sorted sets whose members are the
 //! order-preserving entries (all scores 0, read with `ZRANGEBYLEX`); TTLs
@@ -118,9 +118,9 @@ impl RedisStore {
                 ),
                 e,
             ),
-            Failure::Sent(e) if error_reply(&e) => {
-                Error::backend("redis", "run the commit script", e)
-            }
+            Failure::Sent(e) if error_reply(&e) => self
+                .cluster_node(&e)
+                .unwrap_or_else(|| Error::backend("redis", "run the commit script", e)),
             Failure::Sent(e) => Error::OutcomeUnknown {
                 backend: "redis",
                 source: Box::new(e),
@@ -192,8 +192,31 @@ impl RedisStore {
                 format!("connect to `{}` to {context}", self.link.address()),
                 e,
             ),
-            Failure::Sent(e) => Error::backend("redis", context, e),
+            Failure::Sent(e) => self
+                .cluster_node(&e)
+                .unwrap_or_else(|| Error::backend("redis", context, e)),
         }
+    }
+
+    /// The error of a store opened on one node of a Redis Cluster, told by
+    /// the node's refusal of a key it does not serve (`MOVED`, `ASK`) or of
+    /// keys of several slots (`CROSSSLOT`): such a refusal comes before the
+    /// command runs, so nothing was written.
+    fn cluster_node(&self, e: &redis::RedisError) -> Option<Error> {
+        use redis::ServerErrorKind::{Ask, ClusterDown, CrossSlot, Moved};
+        let ErrorKind::Server(Moved | Ask | CrossSlot | ClusterDown) = e.kind() else {
+            return None;
+        };
+        let at = self.link.address();
+        Some(Error::backend(
+            "redis",
+            format!(
+                "use `{at}`: it is a node of a Redis Cluster, which RedisStore does not \
+                 route (nothing was written); open it as a cluster with \
+                 `redis+cluster://{at}` (RedisClusterStore, feature `redis-cluster`)"
+            ),
+            e.clone(),
+        ))
     }
 }
 

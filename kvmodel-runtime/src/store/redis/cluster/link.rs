@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 use crate::store::redis::cluster::{
     DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Inner, RedisClusterStore,
 };
+#[cfg(feature = "tls")]
+use crate::store::redis::link::is_tls;
+use crate::store::redis::link::refuse_tls_off;
 use crate::store::redis::scripts::Scripts;
 use crate::store::redis::wire::error_reply;
 use crate::store::redis::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
@@ -42,11 +45,15 @@ pub struct RedisClusterStoreBuilder {
     shards: u16,
     connect_timeout: Duration,
     response_timeout: Duration,
+    #[cfg(feature = "tls")]
+    tls_roots: Option<Vec<u8>>,
 }
 
 impl RedisClusterStoreBuilder {
     /// Options for the cluster that `seeds` (`redis://HOST:PORT` URLs of
-    /// some of its nodes) belong to, with the defaults.
+    /// some of its nodes, or `rediss://HOST:PORT` for TLS with feature
+    /// `tls`) belong to, with the defaults. The first seed's scheme decides
+    /// whether every node is reached over TLS.
     pub fn new(seeds: &[&str]) -> Self {
         RedisClusterStoreBuilder {
             seeds: seeds.iter().map(|s| (*s).to_owned()).collect(),
@@ -55,7 +62,19 @@ impl RedisClusterStoreBuilder {
             shards: DEFAULT_DISCOVERY_SHARDS,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            #[cfg(feature = "tls")]
+            tls_roots: None,
         }
+    }
+
+    /// Trusts the certificate authorities in `pem` (one or more PEM
+    /// certificates) instead of the system's, to verify the nodes of
+    /// `rediss://` seeds (see
+    /// [`RedisStoreBuilder::tls_root_certificates`](crate::RedisStoreBuilder::tls_root_certificates)).
+    #[cfg(feature = "tls")]
+    pub fn tls_root_certificates(mut self, pem: Vec<u8>) -> Self {
+        self.tls_roots = Some(pem);
+        self
     }
 
     /// How long a cross-slot write may take to reach its commit point
@@ -115,14 +134,26 @@ impl RedisClusterStoreBuilder {
             )));
         }
         for seed in &self.seeds {
+            refuse_tls_off(seed)?;
             redis::Client::open(seed.as_str()).map_err(|e| Error::InvalidUrl {
                 url: seed.clone(),
-                reason: format!("{e}; write each seed as `redis://HOST:PORT`"),
+                reason: format!(
+                    "{e}; write each seed as `redis://HOST:PORT` or `rediss://HOST:PORT`"
+                ),
             })?;
         }
-        let client = ClusterClient::builder(self.seeds.iter().map(String::as_str))
+        let builder = ClusterClient::builder(self.seeds.iter().map(String::as_str))
             .connection_timeout(self.connect_timeout)
-            .response_timeout(self.response_timeout)
+            .response_timeout(self.response_timeout);
+        #[cfg(feature = "tls")]
+        let builder = match self.tls_roots {
+            Some(pem) if is_tls(&self.seeds[0]) => builder.certs(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem),
+            }),
+            _ => builder,
+        };
+        let client = builder
             .build()
             .map_err(|e| bad(format!("{e}; write each seed as `redis://HOST:PORT`")))?;
         let conn = client.get_async_connection().await.map_err(|e| {

@@ -12,16 +12,30 @@
 -- ARGV, the check of its conditions, the validation of its operations and
 -- the application of one, shared with the cluster's scripts.)
 
-local function key_of(i) return KEYS[i] end
+-- The batch is read from ARGV where it lies, in three passes: conditions,
+-- validation, writes (the cluster's steps read it with `read_batch`).
+local known = {}
+local i = 2
+for index = 0, tonumber(ARGV[1]) - 1 do
+  local failed = check_condition(ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], index, known)
+  if failed then return failed end
+  i = i + 3
+end
 
-local conditions, ops = read_batch(1, false)
-local failed = check_conditions(conditions, key_of)
-if failed then return failed end
+local m = tonumber(ARGV[i])
+local first = i + 1
+local fits = simulator(known)
+i = first
+for _ = 1, m do
+  local k = KEYS[tonumber(ARGV[i + 1])]
+  local reason = fits(k, ARGV[i], ARGV[i + 2], ARGV[i + 3])
+  if reason then return {-1, k, reason} end
+  i = i + 4
+end
 
-local invalid = validate(ops, key_of)
-if invalid then return invalid end
-
-for _, op in ipairs(ops) do
-  apply_op(key_of(op.k), op.kind, op.a, op.b)
+i = first
+for _ = 1, m do
+  apply_op(KEYS[tonumber(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
+  i = i + 4
 end
 return {1}

@@ -21,6 +21,11 @@ local function fits(hi, lo)
 end
 
 local function parse_int(s)
+  -- Up to 9 digits (most counters and increments): one number, no
+  -- captures.
+  if #s <= 10 and string.find(s, '^%-?[1-9][0-9]*$') and (#s <= 9 or string.byte(s, 1) == 45) then
+    return {0, tonumber(s)}
+  end
   if s == '0' then return {0, 0} end
   local sign, digits = string.match(s, '^(%-?)([1-9][0-9]*)$')
   if digits == nil or #digits > 19 then return nil end
@@ -82,45 +87,121 @@ end
 -- (which include every check the command that applies an operation makes):
 -- a function `fits(k, kind, a, b)` that returns nil when the operation fits
 -- what key `k` will hold by then (and records its effect), otherwise why it
--- does not. What a key holds: {'none'}, {'int', {hi, lo}}, {'str'},
--- {'zset'}, or {t} for another Redis type t.
-local function simulator()
+-- does not. What a key holds: NONE, {'int', {hi, lo}} or {'num', n} (a
+-- counter; n a number within ±2^53), STR (a value that is not a counter),
+-- {'raw', v} (the value v, not parsed yet), STRING (a value not read yet),
+-- ZSET, or {t} for another Redis type t.
+--
+-- Only what an operation needs is read, once per key: a put or a
+-- sorted-collection operation the key's type (`TYPE`), an increment its
+-- value (`GET`; `TYPE` only when that fails). `known` (optional, from
+-- `check_conditions`) holds the value each condition read (false for none):
+-- those keys are not read again.
+local NONE, STR, STRING, ZSET = {'none'}, {'str'}, {'string'}, {'zset'}
+local VALUE = {none = true, int = true, num = true, str = true, raw = true, string = true}
+local function simulator(known)
   local state = {}
-  local function value_state(v)
-    local x = parse_int(v)
-    if x then return {'int', x} end
-    return {'str'}
+  local function of_value(v)
+    if not v then return NONE end
+    return {'raw', v}
   end
-  local function current(k)
-    if state[k] == nil then
-      local t = redis.call('TYPE', k).ok
-      if t == 'string' then state[k] = value_state(redis.call('GET', k)) else state[k] = {t} end
+  local function of_type(k)
+    local t = redis.call('TYPE', k).ok
+    if t == 'string' then return STRING end
+    if t == 'none' then return NONE end
+    if t == 'zset' then return ZSET end
+    return {t}
+  end
+  -- What key `k` holds, its value not necessarily read.
+  local function kind_of(k)
+    local s = state[k]
+    if s == nil then
+      local v = known and known[k]
+      if v ~= nil then s = of_value(v) else s = of_type(k) end
+      state[k] = s
     end
-    return state[k]
+    return s
   end
-  local function is_value(s) return s[1] == 'none' or s[1] == 'int' or s[1] == 'str' end
+  -- What key `k` holds, a value read and parsed.
+  local function current(k)
+    local s = state[k]
+    if s == nil then
+      local v = known and known[k]
+      if v == nil then
+        v = redis.pcall('GET', k)
+        if type(v) == 'table' then s = of_type(k) end
+      end
+      if s == nil then s = of_value(v) end
+    elseif s == STRING then
+      s = {'raw', redis.call('GET', k)}
+    end
+    if s[1] == 'raw' then
+      local x = parse_int(s[2])
+      if x then s = {'int', x} else s = STR end
+    elseif s[1] == 'num' then
+      local n = s[2]
+      local hi = math.floor(math.abs(n) / BASE)
+      if n < 0 then hi = -hi end
+      s = {'int', {hi, n - hi * BASE}}
+    end
+    state[k] = s
+    return s
+  end
+  -- The value of key `k` as a number when it is a counter below 10^15 in
+  -- magnitude (so a sum with another stays exact in a double) or none (0),
+  -- else nil.
+  local function small(k)
+    local s = state[k]
+    if s == nil then
+      local v = known and known[k]
+      if v == nil then
+        v = redis.pcall('GET', k)
+        if type(v) == 'table' then state[k] = of_type(k) return nil end
+      end
+      s = of_value(v)
+      state[k] = s
+    elseif s == STRING then
+      s = {'raw', redis.call('GET', k)}
+      state[k] = s
+    end
+    if s == NONE then return 0 end
+    if s[1] == 'num' and math.abs(s[2]) < 1e15 then return s[2] end
+    if s[1] == 'raw' and #s[2] <= 15 and (s[2] == '0' or string.find(s[2], '^%-?[1-9][0-9]*$')) then
+      return tonumber(s[2])
+    end
+    return nil
+  end
   return function(k, kind, a, b)
     if kind == 'p' then
       if b ~= '' and not is_ms(b) then
         return 'the time to live ' .. b .. ' is not a whole number of milliseconds'
       end
-      local s = current(k)
-      if not is_value(s) then
-        if s[1] == 'zset' then return 'a put meets a sorted collection; delete it first' end
+      local s = kind_of(k)
+      if not VALUE[s[1]] then
+        if s == ZSET then return 'a put meets a sorted collection; delete it first' end
         return 'a put meets ' .. holds(s[1])
       end
-      state[k] = value_state(a)
+      state[k] = {'raw', a}
     elseif kind == 'd' then
-      state[k] = {'none'}
+      state[k] = NONE
     elseif kind == 'i' then
+      -- Small counters and increments without a limit (nearly all): a sum
+      -- of doubles below 2^53 is exact and fits 64 bits.
+      if b == '' and #a <= 15 and string.find(a, '^%-?[1-9][0-9]*$') then
+        local v = small(k)
+        if v then
+          state[k] = {'num', v + tonumber(a)}
+          return nil
+        end
+      end
       local d = parse_int(a)
       if d == nil then return 'the increment ' .. a .. ' is not a 64-bit integer' end
       local s = current(k)
       local v
-      if s[1] == 'none' then v = {0, 0}
+      if s == NONE then v = {0, 0}
       elseif s[1] == 'int' then v = s[2]
-      elseif s[1] == 'str' then return 'it holds a value that is not a 64-bit decimal integer counter'
-      elseif s[1] == 'zset' then return 'an increment meets a sorted collection, not a counter'
+      elseif s == STR then return 'it holds a value that is not a 64-bit decimal integer counter'
+      elseif s == ZSET then return 'an increment meets a sorted collection, not a counter'
       else return 'an increment meets ' .. holds(s[1]) end
       local sum = add(v, d)
       if sum == nil then return 'adding ' .. a .. ' would overflow the 64-bit counter' end
@@ -131,10 +212,10 @@ local function simulator()
       if kind == 't' and string.match(a, '^[0-9]+$') == nil then
         return 'the number of members to keep, ' .. a .. ', is not a whole number'
       end
-      local s = current(k)
-      if s[1] == 'int' or s[1] == 'str' then return 'a sorted-collection operation meets a value' end
-      if s[1] ~= 'none' and s[1] ~= 'zset' then return 'a sorted-collection operation meets ' .. holds(s[1]) end
-      if kind == 'z' then state[k] = {'zset'} end
+      local s = kind_of(k)
+      if VALUE[s[1]] and s ~= NONE then return 'a sorted-collection operation meets a value' end
+      if s ~= NONE and s ~= ZSET then return 'a sorted-collection operation meets ' .. holds(s[1]) end
+      if kind == 'z' then state[k] = ZSET end
     elseif kind == 'x' then
       if not is_ms(a) then return 'the time to live ' .. a .. ' is not a whole number of milliseconds' end
     else
@@ -209,27 +290,41 @@ end
 -- number i being `key_of(i)`: nil when all hold; for the first that does
 -- not, {0, its index in the batch} when it fails, {-1, key, reason} when it
 -- cannot be checked (the key holds a collection, or the kind is unknown).
+-- Each key is read with one `GET` (`TYPE` only when that fails: the key
+-- holds no value); with `known`, the value read is kept there (false for
+-- none) for `validate`.
 local CONDITIONS = {a = true, e = true, o = true, p = true}
-local function check_conditions(conditions, key_of)
+-- One condition of kind `kind` on key `k` with `want`, its index in the
+-- batch being `index`: nil when it holds, else what check_conditions
+-- answers for it.
+local function check_condition(kind, k, want, index, known)
+  local cur = redis.pcall('GET', k)
+  if type(cur) == 'table' then
+    return {-1, k, 'a condition inspects a key that holds ' .. holds(redis.call('TYPE', k).ok)}
+  end
+  if not CONDITIONS[kind] then return {-1, k, 'unknown condition ' .. kind} end
+  if known then known[k] = cur end
+  if not condition_holds(kind, cur, want) then return {0, index} end
+  return nil
+end
+
+local function check_conditions(conditions, key_of, known)
   for _, c in ipairs(conditions) do
-    local k = key_of(c.k)
-    local t = redis.call('TYPE', k).ok
-    if t ~= 'none' and t ~= 'string' then
-      return {-1, k, 'a condition inspects a key that holds ' .. holds(t)}
-    end
-    if not CONDITIONS[c.kind] then return {-1, k, 'unknown condition ' .. c.kind} end
-    if not condition_holds(c.kind, redis.call('GET', k), c.want) then return {0, c.index} end
+    local failed = check_condition(c.kind, key_of(c.k), c.want, c.index, known)
+    if failed then return failed end
   end
   return nil
 end
 
 -- {-1, key, reason} for the first operation of `list` (read_batch's) that
--- does not fit (`simulator`), or nil; key number i is `key_of(i)`.
-local function validate(list, key_of)
-  local fits = simulator()
+-- does not fit (`simulator`, with `known` from `check_conditions`), or nil;
+-- key number i is `key_of(i)`.
+local function validate(list, key_of, known)
+  local fits = simulator(known)
   for _, op in ipairs(list) do
-    local reason = fits(key_of(op.k), op.kind, op.a, op.b)
-    if reason then return {-1, key_of(op.k), reason} end
+    local k = key_of(op.k)
+    local reason = fits(k, op.kind, op.a, op.b)
+    if reason then return {-1, k, reason} end
   end
   return nil
 end

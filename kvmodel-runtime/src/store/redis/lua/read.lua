@@ -27,11 +27,24 @@ if ARGV[1] == 'via' then
 end
 
 local entries = redis.call(ARGV[2], KEYS[1], ARGV[3], ARGV[4], 'LIMIT', 0, ARGV[5])
-local values = {}
+-- The keys the entries end with, read with MGET (in slices, each within
+-- what `unpack` passes), which answers nil for a key that holds no string
+-- value; an entry that names no key has no value.
+local values, keys, at_of = {}, {}, {}
 for i, entry in ipairs(entries) do
   -- Inside the sort key every 0 byte is followed by 255, so the first
   -- 0 1 ends it.
   local at = string.find(entry, '\0\1', 1, true)
-  if at then values[i] = value(string.sub(entry, at + 2)) else values[i] = false end
+  values[i] = false
+  if at then
+    keys[#keys + 1] = string.sub(entry, at + 2)
+    at_of[#keys] = i
+  end
+end
+local SLICE = 1000
+for first = 1, #keys, SLICE do
+  local last = math.min(first + SLICE - 1, #keys)
+  local found = redis.call('MGET', unpack(keys, first, last))
+  for j = first, last do values[at_of[j]] = found[j - first + 1] end
 end
 return {entries, values}
