@@ -28,10 +28,11 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::{Error, Result};
+use crate::store::batch::Planned;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::clock::{Clock, SystemClock};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store};
+use crate::store::{RangeRequest, RangeResult, ScanPage, Store, commit_after_read_optimistic};
 
 pub(crate) const BACKEND: &str = "dynamodb";
 
@@ -111,7 +112,14 @@ pub struct DynamoStore {
     client: Client,
     table: Arc<str>,
     clock: Arc<dyn Clock>,
+    /// Read-modify-writes of this process on the same keys take turns
+    /// (one lock per stripe of keys), so they do not race each other's
+    /// transactions; other processes still meet the version conditions.
+    stripes: Arc<[tokio::sync::Mutex<()>]>,
 }
+
+/// How many stripes of keys take turns.
+const STRIPES: usize = 64;
 
 impl DynamoStore {
     /// A store on `table`, with region, endpoint and credentials from the
@@ -128,6 +136,7 @@ impl DynamoStore {
             client,
             table: Arc::from(table),
             clock: Arc::new(SystemClock),
+            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         }
     }
 
@@ -503,6 +512,32 @@ impl Store for DynamoStore {
     /// same transaction ([`Store::change_stamps`]).
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
         Box::pin(self.commit_batch(stamped(batch))).await
+    }
+
+    async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
+    where
+        T: Send,
+        F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
+    {
+        let mut stripes: Vec<usize> = keys
+            .iter()
+            .map(|k| {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                let hash =
+                    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                        .hash_one(k);
+                (hash % STRIPES as u64) as usize
+            })
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut held = Vec::with_capacity(stripes.len());
+        for i in stripes {
+            held.push(self.stripes[i].lock().await);
+        }
+        let out = commit_after_read_optimistic(self, keys, plan).await;
+        drop(held);
+        out
     }
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
