@@ -40,6 +40,8 @@ pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unord
 pub use engine::skipped::Skipped;
 pub use engine::txn::{MAX_TRANSACTION_ENTRIES, Transaction, TxRepo, transaction};
 pub use error::{Error, Result};
+#[cfg(feature = "dynamodb")]
+pub use store::DynamoStore;
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 pub use store::{

@@ -214,7 +214,7 @@ async fn writes_survive_a_slot_moving_under_them() {
     let during = tallies
         .iter()
         .flat_map(|(_, t)| &t.applied_at)
-        .filter(|at| (started..ended).contains(at))
+        .filter(|at: &&std::time::Instant| (started..ended).contains(*at))
         .count();
     assert_eq!(owner(&ports, slot), to, "the slot moved");
 

@@ -14,6 +14,10 @@ mod redis {
     kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::RedisHarness::start());
 }
 
+mod dynamodb {
+    kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::DynamoHarness::start());
+}
+
 /// A store that implements only the required methods, so the trait's
 /// default methods (`collection_len`, `counter`, `commit_after_read`,
 /// `get_via`, `range_values`) are what the cases meet.

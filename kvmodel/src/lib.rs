@@ -163,6 +163,8 @@ pub use kvmodel_runtime::{Cursor, OrderValue, PageRequest, Skipped, Unordered};
 pub use kvmodel_runtime::{Date, ParseTimeError, TimeRangeError, Timestamp, Uuid};
 pub use kvmodel_runtime::{MAX_TRANSACTION_ENTRIES, Transaction, TxRepo, transaction};
 
+#[cfg(feature = "dynamodb")]
+pub use kvmodel_runtime::DynamoStore;
 #[cfg(feature = "redb")]
 pub use kvmodel_runtime::RedbStore;
 pub use kvmodel_runtime::{AnyStore, MemoryStore};

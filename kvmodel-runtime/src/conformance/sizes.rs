@@ -16,14 +16,20 @@ pub async fn collection_len_counts_live_members<H: Harness>(h: &H) {
     let s = h.store();
     let (k, other) = (h.key("len:k"), h.key("len:k2"));
     assert_eq!(len(&s, &k).await, 0, "absent");
-    let mut b = Batch::new();
-    for i in 0..1500u32 {
-        b.add(
-            &k,
-            (i % 7).to_be_bytes().to_vec(),
-            i.to_string().into_bytes(),
-        );
+    // In batches of 50: a store may bound the writes of one batch
+    // (DynamoDB: 100 items per transaction).
+    for chunk in (0..1500u32).collect::<Vec<_>>().chunks(50) {
+        let mut b = Batch::new();
+        for i in chunk {
+            b.add(
+                &k,
+                (i % 7).to_be_bytes().to_vec(),
+                i.to_string().into_bytes(),
+            );
+        }
+        assert!(s.commit(b).await.expect("commit").is_applied());
     }
+    let mut b = Batch::new();
     b.add(&other, vec![], b"x".to_vec());
     assert!(s.commit(b).await.expect("commit").is_applied());
     assert_eq!(len(&s, &k).await, 1500);

@@ -22,6 +22,7 @@ use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
 /// | `rediss://HOST:PORT[/DB][#insecure]` | the same over TLS (feature `tls`) |
 /// | `redis+cluster://[USER:PASSWORD@]HOST:PORT,HOST:PORT,…` | [`RedisClusterStore::connect`](crate::RedisClusterStore::connect) with a `redis://[USER:PASSWORD@]HOST:PORT` seed per node named (feature `redis-cluster`) |
 /// | `rediss+cluster://HOST:PORT,…[#insecure]` | the same over TLS, with `rediss://HOST:PORT` seeds (features `redis-cluster` and `tls`) |
+/// | `dynamodb://TABLE?region=REGION&endpoint=URL` | a `DynamoStore` on `TABLE` (feature `dynamodb`; both options optional, the AWS chain fills in the rest; opening creates nothing) |
 ///
 /// Over TLS the server's certificate is verified against the system's roots
 /// (or the PEM file `SSL_CERT_FILE` names) and must name the host; a URL
@@ -79,12 +80,15 @@ pub enum AnyStore {
     /// A Redis Cluster.
     #[cfg(feature = "redis-cluster")]
     Cluster(crate::RedisClusterStore),
+    /// An Amazon DynamoDB table.
+    #[cfg(feature = "dynamodb")]
+    Dynamo(crate::DynamoStore),
 }
 
 /// The URL forms [`AnyStore::open`] reads, for messages.
 const FORMS: &str = "`memory:`, `redb:PATH`, `redis://HOST:PORT`, `rediss://HOST:PORT`, \
-                     `redis+cluster://HOST:PORT,HOST:PORT` or \
-                     `rediss+cluster://HOST:PORT,HOST:PORT`";
+                     `redis+cluster://HOST:PORT,HOST:PORT`, \
+                     `rediss+cluster://HOST:PORT,HOST:PORT` or `dynamodb://TABLE?region=REGION`";
 
 impl AnyStore {
     /// Opens the store `url` names (see [`AnyStore`]). A URL of no known
@@ -111,6 +115,7 @@ impl AnyStore {
             "redis" | "redis+unix" | "unix" => open_redis(url).await,
             "rediss" => open_redis_tls(url).await,
             "redis+cluster" => open_cluster(url, cluster_seeds(url, rest, false)?).await,
+            "dynamodb" => open_dynamo(url).await,
             "rediss+cluster" => {
                 let seeds = cluster_seeds(url, rest, true)?;
                 if cfg!(feature = "tls") {
@@ -215,13 +220,26 @@ async fn open_cluster(url: &str, _seeds: Vec<String>) -> Result<AnyStore> {
     Err(feature_off(url, "redis-cluster", "RedisClusterStore"))
 }
 
+#[cfg(feature = "dynamodb")]
+async fn open_dynamo(url: &str) -> Result<AnyStore> {
+    crate::DynamoStore::open_url(url)
+        .await
+        .map(AnyStore::Dynamo)
+}
+
+#[cfg(not(feature = "dynamodb"))]
+async fn open_dynamo(url: &str) -> Result<AnyStore> {
+    Err(feature_off(url, "dynamodb", "DynamoStore"))
+}
+
 /// The error for a URL whose backend was compiled out.
 #[cfg_attr(
     all(
         feature = "redb",
         feature = "redis",
         feature = "redis-cluster",
-        feature = "tls"
+        feature = "tls",
+        feature = "dynamodb"
     ),
     allow(dead_code)
 )]
@@ -262,6 +280,13 @@ impl From<crate::RedisClusterStore> for AnyStore {
     }
 }
 
+#[cfg(feature = "dynamodb")]
+impl From<crate::DynamoStore> for AnyStore {
+    fn from(store: crate::DynamoStore) -> Self {
+        AnyStore::Dynamo(store)
+    }
+}
+
 /// `$body` with `$s` bound to the store inside `$any`.
 macro_rules! each {
     ($any:expr, $s:ident => $body:expr) => {
@@ -273,6 +298,8 @@ macro_rules! each {
             AnyStore::Redis($s) => $body,
             #[cfg(feature = "redis-cluster")]
             AnyStore::Cluster($s) => $body,
+            #[cfg(feature = "dynamodb")]
+            AnyStore::Dynamo($s) => $body,
         }
     };
 }
@@ -413,6 +440,8 @@ impl Store for AnyStore {
             AnyStore::Redis(s) => s.snapshot().await?.map(AnyStore::Redis),
             #[cfg(feature = "redis-cluster")]
             AnyStore::Cluster(s) => s.snapshot().await?.map(AnyStore::Cluster),
+            #[cfg(feature = "dynamodb")]
+            AnyStore::Dynamo(s) => s.snapshot().await?.map(AnyStore::Dynamo),
         })
     }
 

@@ -148,7 +148,7 @@ pub(crate) fn stamp_key(key: &str) -> String {
 /// raised by one, in the same commit: what a store that keeps stamps
 /// commits. A deleted key is a counter when it is a derived counter key
 /// (`#count:` or `#nlink:`, which no user component can spell).
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "redis", feature = "dynamodb"))]
 pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
     use crate::codec::key::Derived;
     // Whether a `#` of the key starts `{kind}:` of a counter kind; no
@@ -207,7 +207,7 @@ mod stamp_tests {
     }
 
     #[test]
-    #[cfg(feature = "redis")]
+    #[cfg(any(feature = "redis", feature = "dynamodb"))]
     fn every_counter_a_batch_moves_gets_one_stamp_increment() {
         let mut b = crate::store::Batch::new();
         b.incr("c", 1)

@@ -15,6 +15,8 @@ pub mod batch;
 mod check;
 pub mod clock;
 pub mod counter;
+#[cfg(feature = "dynamodb")]
+mod dynamo;
 mod entries;
 pub mod feed;
 pub mod memory;
@@ -27,6 +29,8 @@ pub use crate::error::redact_url;
 pub use any::AnyStore;
 pub use batch::{Batch, Condition, Op, Outcome, Planned};
 pub use check::{Expect, Held, check};
+#[cfg(feature = "dynamodb")]
+pub use dynamo::DynamoStore;
 #[cfg(feature = "redis")]
 pub(crate) use entries::page_from_entries_with;
 pub(crate) use entries::{KeyPage, key_bounds, scan_count, scan_page};

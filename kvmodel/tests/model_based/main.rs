@@ -120,7 +120,7 @@ async fn repositories_follow_the_model<H: Harness>(h: &H) {
     let real_time = real_time(&h.store());
     let default_cases = match backend {
         "memory" => 256,
-        "redis" | "redis-cluster" => 12,
+        "redis" | "redis-cluster" | "dynamodb" => 12,
         _ => 64,
     };
     let cases = env("KVMODEL_MODEL_CASES").unwrap_or(default_cases);

@@ -110,7 +110,11 @@ impl RedisClusterStore {
 
     /// `batch` with stored keys: prefixed, and each discovery-set operation
     /// sent to its shard (or, for a delete or an expiry, to every shard).
+    /// Feed entries are refused: this store keeps no feed.
     pub(crate) fn physical(&self, batch: Batch) -> Result<Batch> {
+        if let Some(a) = batch.appends().first() {
+            return Err(crate::store::feed::no_feed_for(&a.feed));
+        }
         let refuse = |key: &str, what: &str| Error::InvalidBatch {
             key: key.to_owned(),
             reason: format!(
