@@ -137,6 +137,10 @@ impl RedisStoreBuilder {
             Target::Url(url) => {
                 refuse_tls_off(&url)?;
                 #[cfg(feature = "tls")]
+                if is_tls(&url) {
+                    ensure_tls_provider();
+                }
+                #[cfg(feature = "tls")]
                 let opened = match self.tls_roots {
                     Some(pem) if is_tls(&url) => Client::build_with_tls(
                         url.as_str(),
@@ -180,6 +184,19 @@ pub(crate) fn is_tls(url: &str) -> bool {
     url.split_once(':').is_some_and(|(scheme, _)| {
         scheme.eq_ignore_ascii_case("rediss") || scheme.eq_ignore_ascii_case("valkeys")
     })
+}
+
+/// Makes sure rustls has a process-wide crypto provider before a TLS
+/// connection: rustls picks one by itself only when exactly one of its
+/// providers is compiled in, and another dependency of the application (the
+/// AWS SDK, for one) may bring a second. Installs ring, this crate's
+/// provider, unless the application installed one of its own first.
+#[cfg(feature = "tls")]
+pub(crate) fn ensure_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may install one in between: either is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// Refuses a TLS URL when this build has no TLS, naming the feature that

@@ -146,6 +146,10 @@ impl RedisClusterStoreBuilder {
             .connection_timeout(self.connect_timeout)
             .response_timeout(self.response_timeout);
         #[cfg(feature = "tls")]
+        if self.seeds.first().is_some_and(|s| is_tls(s)) {
+            crate::store::redis::link::ensure_tls_provider();
+        }
+        #[cfg(feature = "tls")]
         let builder = match self.tls_roots {
             Some(pem) if is_tls(&self.seeds[0]) => builder.certs(redis::TlsCertificates {
                 client_tls: None,
