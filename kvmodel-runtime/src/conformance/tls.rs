@@ -269,6 +269,7 @@ fn free_port(cluster: bool) -> u16 {
 
 /// A TLS connection to the server on `port`, trusting `ca`.
 fn connect(port: u16, ca: &[u8]) -> Option<redis::Connection> {
+    crate::store::ensure_tls_provider();
     let certs = redis::TlsCertificates {
         client_tls: None,
         root_cert: Some(ca.to_vec()),

@@ -41,6 +41,8 @@ pub use feed::{FeedAppend, FeedEntry, FeedPage, FeedPosition};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
+#[cfg(feature = "tls")]
+pub(crate) use redis::ensure_tls_provider;
 #[cfg(feature = "redis-cluster")]
 pub use redis::{
     CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
