@@ -552,3 +552,22 @@ pub async fn concurrent_compare_and_swap_loses_nothing<H: Harness>(h: &H) {
     }
     assert_eq!(get(&s, &k).await, Some(b"40".to_vec()));
 }
+
+/// A read of the empty key (the owner named by an emptied claim, say)
+/// finds nothing, alone or among other keys, whether or not the store can
+/// hold such a key.
+pub async fn the_empty_key_reads_as_absent<H: Harness>(h: &H) {
+    let s = h.store();
+    let k = h.key("empty:neighbour");
+    let mut b = Batch::new();
+    b.put(&k, b"1".to_vec(), None);
+    assert!(commit(&s, &b).await.is_applied());
+    assert_eq!(get(&s, "").await, None);
+    let many = s
+        .get_many(&[String::new(), k.clone(), String::new()])
+        .await
+        .expect("get_many");
+    assert_eq!(many, [None, Some(b"1".to_vec()), None]);
+    let r = s.range("", RangeRequest::all(10)).await.expect("range");
+    assert!(r.members.is_empty());
+}

@@ -15,6 +15,8 @@ mod cases;
 mod cluster;
 mod counters;
 mod counting;
+#[cfg(feature = "dynamodb-emulator")]
+mod dynamo;
 mod faulty;
 mod feeds;
 mod follow;
@@ -30,6 +32,8 @@ pub use cases::*;
 pub use cluster::{ClusterHarness, RedisCluster};
 pub use counters::*;
 pub use counting::CountingStore;
+#[cfg(feature = "dynamodb-emulator")]
+pub use dynamo::{DynamoEmulator, DynamoHarness, DynamoRequests};
 pub use faulty::FaultyStore;
 pub use feeds::*;
 pub use follow::*;
@@ -203,6 +207,7 @@ macro_rules! conformance_tests {
             range_values_with_lends_each_members_value, get_with_lends_the_value,
             a_snapshot_reads_one_instant, change_stamps_follow_every_move,
             an_increment_stays_within_its_limit, feed_entries_come_with_their_commit,
+            the_empty_key_reads_as_absent,
         }
     };
 }
@@ -485,115 +490,5 @@ impl Harness for RedisHarness {
     }
     async fn pass(&self, d: Duration) {
         tokio::time::sleep(d).await;
-    }
-}
-
-/// A DynamoDB emulator (`dynoxide`, in memory) served on a free loopback
-/// port by a task of the current tokio runtime, which stops with the
-/// runtime or when this is dropped. No Java, no Docker, no network.
-#[cfg(feature = "dynamodb-emulator")]
-#[derive(Debug)]
-pub struct DynamoEmulator {
-    addr: std::net::SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-#[cfg(feature = "dynamodb-emulator")]
-impl DynamoEmulator {
-    /// Starts an empty emulator; panics if no loopback port can be bound.
-    pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a free loopback port for the DynamoDB emulator");
-        let addr = listener.local_addr().expect("the emulator's address");
-        let db = dynoxide::Database::memory().expect("an in-memory DynamoDB emulator");
-        let task = tokio::spawn(dynoxide::server::serve_on(listener, db));
-        DynamoEmulator { addr, task }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// The store URL of `table` on this emulator, for [`AnyStore::open`](crate::AnyStore::open).
-    pub fn url(&self, table: &str) -> String {
-        format!(
-            "dynamodb://{table}?region=us-east-1&endpoint={}",
-            self.endpoint()
-        )
-    }
-
-    /// A client of this emulator (placeholder credentials; the emulator
-    /// checks none).
-    pub fn client(&self) -> aws_sdk_dynamodb::Client {
-        use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-            .endpoint_url(self.endpoint())
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
-    }
-
-    /// A [`DynamoStore`](crate::DynamoStore) on a new table `table` of this
-    /// emulator.
-    pub async fn store(&self, table: &str) -> crate::DynamoStore {
-        let store = crate::DynamoStore::from_client(self.client(), table);
-        store
-            .ensure_table()
-            .await
-            .expect("create the test table in the DynamoDB emulator");
-        store
-    }
-}
-
-#[cfg(feature = "dynamodb-emulator")]
-impl Drop for DynamoEmulator {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A [`DynamoStore`](crate::DynamoStore) on its own [`DynamoEmulator`],
-/// with expiry counted on a [`ManualClock`] that starts at the real time.
-#[cfg(feature = "dynamodb-emulator")]
-#[derive(Debug)]
-pub struct DynamoHarness {
-    store: crate::DynamoStore,
-    clock: ManualClock,
-    emulator: DynamoEmulator,
-}
-
-#[cfg(feature = "dynamodb-emulator")]
-impl DynamoHarness {
-    /// Starts an emulator and creates the store's table in it.
-    pub async fn start() -> Self {
-        use crate::store::clock::{Clock, SystemClock};
-        let emulator = DynamoEmulator::start().await;
-        let clock = ManualClock::new(SystemClock.now_ms());
-        let store = emulator.store("kvmodel").await.with_clock(clock.clone());
-        DynamoHarness {
-            store,
-            clock,
-            emulator,
-        }
-    }
-
-    /// The emulator.
-    pub fn emulator(&self) -> &DynamoEmulator {
-        &self.emulator
-    }
-}
-
-#[cfg(feature = "dynamodb-emulator")]
-impl Harness for DynamoHarness {
-    type Store = crate::DynamoStore;
-    fn store(&self) -> crate::DynamoStore {
-        self.store.clone()
-    }
-    async fn pass(&self, d: Duration) {
-        self.clock.advance(d);
     }
 }

@@ -291,6 +291,12 @@ impl DynamoStore {
                 keys.push(k);
             }
         }
+        if keys.contains(&"") {
+            return Err(limit_error(
+                "",
+                "DynamoDB keys cannot be empty, and the batch meets the empty key".to_owned(),
+            ));
+        }
         if keys.len() > MAX_ACTIONS {
             return Err(limit_error(
                 keys[MAX_ACTIONS],

@@ -26,7 +26,11 @@ const UNPROCESSED_ATTEMPTS: u32 = 20;
 
 impl DynamoStore {
     /// The head item of `key`, as stored (expired or not).
+    /// The empty key, which DynamoDB cannot store, holds nothing.
     pub(super) async fn head(&self, key: &str) -> Result<Option<Head>> {
+        if key.is_empty() {
+            return Ok(None);
+        }
         let out = self
             .client
             .get_item()
@@ -41,12 +45,13 @@ impl DynamoStore {
     }
 
     /// The head items of `keys`, in order, by `BatchGetItem` (duplicates
-    /// asked once; unprocessed keys asked again).
+    /// asked once; unprocessed keys asked again; the empty key, which
+    /// DynamoDB cannot store, holds nothing).
     pub(super) async fn heads(&self, keys: &[String]) -> Result<Vec<Option<Head>>> {
         let mut unique: Vec<&str> = Vec::with_capacity(keys.len());
         let mut seen = std::collections::HashSet::new();
         for k in keys {
-            if seen.insert(k.as_str()) {
+            if !k.is_empty() && seen.insert(k.as_str()) {
                 unique.push(k);
             }
         }
