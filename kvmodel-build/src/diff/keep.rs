@@ -31,10 +31,10 @@ pub(super) fn keep_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec
         let expiring = new.ttl.is_some();
         let (impact, what) = match (was, now) {
             (None, Some(_)) => {
-                let deletes = if now == Some(CounterKeep::Always) {
-                    "neither the expiry sweep nor deletes take"
+                let stops = if now == Some(CounterKeep::Always) {
+                    "neither the expiry sweep nor deletes take anything back from it"
                 } else {
-                    "the expiry sweep no longer takes (deletes still take)"
+                    "the expiry sweep no longer takes anything back from it (deletes still do)"
                 };
                 let receipts = if expiring {
                     "; the expiry receipts of records already stored still list their amount, so each takes it back once when it expires: run `reconcile` to rewrite those receipts first"
@@ -44,7 +44,7 @@ pub(super) fn keep_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec
                 (
                     if expiring { Impact::NeedsMigration } else { Impact::Safe },
                     format!(
-                        "the stored count is kept as it is, and from now on {deletes} anything back from it{receipts}; `verify` then checks it only against the lower bound the live records give, and `reconcile` never lowers it"
+                        "the stored count is kept as it is, and from now on {stops}{receipts}; `verify` then checks it only against the lower bound the live records give, and `reconcile` never lowers it"
                     ),
                 )
             }

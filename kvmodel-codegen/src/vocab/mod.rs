@@ -289,7 +289,12 @@ impl CounterKeep {
 impl FromStr for CounterKeep {
     type Err = Mistake;
     fn from_str(s: &str) -> Result<Self, Mistake> {
-        one_of("counter `keep`", s, &CounterKeep::ALL, CounterKeep::as_str)
+        one_of(
+            "counter `keep` value",
+            s,
+            &CounterKeep::ALL,
+            CounterKeep::as_str,
+        )
     }
 }
 
