@@ -234,10 +234,10 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             .as_ref()
             .map(|k| match k.value {
                 kvmodel_codegen::ir::CounterKeep::OnExpiry => {
-                    "; keep: on_expiry: only counts up when records expire (the expiry sweep takes nothing back; a delete does), never lowered by reconcile".to_owned()
+                    "; keep: on_expiry: keeps its count when records expire (the expiry sweep takes nothing back; a delete does), never lowered by reconcile".to_owned()
                 }
                 kvmodel_codegen::ir::CounterKeep::Always => {
-                    "; keep: always: only counts up when records expire or are deleted (only a write that moves a record to another group, or changes its summed field, moves it), never lowered by reconcile".to_owned()
+                    "; keep: always: keeps its count when records expire or are deleted (only a write that moves a record to another group, or changes its summed field, takes an amount back), never lowered by reconcile".to_owned()
                 }
             })
             .unwrap_or_default();

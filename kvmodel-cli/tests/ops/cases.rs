@@ -997,6 +997,23 @@ pub async fn a_kept_counter_is_checked_from_below_and_never_lowered(b: Backend) 
         args.extend_from_slice(more);
         kvmodel(&args)
     };
+    // `kvmodel keys` says which counters keep their count.
+    let o = kvmodel(&["keys", "kvmodel-cli/tests/ops/clicks.yaml"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let keys = out(&o);
+    assert_eq!(
+        keys.matches("keep: on_expiry: keeps its count when records expire (the expiry sweep takes nothing back; a delete does)")
+            .count(),
+        1,
+        "{keys}"
+    );
+    assert_eq!(
+        keys.matches("keep: always: keeps its count when records expire or are deleted")
+            .count(),
+        1,
+        "{keys}"
+    );
+
     let o = clicks("verify", &[]);
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let kept = "  kept: 4 counter key(s) keep what records that are gone added (`keep:`), so the records cannot recount them: each was checked to be at least what its live records add up to, and is never lowered";
