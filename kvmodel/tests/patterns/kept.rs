@@ -257,3 +257,21 @@ pub async fn reconcile_never_lowers_a_kept_counter<H: Harness>(h: &H) {
     assert_eq!(counts(&repo, "z").await, (0, 0, 7, 0));
     assert!(verify_both(&repo, &store).await.is_clean());
 }
+
+pub async fn a_delete_in_a_transaction_keeps_what_a_delete_keeps<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = ClickRepo::new(store.clone());
+    repo.create(&click("c0", "a")).await.unwrap();
+    repo.create(&click("c1", "a")).await.unwrap();
+    let tx = kvmodel::Transaction::new(store.clone());
+    assert!(
+        repo.in_tx(&tx)
+            .delete(&ClickKeys::record("c0"))
+            .await
+            .unwrap()
+    );
+    repo.in_tx(&tx).create(&click("c2", "a")).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(counts(&repo, "a").await, (2, 2, 3, 20));
+    assert!(verify_both(&repo, &store).await.is_clean());
+}

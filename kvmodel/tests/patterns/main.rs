@@ -77,6 +77,7 @@ kvmodel_runtime::on_every_backend!(
     a_delete_takes_back_only_from_counters_not_kept_on_delete,
     verify_reports_a_kept_counter_below_its_records_and_reconcile_raises_it,
     reconcile_never_lowers_a_kept_counter,
+    a_delete_in_a_transaction_keeps_what_a_delete_keeps,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,
     compression_applies_to_protobuf_records,
