@@ -12,7 +12,7 @@ use kvmodel_runtime::model::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel, children_counter,
 };
-use kvmodel_runtime::schema::{OnDelete, Ttl};
+use kvmodel_runtime::schema::{CounterKeep, OnDelete, Ttl};
 
 /// Why a model cannot be lowered: it names a type no schema declares (the
 /// derive's own Rust types), or it has no namespace.
@@ -127,6 +127,11 @@ fn entity(
             group_by: c.group_by.iter().map(|g| expr(&g.value)).collect(),
             sum: c.sum.as_ref().map(|s| s.value.clone()),
             shards: c.shards.as_ref().map_or(1, |s| s.value),
+            keep: match c.keep.as_ref().map(|k| k.value) {
+                None => CounterKeep::Follows,
+                Some(kvmodel_codegen::ir::CounterKeep::OnExpiry) => CounterKeep::OnExpiry,
+                Some(kvmodel_codegen::ir::CounterKeep::Always) => CounterKeep::Always,
+            },
             since: c.since.value,
         })
         .collect();

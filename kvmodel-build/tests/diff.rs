@@ -108,3 +108,30 @@ fn tells_what_a_change_of_links_does_to_stored_links() {
     assert_eq!(changes.len(), 4, "a description changes nothing stored");
     assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
 }
+
+/// Declaring, switching or removing a counter's `keep` changes no stored
+/// count; what it does to later expiries, deletes and receipts is said,
+/// and the changes that need `reconcile` say so.
+#[test]
+fn tells_what_a_change_of_a_counters_keep_does_to_stored_counts() {
+    use kvmodel_build::diff::Impact;
+    let (old, new) = (load("keep_old.yaml"), load("keep_new.yaml"));
+    let changes = kvmodel_build::diff::diff(&old, &new);
+    insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
+    let impact = |counter: &str| {
+        let c = changes
+            .iter()
+            .find(|c| c.reason.contains(&format!("counter `{counter}` keep:")))
+            .unwrap_or_else(|| panic!("no change of {counter} in {changes:?}"));
+        c.impact
+    };
+    // On an expiring entity old receipts still list the amount.
+    assert_eq!(impact("hourly"), Impact::NeedsMigration);
+    assert_eq!(impact("daily"), Impact::Safe);
+    assert_eq!(impact("total"), Impact::Safe);
+    assert_eq!(impact("gone"), Impact::NeedsMigration);
+    // No receipts on an entity that does not expire.
+    assert_eq!(impact("per_owner"), Impact::Safe);
+    assert_eq!(changes.len(), 5, "{changes:?}");
+    assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
+}

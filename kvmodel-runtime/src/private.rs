@@ -21,7 +21,7 @@ pub use crate::engine::repo::Engine;
 pub use crate::engine::state::ReadGate;
 pub use crate::engine::txn::{Transaction, TxRepo};
 pub use crate::schema::rules::{day, hour, lowercase, month, sum_i64};
-pub use crate::schema::{Facts, OnDelete, Ttl};
+pub use crate::schema::{CounterKeep, Facts, OnDelete, Ttl};
 pub use crate::{Error, Page, PageRequest, Result, Store};
 pub use serde;
 pub use serde_json;

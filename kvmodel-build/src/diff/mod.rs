@@ -4,6 +4,7 @@
 //! (records that stop decoding, keys that move) or that serves wrong
 //! answers until one runs.
 
+mod keep;
 mod types;
 
 use std::fmt;
@@ -256,6 +257,7 @@ fn derived_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>
             on_delete_change(name, o, x, out);
         }
     }
+    keep::keep_changes(name, old, new, out);
     link_changes(name, &old.links, &new.links, out);
 }
 

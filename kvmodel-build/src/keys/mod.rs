@@ -229,12 +229,24 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
                 )
             })
             .unwrap_or_default();
+        let keep = c
+            .keep
+            .as_ref()
+            .map(|k| match k.value {
+                kvmodel_codegen::ir::CounterKeep::OnExpiry => {
+                    "; keep: on_expiry: keeps its count when records expire (the expiry sweep takes nothing back; a delete does), never lowered by reconcile".to_owned()
+                }
+                kvmodel_codegen::ir::CounterKeep::Always => {
+                    "; keep: always: keeps its count when records expire or are deleted (only a write that moves a record to another group, or changes its summed field, takes an amount back), never lowered by reconcile".to_owned()
+                }
+            })
+            .unwrap_or_default();
         out.push(Row {
             kind: "counter",
             pattern: p,
             example: x,
             note: format!(
-                "{what}, decimal integer{shards}; on Redis each key has a change stamp `~{{key}}` (`~key` when it has a hash tag) that every commit moving it raises, for maintenance beside live writers"
+                "{what}, decimal integer{shards}{keep}; on Redis each key has a change stamp `~{{key}}` (`~key` when it has a hash tag) that every commit moving it raises, for maintenance beside live writers"
             ),
         });
     }

@@ -138,6 +138,7 @@ impl Lower<'_> {
                 }
                 "sum" => c.sum = self.read().name(v, "`sum`"),
                 "shards" => c.shards = self.read().bounded(v, "`shards`", 2, vocab::MAX_SHARDS),
+                "keep" => c.keep = self.read().word(v, "`keep`"),
                 "since" => c.since = self.since(v),
                 "allow" => c.allow = self.read().words(v, "`allow`"),
                 _ => {}

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::maintenance::{Drift, Unsettled};
+use kvmodel_runtime::engine::maintenance::{Drift, KeptCounter, Unsettled};
 use kvmodel_runtime::engine::state::IndexState;
 use kvmodel_runtime::model::EntityModel;
 
@@ -10,7 +10,9 @@ use kvmodel_runtime::model::EntityModel;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Problem {
     /// `missing_claim`, `conflicting_claim`, `missing_member`, `counter`,
-    /// `undecodable`, `orphan_claim`, `orphan_member` or `receipt`.
+    /// `kept_counter` (a counter that keeps what records that are gone
+    /// added, below what the live records add up to), `undecodable`,
+    /// `orphan_claim`, `orphan_member` or `receipt`.
     pub kind: String,
     /// The key concerned (claim, collection, counter or record).
     pub key: String,
@@ -50,6 +52,11 @@ pub struct EntityReport {
     /// they are.
     #[serde(default)]
     pub unsettled: Vec<Unsettled>,
+    /// Counters that keep what records that are gone added (`keep:`), at
+    /// or above what the live records add up to: checked against that
+    /// lower bound only, not drift.
+    #[serde(default)]
+    pub kept: Vec<KeptCounter>,
 }
 
 fn problem(kind: &str, key: &str) -> Problem {
@@ -93,7 +100,14 @@ impl EntityReport {
                 found: Some(c.actual.to_string()),
                 expected: Some(c.expected.to_string()),
                 repairable: i64::try_from(c.expected).is_ok(),
-                ..problem("counter", &c.key)
+                ..problem(
+                    if c.at_least {
+                        "kept_counter"
+                    } else {
+                        "counter"
+                    },
+                    &c.key,
+                )
             });
         }
         for s in &drift.undecodable {
@@ -136,6 +150,7 @@ impl EntityReport {
             problems,
             write_only,
             unsettled: drift.unsettled.clone(),
+            kept: drift.kept.clone(),
         }
     }
 }
@@ -154,6 +169,12 @@ fn line(p: &Problem, verb: &str) -> String {
         "missing_member" => format!("missing member{} in {}", of(&p.record), p.key),
         "counter" => format!(
             "counter {} holds {}, the records add up to {}",
+            p.key,
+            p.found.as_deref().unwrap_or("?"),
+            p.expected.as_deref().unwrap_or("?")
+        ),
+        "kept_counter" => format!(
+            "counter {} holds {}, less than the {} its live records add up to (it keeps what records that are gone added, so it is never lowered; a repair raises it to that)",
             p.key,
             p.found.as_deref().unwrap_or("?"),
             p.expected.as_deref().unwrap_or("?")
@@ -209,6 +230,12 @@ pub fn text(command: &str, reports: &[EntityReport], verb: &str) -> String {
         for w in &r.write_only {
             out.push_str(&format!(
                 "  write-only: {w} is not backfilled yet; run `kvmodel migrate`\n"
+            ));
+        }
+        if !r.kept.is_empty() {
+            out.push_str(&format!(
+                "  kept: {} counter key(s) keep what records that are gone added (`keep:`), so the records cannot recount them: each was checked to be at least what its live records add up to, and is never lowered\n",
+                r.kept.len()
             ));
         }
         for u in &r.unsettled {

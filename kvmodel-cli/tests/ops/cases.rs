@@ -971,3 +971,90 @@ pub async fn verify_over_tls(b: Backend) {
     let o = kvmodel(&ops("verify", &insecure, &["-q"]));
     assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
 }
+
+/// A counter with `keep`: the command checks it against its live records
+/// as a lower bound, says so, reports it below that bound and raises it,
+/// and never lowers it (while it repairs a counter that follows them).
+pub async fn a_kept_counter_is_checked_from_below_and_never_lowered(b: Backend) {
+    use super::click::{ClickKeys, ClickRepo, click};
+    let store = b.open().await;
+    let repo = ClickRepo::new(store.clone());
+    for (id, link) in [("1", "a"), ("2", "a"), ("3", "a"), ("4", "b")] {
+        repo.create(&click(id, link)).await.unwrap();
+    }
+    assert!(repo.delete("1").await.unwrap());
+    assert!(repo.delete("2").await.unwrap());
+    drop((repo, store));
+    let url = b.url();
+    let clicks = |command: &'static str, more: &[&'static str]| {
+        let mut args = vec![
+            command,
+            "--schema",
+            "kvmodel-cli/tests/ops/clicks.yaml",
+            "--store",
+            &url,
+        ];
+        args.extend_from_slice(more);
+        kvmodel(&args)
+    };
+    // `kvmodel keys` says which counters keep their count.
+    let o = kvmodel(&["keys", "kvmodel-cli/tests/ops/clicks.yaml"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let keys = out(&o);
+    assert_eq!(
+        keys.matches("keep: on_expiry: keeps its count when records expire (the expiry sweep takes nothing back; a delete does)")
+            .count(),
+        1,
+        "{keys}"
+    );
+    assert_eq!(
+        keys.matches("keep: always: keeps its count when records expire or are deleted")
+            .count(),
+        1,
+        "{keys}"
+    );
+
+    let o = clicks("verify", &[]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let kept = "  kept: 4 counter key(s) keep what records that are gone added (`keep:`), so the records cannot recount them: each was checked to be at least what its live records add up to, and is never lowered";
+    assert!(out(&o).lines().any(|l| l == kept), "{}", out(&o));
+
+    // Below its live records, and a counter that follows them set too high.
+    let store = b.open().await;
+    let mut batch = Batch::new();
+    batch
+        .incr(ClickKeys::counter_ever("b"), -1)
+        .incr(ClickKeys::counter_live("a"), 5);
+    assert!(store.commit(batch).await.unwrap().is_applied());
+    drop(store);
+    let o = clicks("verify", &["-q"]);
+    assert_eq!(code(&o), 1, "{}{}", out(&o), err(&o));
+    let text = out(&o);
+    for line in [
+        "  counter clicks:click#count:ever:b holds 0, less than the 1 its live records add up to (it keeps what records that are gone added, so it is never lowered; a repair raises it to that)",
+        "  counter clicks:click#count:live:a holds 6, the records add up to 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let o = clicks("verify", &["-q", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    let kinds: Vec<&str> = doc["entities"][0]["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["kept_counter", "counter"]);
+    assert_eq!(doc["entities"][0]["kept"].as_array().unwrap().len(), 3);
+
+    let o = clicks("reconcile", &["-q"]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let o = clicks("verify", &["-q"]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let store = b.open().await;
+    let repo = ClickRepo::new(store.clone());
+    assert_eq!(repo.count_live("a").await.unwrap(), 1);
+    assert_eq!(repo.count_per_link("a").await.unwrap(), 1);
+    assert_eq!(repo.count_ever("a").await.unwrap(), 3, "never lowered");
+    assert_eq!(repo.count_ever("b").await.unwrap(), 1, "raised");
+}

@@ -8,6 +8,7 @@
 //! is inspected whole.
 
 mod cases;
+mod click;
 mod mixed;
 mod support;
 mod visit;
@@ -56,6 +57,7 @@ on_every_store!(
     inspect_sums_every_shard_of_a_counter,
     inspect_pages_a_records_links,
     a_dry_run_migration_says_what_it_would_do,
+    a_kept_counter_is_checked_from_below_and_never_lowered,
 );
 
 /// A model of a Rust source file and a schema file, verified as one.

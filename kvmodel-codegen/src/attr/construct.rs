@@ -115,6 +115,7 @@ pub(super) fn counter(
             "shards" => {
                 c.shards = r.bounded(&value::parse(m.value()?)?, "`shards`", 2, vocab::MAX_SHARDS)
             }
+            "keep" => c.keep = r.word(&value::parse(m.value()?)?, "`keep`"),
             "since" => {
                 c.since = r
                     .version(&value::parse(m.value()?)?, "`since`")

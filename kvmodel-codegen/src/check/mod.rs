@@ -383,10 +383,40 @@ fn check_counter(
         match e.field(s) {
             None => unknown_field(e, s, &s.origin, &format!("the `sum` of counter `{}`", *c.name), diags),
             Some(f) if !f.ty.is_integer() => diags.error("E113", &s.origin, format!("counter `{}` sums `{}` of type `{}`; sums need an integer field (i32, i64, u32, u64)", *c.name, **s, f.ty.schema_name())),
-            Some(_) => {}
+            Some(f) => check_kept_sum(c, s, &f.ty, diags),
         }
     }
     check_since(e, &c.since, diags);
+}
+
+/// E150: a counter that keeps the amounts of records that are gone may only
+/// sum an unsigned field. The live records must bound it from below, so
+/// that `verify` can check it and `reconcile` never lowers it; a kept
+/// negative amount would put it below them.
+fn check_kept_sum(
+    c: &crate::ir::Counter,
+    sum: &Sp<String>,
+    ty: &FieldType,
+    diags: &mut Diagnostics,
+) {
+    let Some(keep) = &c.keep else { return };
+    if matches!(ty, FieldType::U32 | FieldType::U64) {
+        return;
+    }
+    diags.error(
+        "E150",
+        &keep.origin,
+        format!(
+            "counter `{}` keeps the amounts of records that are gone (`keep: {}`) but sums `{}` \
+             of type `{}`; a kept sum needs an unsigned field (u32, u64): a negative amount \
+             kept after its record left would put the counter below what the live records \
+             add up to, which `verify` checks",
+            *c.name,
+            keep.value,
+            **sum,
+            ty.schema_name()
+        ),
+    );
 }
 
 fn check_relation(

@@ -429,10 +429,14 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let s = proc_macro2::Literal::u32_unsuffixed(s.value);
             quote!(, shards = #s)
         });
+        let keep = c.keep.as_ref().map(|k| {
+            let k = k.value.as_str();
+            quote!(, keep = #k)
+        });
         let since = since_tokens(c.since.value);
         let allow = allow_tokens(&c.allow).map(|a| quote!(, #a));
         let desc = description_tokens(c.description.as_ref());
-        attrs.push(quote!(#[kv(counter(name = #n #sum #group #shards #since #allow #desc))]));
+        attrs.push(quote!(#[kv(counter(name = #n #sum #group #shards #keep #since #allow #desc))]));
     }
     for r in &e.relations {
         let n = ident(&r.name);

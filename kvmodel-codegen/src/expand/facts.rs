@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use super::ctx::{Ctx, Derived, ident};
 use super::keys::{children_fn, counter_fn, relation_fn, segments_fn};
 use super::reads::{Read, Reads};
-use crate::ir::{Codec, Encoding, FieldExpr, KeyTemplate};
+use crate::ir::{Codec, CounterKeep, Encoding, FieldExpr, KeyTemplate};
 use crate::origin::Sp;
 
 fn group_arg(cx: &Ctx<'_>, x: &FieldExpr, r: &Read) -> TokenStream {
@@ -117,7 +117,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             Some(quote!(#name => #n,))
         })
         .collect();
-    let shards = if shard_arms.is_empty() {
+    let keep_arms: Vec<TokenStream> = e
+        .counters
+        .iter()
+        .filter_map(|c| {
+            let keep = counter_keep(cx, c.keep.as_ref()?.value);
+            let name = c.name.as_str();
+            Some(quote!(#name => #keep,))
+        })
+        .collect();
+    let mut shards = if shard_arms.is_empty() {
         TokenStream::new()
     } else {
         quote! {
@@ -129,6 +138,16 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             }
         }
     };
+    if !keep_arms.is_empty() {
+        shards.extend(quote! {
+            fn counter_keep(__name: &str) -> #p::CounterKeep {
+                match __name {
+                    #(#keep_arms)*
+                    _ => #p::CounterKeep::Follows,
+                }
+            }
+        });
+    }
     let declared = if declared.is_empty() {
         shards
     } else {
@@ -264,12 +283,14 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         let fname = counter_fn(&c.name);
         let since = proc_macro2::Literal::u32_unsuffixed(c.since.value);
         let key = quote!(#keys::#fname(#(#args),*));
-        facts.push(reads.wrap(match &c.shards {
-            Some(n) => {
-                let n = proc_macro2::Literal::u32_unsuffixed(n.value);
-                quote!(__facts.count_sharded(#since, #n, #key, #delta);)
+        let n = proc_macro2::Literal::u32_unsuffixed(c.shards.as_ref().map_or(1, |n| n.value));
+        facts.push(reads.wrap(match (&c.shards, &c.keep) {
+            (_, Some(keep)) => {
+                let keep = counter_keep(cx, keep.value);
+                quote!(__facts.count_kept(#since, #n, #keep, #key, #delta);)
             }
-            None => quote!(__facts.count(#since, #key, #delta);),
+            (Some(_), None) => quote!(__facts.count_sharded(#since, #n, #key, #delta);),
+            (None, None) => quote!(__facts.count(#since, #key, #delta);),
         }));
     }
 
@@ -435,4 +456,13 @@ fn needs_codec(cx: &Ctx<'_>) -> TokenStream {
         _ => TokenStream::new(),
     };
     quote!(#protobuf #zstd)
+}
+
+/// The runtime's spelling of a counter's `keep`.
+fn counter_keep(cx: &Ctx<'_>, keep: CounterKeep) -> TokenStream {
+    let p = cx.p();
+    match keep {
+        CounterKeep::OnExpiry => quote!(#p::CounterKeep::OnExpiry),
+        CounterKeep::Always => quote!(#p::CounterKeep::Always),
+    }
 }

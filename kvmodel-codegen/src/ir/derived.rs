@@ -104,6 +104,9 @@ pub struct Counter {
     /// Keys its writes are spread over (`shards: N`, 2–1024): each write
     /// adds to one of them, a read sums them all. `None` is one key.
     pub shards: Option<Sp<u32>>,
+    /// When it keeps the amounts of records that are gone (`keep:
+    /// on_expiry | always`); `None` follows the live records.
+    pub keep: Option<Sp<CounterKeep>>,
     /// Record version that introduced it.
     pub since: Sp<u32>,
     /// What it is for, in the schema author's words (YAML `description:`,
@@ -125,6 +128,7 @@ impl Counter {
             group_by: Vec::new(),
             sum: None,
             shards: None,
+            keep: None,
             since: default_since(),
             description: None,
             allow: Vec::new(),
@@ -156,6 +160,18 @@ pub struct Relation {
     pub description: Option<String>,
     /// Where it was declared.
     pub origin: Origin,
+}
+
+/// When a counter keeps the amount a record added after the record is gone:
+/// a counter that only counts, for analytics that outlive their records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CounterKeep {
+    /// The expiry sweep leaves the counter alone; a delete takes the
+    /// record's amount back (`keep: on_expiry`).
+    OnExpiry,
+    /// Neither the expiry sweep nor a delete takes anything back
+    /// (`keep: always`).
+    Always,
 }
 
 /// What deleting a parent record does to the children of a relation.

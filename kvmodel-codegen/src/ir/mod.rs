@@ -18,8 +18,8 @@ mod derived;
 mod link;
 mod lint;
 pub use derived::{
-    Counter, DEFAULT_SINCE, Dependent, FieldExpr, Index, Normalize, OnDelete, Relation,
-    default_since,
+    Counter, CounterKeep, DEFAULT_SINCE, Dependent, FieldExpr, Index, Normalize, OnDelete,
+    Relation, default_since,
 };
 pub use link::Link;
 pub use lint::Lint;

@@ -21,7 +21,9 @@ pub use names::{
 };
 pub use size::{MAX_RECORD_SIZE, format_size, parse_size, size_from_int};
 
-use crate::ir::{Codec, Compress, Encoding, Feed, FieldExpr, Lint, Normalize, OnDelete, Ttl};
+use crate::ir::{
+    Codec, Compress, CounterKeep, Encoding, Feed, FieldExpr, Lint, Normalize, OnDelete, Ttl,
+};
 use crate::origin::{Diagnostics, Origin, Severity, Sp, suggestion};
 
 /// The keys of an index, in both front-ends (the derive adds `name`).
@@ -35,7 +37,7 @@ pub const INDEX_KEYS: &[&str] = &[
     "allow",
 ];
 /// The keys of a counter (the derive adds `name`).
-pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "since", "allow"];
+pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "keep", "since", "allow"];
 /// The keys of a relation (the derive adds `name`).
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "on_delete", "since"];
 /// The keys of a `dependent(…)` in the derive.
@@ -268,6 +270,37 @@ impl FromStr for Lint {
 impl fmt::Display for Lint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.code())
+    }
+}
+
+impl CounterKeep {
+    /// Every choice, in documentation order.
+    pub const ALL: [CounterKeep; 2] = [CounterKeep::OnExpiry, CounterKeep::Always];
+
+    /// The schema spelling (`on_expiry`, `always`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CounterKeep::OnExpiry => "on_expiry",
+            CounterKeep::Always => "always",
+        }
+    }
+}
+
+impl FromStr for CounterKeep {
+    type Err = Mistake;
+    fn from_str(s: &str) -> Result<Self, Mistake> {
+        one_of(
+            "counter `keep` value",
+            s,
+            &CounterKeep::ALL,
+            CounterKeep::as_str,
+        )
+    }
+}
+
+impl fmt::Display for CounterKeep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

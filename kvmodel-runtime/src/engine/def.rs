@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::codec::key::{Derived, RecordKeys, Space};
-use crate::engine::entity::{self, Entity, Facts, Ttl};
+use crate::engine::entity::{self, CounterKeep, Entity, Facts, Ttl};
 use crate::engine::records::Records;
 use crate::error::Result;
 use crate::model::{EntityModel, Record};
@@ -50,6 +50,15 @@ pub trait EntityDef: Send + Sync {
     fn counter_shards(&self, name: &str) -> u32 {
         let _ = name;
         1
+    }
+
+    /// Whether the counter `name` keeps the amounts of records that are
+    /// gone (`keep: on_expiry | always`): then live records tell only a
+    /// lower bound of it. [`CounterKeep::Follows`] for a name the entity
+    /// does not declare.
+    fn counter_keep(&self, name: &str) -> CounterKeep {
+        let _ = name;
+        CounterKeep::Follows
     }
 
     /// Reads the bytes stored at `key`: the version they are at, and the
@@ -134,6 +143,10 @@ impl<E: Entity> EntityDef for Typed<E> {
         E::counter_shards(name)
     }
 
+    fn counter_keep(&self, name: &str) -> CounterKeep {
+        E::counter_keep(name)
+    }
+
     fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, E)> {
         entity::decode_at::<E>(key, bytes)
     }
@@ -206,6 +219,14 @@ impl EntityDef for ModelDef {
             .iter()
             .find(|c| c.name == name)
             .map_or(1, |c| c.shards)
+    }
+
+    fn counter_keep(&self, name: &str) -> CounterKeep {
+        self.model
+            .counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(CounterKeep::Follows, |c| c.keep)
     }
 
     fn read(&self, key: &str, bytes: &[u8]) -> Result<(u32, Record)> {

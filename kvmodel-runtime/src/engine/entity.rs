@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::schema::OnDelete;
 use crate::store::Store;
 
-pub use crate::schema::{ClaimFact, CounterFact, Facts, MemberFact, Ttl};
+pub use crate::schema::{ClaimFact, CounterFact, CounterKeep, Facts, MemberFact, Ttl};
 
 /// A record type with a version, readable from any older version.
 #[diagnostic::on_unimplemented(
@@ -119,6 +119,14 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     fn counter_shards(name: &str) -> u32 {
         let _ = name;
         1
+    }
+
+    /// Whether the counter `name` keeps the amounts of records that are
+    /// gone (`keep: on_expiry | always`). Generated code lists the kept
+    /// ones.
+    fn counter_keep(name: &str) -> CounterKeep {
+        let _ = name;
+        CounterKeep::Follows
     }
 
     /// The entity's change feed (`feed: { retain: … }`), or `None` when it

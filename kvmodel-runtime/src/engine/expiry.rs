@@ -87,11 +87,13 @@ struct Wire {
 }
 
 impl Receipt {
-    /// The receipt of a write contributing `facts`, due at `at`.
+    /// The receipt of a write contributing `facts`, due at `at`: it lists
+    /// what the expiry takes back, so not the amounts of counters that keep
+    /// them on expiry ([`Facts::owed_on_expiry`]).
     pub(crate) fn new(at: u64, facts: &Facts) -> Receipt {
         Receipt {
             at,
-            facts: facts.clone(),
+            facts: facts.owed_on_expiry(),
         }
     }
 

@@ -48,6 +48,27 @@ pub struct CounterDrift {
     pub expected: i128,
     /// What the store holds.
     pub actual: i64,
+    /// True for a counter that keeps the amounts of records that are gone
+    /// (`keep: on_expiry | always`): `expected` is then what the live
+    /// records add up to, a lower bound the counter is below, and a repair
+    /// raises it to that bound.
+    #[serde(default)]
+    pub at_least: bool,
+}
+
+/// A counter that keeps the amounts of records that are gone
+/// (`keep: on_expiry | always`), at or above what the live records add up
+/// to: not drift. The records cannot tell its exact value, so a walk checks
+/// only that lower bound and never lowers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptCounter {
+    /// Counter key.
+    pub key: String,
+    /// What the live records add up to: the least it may hold.
+    #[serde(with = "crate::engine::walk::wide::int")]
+    pub at_least: i128,
+    /// What the store holds.
+    pub actual: i64,
 }
 
 /// Everything `verify` found out of step.
@@ -95,6 +116,11 @@ pub struct Drift {
     /// first.
     #[serde(default)]
     pub unfinished: Vec<String>,
+    /// Counters that keep the amounts of records that are gone, checked
+    /// only against the lower bound the live records give (not drift; one
+    /// below it is in [`Drift::counters`]).
+    #[serde(default)]
+    pub kept: Vec<KeptCounter>,
 }
 
 /// A counter a walk could not judge, and why.
@@ -162,6 +188,8 @@ impl Drift {
 
     /// Sorts every list and drops repeats (a scan may visit a key twice).
     pub(crate) fn tidy(&mut self) {
+        self.kept.sort_by(|a, b| a.key.cmp(&b.key));
+        self.kept.dedup();
         self.undecodable.sort_by(|a, b| a.key.cmp(&b.key));
         self.undecodable.dedup();
         self.orphan_claims.sort();

@@ -8,7 +8,7 @@
 
 use crate::codec::key::{Derived, shard_key, shard_of};
 use crate::engine::def::EntityDef;
-use crate::engine::entity::Entity;
+use crate::engine::entity::{CounterKeep, Entity};
 use crate::engine::repo::Engine;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -46,6 +46,17 @@ pub(crate) fn shards_of<D: EntityDef>(def: &D, key: &str) -> u32 {
     match def.space().classify(key) {
         Some((Derived::Counter, name)) => def.counter_shards(name).max(1),
         _ => 1,
+    }
+}
+
+/// Whether the counter at `key` (a derived counter key of `def`, or a
+/// shard of one) keeps the amounts of records that are gone. A shard
+/// beyond the declared number of a kept counter is kept too: nothing
+/// lowers what such a counter counted.
+pub(crate) fn keep_of<D: EntityDef>(def: &D, key: &str) -> CounterKeep {
+    match def.space().classify(shard_of(key).0) {
+        Some((Derived::Counter, name)) => def.counter_keep(name),
+        _ => CounterKeep::Follows,
     }
 }
 

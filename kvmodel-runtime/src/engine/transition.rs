@@ -106,7 +106,10 @@ impl Checked {
 ///   cannot hold is refused, an old one is skipped (this code never added it);
 ///   a sharded counter's write goes to one shard, which must stay within
 ///   its share of 64 bits ([`Batch::incr_within`]), so the total stays
-///   readable;
+///   readable; when no record remains (`new` is `None`), a counter that
+///   keeps its count on delete (`keep: always`) keeps `old`'s amount (the
+///   expiry sweep passes a receipt, which lists no amount a counter keeps
+///   on expiry);
 /// - the discovery member is added while a record exists (again on every
 ///   write, which repairs drift) and removed with it, where the store keeps
 ///   a discovery set ([`Upkeep`]).
@@ -189,6 +192,11 @@ pub(crate) fn transition(
     let mut net: BTreeMap<&str, (i128, u32)> = BTreeMap::new();
     for (facts, sign) in [(from, -1), (to, 1)] {
         for c in &facts.counters {
+            if sign < 0 && new.is_none() && c.keep.on_delete() {
+                // A counter that keeps its count when records leave: the
+                // record's amount stays.
+                continue;
+            }
             if i64::try_from(c.delta).is_err() {
                 if sign < 0 {
                     // Never written by this code (it refuses such amounts),

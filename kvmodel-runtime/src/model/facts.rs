@@ -420,7 +420,7 @@ impl EntityModel {
                 None => 1,
             };
             let key = self.counter_key(&c.name, &values[..c.group_by.len()])?;
-            facts.count_sharded(c.since, c.shards, key, delta);
+            facts.count_kept(c.since, c.shards, c.keep, key, delta);
         }
         Ok(facts)
     }

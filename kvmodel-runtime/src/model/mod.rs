@@ -32,7 +32,7 @@ use crate::codec::key::{Derived, RecordKeys};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::Encoding;
 use crate::codec::storage::Storage;
-use crate::schema::{OnDelete, Ttl};
+use crate::schema::{CounterKeep, OnDelete, Ttl};
 
 /// Every entity of one schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,6 +233,9 @@ pub struct CounterModel {
     pub sum: Option<String>,
     /// The keys it is spread over (`shards: N`); 1 for one key.
     pub shards: u32,
+    /// Whether it keeps the amounts of records that are gone
+    /// (`keep: on_expiry | always`).
+    pub keep: CounterKeep,
     /// The record version that introduced it.
     pub since: u32,
 }

@@ -2,6 +2,8 @@
 //! memberships and counter contributions. Generated code and the run-time
 //! model both compute them; the engine writes them.
 
+use super::CounterKeep;
+
 /// A unique claim: `key` holds the owning record's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimFact {
@@ -42,6 +44,9 @@ pub struct CounterFact {
     /// a write adds to one of them, a read sums them all
     /// ([`shard_key`](crate::codec::key::shard_key)).
     pub shards: u32,
+    /// Whether the counter keeps this amount when the record expires or
+    /// is deleted (`keep: on_expiry | always`).
+    pub keep: CounterKeep,
 }
 
 /// The derived entries of one record image.
@@ -85,12 +90,34 @@ impl Facts {
     /// Records a contribution to a counter spread over `shards` keys
     /// (`key` is its shard 0).
     pub fn count_sharded(&mut self, since: u32, shards: u32, key: String, delta: i128) {
+        self.count_kept(since, shards, CounterKeep::Follows, key, delta);
+    }
+
+    /// Records a contribution to a counter spread over `shards` keys that
+    /// keeps it as `keep` says when the record is gone.
+    pub fn count_kept(
+        &mut self,
+        since: u32,
+        shards: u32,
+        keep: CounterKeep,
+        key: String,
+        delta: i128,
+    ) {
         self.counters.push(CounterFact {
             key,
             delta,
             since,
             shards: shards.max(1),
+            keep,
         });
+    }
+
+    /// The entries an expiry takes back: these less the counter amounts
+    /// kept on expiry (what an expiry receipt lists).
+    pub fn owed_on_expiry(&self) -> Facts {
+        let mut f = self.clone();
+        f.counters.retain(|c| !c.keep.on_expiry());
+        f
     }
 
     /// Drops what a record stored at `version` never had.

@@ -4,6 +4,7 @@
 mod buckets;
 mod compress;
 mod keep;
+mod kept;
 mod links;
 mod on_delete;
 mod protobuf;
@@ -14,6 +15,7 @@ mod trees;
 use buckets::*;
 use compress::*;
 use keep::*;
+use kept::*;
 use links::*;
 use on_delete::*;
 use protobuf::*;
@@ -70,6 +72,12 @@ kvmodel_runtime::on_every_backend!(
     a_record_cannot_become_its_own_parent,
     a_record_stored_as_its_own_parent_still_deletes,
     a_cascade_cut_short_finishes_when_run_again,
+    a_kept_counter_keeps_its_count_after_the_expiry_sweep,
+    a_kept_counter_outlives_a_verify_before_the_sweep,
+    a_delete_takes_back_only_from_counters_not_kept_on_delete,
+    verify_reports_a_kept_counter_below_its_records_and_reconcile_raises_it,
+    reconcile_never_lowers_a_kept_counter,
+    a_delete_in_a_transaction_keeps_what_a_delete_keeps,
     a_protobuf_record_round_trips_every_field_kind,
     json_and_msgpack_records_read_after_switching_to_protobuf,
     compression_applies_to_protobuf_records,

@@ -198,6 +198,7 @@ fn like_model() -> kvmodel_runtime::engine::def::ModelDef {
         },
         sum: sum.then(|| "weight".into()),
         shards,
+        keep: kvmodel_runtime::schema::CounterKeep::Follows,
         since: 1,
     };
     m.counters = vec![

@@ -1,10 +1,13 @@
 //! The last phase of a walk: every counter met compared with what the
 //! records add up to, judged only where the walk's basis proves the
-//! measurement exact, and repaired by the difference.
+//! measurement exact, and repaired by the difference. A counter that keeps
+//! the amounts of records that are gone (`keep:`) is compared with that
+//! total as a lower bound: at or above it is reported as kept, below it is
+//! drift that a repair raises to it, and nothing lowers it.
 
 use crate::engine::def::EntityDef;
 use crate::engine::expiry::StoredReceipt;
-use crate::engine::maintenance::{CounterDrift, Unjudged, Unsettled};
+use crate::engine::maintenance::{CounterDrift, KeptCounter, Unjudged, Unsettled};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -94,6 +97,17 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             // A total no read can return is drift even when the records
             // add up to it.
             let readable = i64::try_from(total).is_ok();
+            // A counter that keeps the amounts of records that are gone is
+            // judged only against the lower bound the live records give.
+            let at_least = size.is_none() && shards::keep_of(self.def, key).kept();
+            if at_least && total >= want && readable {
+                state.drift.kept.push(KeptCounter {
+                    key: key.clone(),
+                    at_least: want,
+                    actual: i64::try_from(total).unwrap_or(i64::MAX),
+                });
+                continue;
+            }
             if want == total && readable {
                 continue;
             }
@@ -128,6 +142,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 key: key.clone(),
                 expected: want,
                 actual,
+                at_least,
             });
         }
         match keys.last() {

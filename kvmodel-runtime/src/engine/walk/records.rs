@@ -327,7 +327,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             return Ok(false);
         };
         let ledger = self.def.space().ledger_key();
-        Ok(r.facts.same_entries(facts)
+        Ok(r.facts.same_entries(&facts.owed_on_expiry())
             && is_member(self.store, &ledger, &due(r.at), key.as_bytes()).await?)
     }
 
