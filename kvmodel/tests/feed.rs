@@ -568,3 +568,47 @@ async fn redis_cascade_deletes_have_their_events() {
     let server = RedisServer::start();
     cascade_deletes_have_their_events(RedisStore::connect(&server.url()).await.unwrap()).await;
 }
+
+/// Redis Cluster keeps no feed (docs/feed.md, "Not on Redis Cluster"): a
+/// write of an entity with a feed is refused before anything is written,
+/// alone or in a transaction; the reader says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_refuses_writes_of_an_entity_with_a_feed() {
+    use kvmodel::conformance::{ClusterHarness, Harness};
+    let harness = ClusterHarness::start().await;
+    let store = harness.store();
+    let accts = AcctRepo::new(store.clone());
+    let a = Acct {
+        id: "1".into(),
+        email: "e@x".into(),
+        n: 0,
+    };
+    let refused = |r: kvmodel::Result<()>| {
+        let err = r.expect_err("refused");
+        assert!(
+            matches!(&err, Error::InvalidBatch { reason, .. } if reason.contains("no change feed")),
+            "{err}"
+        );
+    };
+    refused(accts.create(&a).await);
+    refused(accts.upsert(&a).await.map(drop));
+    let tx = accts.clone();
+    refused(
+        kvmodel::transaction(&store, move |t| {
+            let accts = tx.clone();
+            let a = a.clone();
+            async move { accts.in_tx(&t).create(&a).await }
+        })
+        .await,
+    );
+    assert_eq!(accts.get("1").await.unwrap(), None, "nothing was written");
+    assert_eq!(accts.find_by_email("e@x").await.unwrap(), None, "no claim");
+    let err = accts
+        .feed()
+        .from(Position::Start)
+        .next()
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains("no change feed"), "{err}");
+}
