@@ -5,6 +5,7 @@
 //!
 //! Run: `cargo bench -p kvmodel --bench feed`
 
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use kvmodel::conformance::RedisServer;
@@ -33,13 +34,16 @@ struct Fed {
     n: i64,
 }
 
+/// A create of one record of an entity on a store.
+type Create<S, T> = fn(S, T) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Creates `total` records with `tasks` concurrent tasks; creates per second.
 async fn creates<S: Store, T: Send + 'static>(
     tasks: usize,
     total: usize,
     round: usize,
     make: fn(String, String, i64) -> T,
-    create: fn(S, T) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    create: Create<S, T>,
     store: &S,
 ) -> f64 {
     let each = total / tasks;
@@ -80,11 +84,11 @@ fn fed(id: String, email: String, n: i64) -> Fed {
     }
 }
 
-fn create_plain<S: Store>(s: S, r: Plain) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+fn create_plain<S: Store>(s: S, r: Plain) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move { PlainRepo::new(s).create(&r).await.unwrap() })
 }
 
-fn create_fed<S: Store>(s: S, r: Fed) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+fn create_fed<S: Store>(s: S, r: Fed) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move { FedRepo::new(s).create(&r).await.unwrap() })
 }
 
