@@ -35,3 +35,27 @@ pub mod social;
 #[rustfmt::skip]
 #[path = "generated/forum.rs"]
 pub mod forum;
+
+/// Counters with a change feed, written by the feed crash tests' writer
+/// process (`src/bin/feed_writer.rs`).
+pub mod ticks {
+    /// A counter that its writer creates, bumps once and sometimes deletes;
+    /// every change of it has its event in the feed.
+    #[derive(
+        Debug,
+        Clone,
+        PartialEq,
+        Eq,
+        ::kvmodel::KvEntity,
+        ::kvmodel::serde::Serialize,
+        ::kvmodel::serde::Deserialize,
+    )]
+    #[serde(crate = "::kvmodel::serde")]
+    #[kv(namespace = "ticks", key = "tick:{id}", feed(retain = "1d"))]
+    pub struct Tick {
+        /// `w{writer}-{number}`.
+        pub id: String,
+        /// How often it was bumped.
+        pub n: u64,
+    }
+}

@@ -473,3 +473,142 @@ async fn redis_transactions_have_their_events() {
     let server = RedisServer::start();
     transactions_have_their_events(RedisStore::connect(&server.url()).await.unwrap()).await;
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "f", key = "shelf:{id}", feed(retain = "1h"))]
+#[kv(dependent(entity = Book, relation = shelf))]
+struct Shelf {
+    id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "f", key = "book:{id}", feed(retain = "1h"))]
+#[kv(relation(name = shelf, belongs_to = Shelf, by = shelf, on_delete = "cascade"))]
+struct Book {
+    id: String,
+    shelf: String,
+}
+
+/// A `cascade` delete removes each child in a commit of its own, which
+/// appends the child's `Deleted` event; the parent's comes after them.
+async fn cascade_deletes_have_their_events<S: Store>(store: S) {
+    let shelves = ShelfRepo::new(store.clone());
+    let books = BookRepo::new(store);
+    shelves.create(&Shelf { id: "s".into() }).await.unwrap();
+    shelves.create(&Shelf { id: "t".into() }).await.unwrap();
+    for (id, shelf) in [("b1", "s"), ("b2", "s"), ("b3", "t")] {
+        books
+            .create(&Book {
+                id: id.into(),
+                shelf: shelf.into(),
+            })
+            .await
+            .unwrap();
+    }
+    let mut book_feed = books.feed().from(Position::Start);
+    let mut shelf_feed = shelves.feed().from(Position::Start);
+    let mut read = async |n: usize| {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let next = tokio::time::timeout(Duration::from_secs(10), book_feed.next()).await;
+            out.push(next.expect("an event").unwrap().unwrap());
+        }
+        out
+    };
+    let created = read(3).await;
+    assert!(created.iter().all(|c| matches!(c.event, Event::Created(_))));
+    assert!(shelves.delete("s").await.unwrap());
+    let deleted = read(2).await;
+    let mut ids: Vec<&str> = deleted
+        .iter()
+        .map(|c| match &c.event {
+            Event::Deleted(b) => b.id.as_str(),
+            other => panic!("a cascade delete's event: {other:?}"),
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["b1", "b2"]);
+    assert_ne!(deleted[0].commit, deleted[1].commit, "one commit per child");
+    let mut last = None;
+    for _ in 0..3 {
+        let c = tokio::time::timeout(Duration::from_secs(10), shelf_feed.next())
+            .await
+            .expect("an event")
+            .unwrap()
+            .unwrap();
+        last = Some(c);
+    }
+    let last = last.unwrap();
+    assert!(matches!(last.event, Event::Deleted(ref s) if s.id == "s"));
+    assert!(
+        last.at_ms >= deleted[1].at_ms,
+        "the parent goes after its children"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), book_feed.next())
+            .await
+            .is_err(),
+        "nothing of the other shelf's book"
+    );
+}
+
+#[tokio::test]
+async fn memory_cascade_deletes_have_their_events() {
+    cascade_deletes_have_their_events(MemoryStore::new()).await;
+}
+
+#[tokio::test]
+async fn redb_cascade_deletes_have_their_events() {
+    let dir = tempfile::tempdir().unwrap();
+    cascade_deletes_have_their_events(RedbStore::open(dir.path().join("c.redb")).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cascade_deletes_have_their_events() {
+    let server = RedisServer::start();
+    cascade_deletes_have_their_events(RedisStore::connect(&server.url()).await.unwrap()).await;
+}
+
+/// Redis Cluster keeps no feed (docs/feed.md, "Not on Redis Cluster"): a
+/// write of an entity with a feed is refused before anything is written,
+/// alone or in a transaction; the reader says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_refuses_writes_of_an_entity_with_a_feed() {
+    use kvmodel::conformance::{ClusterHarness, Harness};
+    let harness = ClusterHarness::start().await;
+    let store = harness.store();
+    let accts = AcctRepo::new(store.clone());
+    let a = Acct {
+        id: "1".into(),
+        email: "e@x".into(),
+        n: 0,
+    };
+    let refused = |r: kvmodel::Result<()>| {
+        let err = r.expect_err("refused");
+        assert!(
+            matches!(&err, Error::InvalidBatch { reason, .. } if reason.contains("no change feed")),
+            "{err}"
+        );
+    };
+    refused(accts.create(&a).await);
+    refused(accts.upsert(&a).await.map(drop));
+    let tx = accts.clone();
+    refused(
+        kvmodel::transaction(&store, move |t| {
+            let accts = tx.clone();
+            let a = a.clone();
+            async move { accts.in_tx(&t).create(&a).await }
+        })
+        .await,
+    );
+    assert_eq!(accts.get("1").await.unwrap(), None, "nothing was written");
+    assert_eq!(accts.find_by_email("e@x").await.unwrap(), None, "no claim");
+    let err = accts
+        .feed()
+        .from(Position::Start)
+        .next()
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains("no change feed"), "{err}");
+}

@@ -61,6 +61,7 @@ fn ordered<T: Clone, K: Ord>(records: &[&T], sort: impl Fn(&T) -> K, desc: bool)
 pub async fn check<S: Store>(r: &Repos<S>, m: &Model) {
     check_items(r, m).await;
     check_leases(r, m).await;
+    super::feed::check_entries(r, m).await;
 }
 
 async fn check_items<S: Store>(r: &Repos<S>, m: &Model) {
@@ -210,4 +211,6 @@ pub async fn verify<S: Store>(r: &Repos<S>) {
     assert!(drift.is_clean(), "items: {drift:?}");
     let drift = r.leases.verify(3).await.unwrap();
     assert!(drift.is_clean(), "leases: {drift:?}");
+    let drift = r.entries.verify(3).await.unwrap();
+    assert!(drift.is_clean(), "entries: {drift:?}");
 }

@@ -49,6 +49,18 @@ pub struct Lease {
     pub weight: i64,
 }
 
+/// A record with a change feed and a unique value: every write the model
+/// applies has its event, in commit order; a refused one has none. On a
+/// store that keeps no feed, every write of it is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "mb", key = "entry:{id}", feed(retain = "1h"))]
+pub struct Entry {
+    pub id: String,
+    #[kv(unique)]
+    pub tag: String,
+    pub n: i64,
+}
+
 /// The lease's time to live, in milliseconds.
 pub const TTL_MS: u64 = 1_000;
 
@@ -56,16 +68,36 @@ pub const IDS: &[&str] = &["a", "b", "c", "d"];
 /// `x` and `X` claim the same unique value (normalized to lowercase).
 pub const SKUS: &[&str] = &["x", "X", "y", "z"];
 pub const TOKENS: &[&str] = &["t1", "t2", "t3"];
+pub const TAGS: &[&str] = &["e1", "e2", "e3"];
 pub const GROUPS: &[&str] = &["g1", "g2"];
 pub const OWNERS: &[&str] = &["o1", "o2"];
 pub const RANKS: &[i64] = &[i64::MIN, -1, 0, 0, 7, i64::MAX];
 
-/// What the store should hold: every live record, and the store time of
-/// each lease's last write.
+/// One event the feed of `Entry` must hold, in the order the model
+/// applied the writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    pub id: String,
+    pub before: Option<Entry>,
+    pub after: Option<Entry>,
+    /// The model's number of the commit: the events of one commit share it.
+    pub commit: usize,
+}
+
+/// What the store should hold: every live record, the store time of each
+/// lease's last write, and the events of the feed.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
     pub items: BTreeMap<String, Item>,
     pub leases: BTreeMap<String, (Lease, u64)>,
+    pub entries: BTreeMap<String, Entry>,
+    /// The events of every applied write of an entry, in commit order.
+    pub events: Vec<Logged>,
+    /// How many commits wrote entries.
+    pub commits: usize,
+    /// Whether the store keeps feeds: where it does not, every write of an
+    /// entry is refused.
+    pub feeds: bool,
     /// Milliseconds passed since the case started.
     pub now: u64,
     /// When the running step started, on the real clock: a lease it writes
@@ -115,6 +147,33 @@ impl Model {
             .map(Instant::elapsed)
             .max()
             .unwrap_or_default()
+    }
+
+    /// The entry other than `id` that holds `tag`.
+    pub fn tag_holder(&self, tag: &str, id: &str) -> Option<&Entry> {
+        self.entries.values().find(|e| e.id != id && e.tag == tag)
+    }
+
+    /// Starts a commit: the events logged until the next share it.
+    pub fn commit(&mut self) {
+        self.commits += 1;
+    }
+
+    /// Applies a write of the entry `id` (`None`: a delete), logging its
+    /// event in the running commit.
+    pub fn write_entry(&mut self, id: &str, after: Option<Entry>) {
+        let before = match &after {
+            Some(e) => self.entries.insert(id.to_owned(), e.clone()),
+            None => self.entries.remove(id),
+        };
+        if before.is_some() || after.is_some() {
+            self.events.push(Logged {
+                id: id.to_owned(),
+                before,
+                after,
+                commit: self.commits,
+            });
+        }
     }
 
     pub fn lease(&self, id: &str) -> Option<&Lease> {

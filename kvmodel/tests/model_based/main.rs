@@ -1,6 +1,7 @@
 //! A model-based test of generated repositories: random sequences of
 //! create, update, upsert, modify and delete on a lasting and an expiring
-//! entity, store time passing (on an injected clock where the store has
+//! entity and on one with a change feed (whose events are checked against
+//! the writes the model applied), store time passing (on an injected clock where the store has
 //! one), and concurrent writers, checked after every step against a plain
 //! in-memory model (records, unique lookups, every listing page by page in
 //! both directions, counters, the number of records); after every sequence
@@ -17,6 +18,7 @@
 
 mod check;
 mod entities;
+mod feed;
 mod regressions;
 mod steps;
 
@@ -66,11 +68,16 @@ pub async fn run_sequence<H: Harness>(h: &H, sequence: &[Step]) -> Ran {
     let store = h.store();
     let real_time = real_time(&store);
     clear(&store).await;
+    let from = feed::start(&store).await;
     let repos = Repos {
         items: entities::ItemRepo::new(store.clone()),
         leases: entities::LeaseRepo::new(store.clone()),
+        entries: entities::EntryRepo::new(store.clone()),
     };
-    let mut model = Model::default();
+    let mut model = Model {
+        feeds: store.keeps_feeds(),
+        ..Model::default()
+    };
     for (i, step) in sequence.iter().enumerate() {
         let ran = catch(async {
             model.step_started = Some(std::time::Instant::now());
@@ -92,6 +99,7 @@ pub async fn run_sequence<H: Harness>(h: &H, sequence: &[Step]) -> Ran {
         }
     }
     check::verify(&repos).await;
+    feed::check_feed(&repos, &model, from).await;
     Ran::Matched
 }
 
@@ -194,6 +202,7 @@ kvmodel_runtime::on_every_backend!(
     repositories_follow_the_model,
     expired_lease_frees_its_token_and_id,
     unique_values_in_any_case_are_one_claim,
+    feed_holds_applied_writes_only,
 );
 
 /// A lease the model holds is too old to judge once its real age comes

@@ -3,7 +3,8 @@
 
 use kvmodel::conformance::Harness;
 
-use super::entities::{Item, Lease};
+use super::entities::{Entry, Item, Lease};
+use super::feed::EntryChange;
 use super::steps::{Change, LeaseChange, Step};
 use super::{Ran, run_sequence};
 
@@ -58,6 +59,37 @@ pub async fn unique_values_in_any_case_are_one_claim<H: Harness>(h: &H) {
                 vec![Change::AddQty(3), Change::Group("g1"), Change::Rank(-1)],
             ),
             Step::DeleteItem("a"),
+        ],
+    )
+    .await;
+}
+
+fn entry(id: &str, tag: &str, n: i64) -> Entry {
+    Entry {
+        id: id.into(),
+        tag: tag.into(),
+        n,
+    }
+}
+
+/// The feed holds every applied write of an entry and nothing of the
+/// refused ones (a second create, a tag taken, in a transaction too); a
+/// transaction's creates share one commit.
+pub async fn feed_holds_applied_writes_only<H: Harness>(h: &H) {
+    judged(
+        h,
+        &[
+            Step::CreateEntry(entry("a", "e1", 1)),
+            Step::CreateEntry(entry("a", "e2", 2)),
+            Step::CreateEntry(entry("b", "e1", 3)),
+            Step::ModifyEntry("a", EntryChange::Add(4)),
+            Step::TxCreateEntries(entry("b", "e2", 0), entry("c", "e1", 0)),
+            Step::TxCreateEntries(entry("b", "e2", 5), entry("c", "e3", 6)),
+            Step::UpsertEntry(entry("c", "e1", 7)),
+            Step::ModifyEntry("b", EntryChange::Tag("e3")),
+            Step::DeleteEntry("a"),
+            Step::UpsertEntry(entry("a", "e1", 8)),
+            Step::DeleteEntry("d"),
         ],
     )
     .await;

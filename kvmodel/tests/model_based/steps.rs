@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use super::entities::*;
+use super::feed::{EntryChange, entry, entry_change, entry_pair};
 
 /// A change `modify` makes to an item.
 #[derive(Debug, Clone)]
@@ -79,6 +80,13 @@ pub enum Step {
     /// One transaction modifies an item and deletes a lease: both or
     /// neither.
     TxModifyDelete(&'static str, Change, &'static str),
+    CreateEntry(Entry),
+    UpsertEntry(Entry),
+    ModifyEntry(&'static str, EntryChange),
+    DeleteEntry(&'static str),
+    /// One transaction creates two entries: both events in one commit, or
+    /// neither.
+    TxCreateEntries(Entry, Entry),
 }
 
 fn item() -> impl Strategy<Value = Item> {
@@ -187,6 +195,11 @@ pub fn step() -> impl Strategy<Value = Step> {
         2 => (item(), lease()).prop_map(|(i, l)| Step::TxUpsert(i, l)),
         2 => (select(IDS), change(), select(IDS))
             .prop_map(|(id, c, lease)| Step::TxModifyDelete(id, c, lease)),
+        3 => entry().prop_map(Step::CreateEntry),
+        2 => entry().prop_map(Step::UpsertEntry),
+        2 => (select(IDS), entry_change()).prop_map(|(id, c)| Step::ModifyEntry(id, c)),
+        1 => select(IDS).prop_map(Step::DeleteEntry),
+        1 => entry_pair().prop_map(|(a, b)| Step::TxCreateEntries(a, b)),
     ]
 }
 
@@ -199,6 +212,8 @@ pub enum Outcome {
     AlreadyExists,
     NotFound,
     Unique,
+    /// Refused: the entity has a feed and the store keeps none.
+    NoFeed,
 }
 
 pub fn outcome<T>(r: kvmodel::Result<T>, flag: impl FnOnce(T) -> Option<bool>) -> Outcome {
@@ -207,11 +222,14 @@ pub fn outcome<T>(r: kvmodel::Result<T>, flag: impl FnOnce(T) -> Option<bool>) -
         Err(Error::AlreadyExists { .. }) => Outcome::AlreadyExists,
         Err(Error::NotFound { .. }) => Outcome::NotFound,
         Err(Error::UniqueViolation { .. }) => Outcome::Unique,
+        Err(Error::InvalidBatch { reason, .. }) if reason.contains("no change feed") => {
+            Outcome::NoFeed
+        }
         Err(e) => panic!("unexpected error: {e}"),
     }
 }
 
-fn done<T>(_: T) -> Option<bool> {
+pub fn done<T>(_: T) -> Option<bool> {
     None
 }
 
@@ -219,6 +237,7 @@ fn done<T>(_: T) -> Option<bool> {
 pub struct Repos<S: Store> {
     pub items: ItemRepo<S>,
     pub leases: LeaseRepo<S>,
+    pub entries: EntryRepo<S>,
 }
 
 /// How much store time a pass lets go by.
@@ -403,6 +422,11 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             .await;
             (outcome(got, done), want)
         }
+        Step::CreateEntry(_)
+        | Step::UpsertEntry(_)
+        | Step::ModifyEntry(..)
+        | Step::DeleteEntry(_)
+        | Step::TxCreateEntries(..) => super::feed::run(r, m, step).await,
     };
     assert_eq!(got, want, "the outcome of {step:?}");
 }
