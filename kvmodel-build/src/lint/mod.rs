@@ -259,7 +259,7 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
             }
         }
         let lower = e.name.to_ascii_lowercase();
-        if e.ttl.is_none()
+        if !e.expires()
             && !allowed(Lint::EphemeralWithoutTtl, &[&e.allow])
             && EPHEMERAL
                 .iter()
