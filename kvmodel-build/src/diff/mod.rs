@@ -405,17 +405,20 @@ fn expiry_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>)
                 *f.name
             ),
         ),
+        (Some(f), None) if new.ttl.is_some() => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: `{}` no longer sets records' expiry; records already stored still expire when their last write said, and the sweep still takes their entries back; writes from now on follow the `ttl`",
+                *f.name
+            ),
+        ),
         (Some(f), None) => push(
             out,
             Impact::NeedsMigration,
             format!(
-                "{name}: `{}` no longer sets records' expiry; records already stored still expire when their last write said, but {}: run `reconcile` once they have expired",
-                *f.name,
-                if new.ttl.is_some() {
-                    "their entries are swept only while the ledger still lists them"
-                } else {
-                    "writes no longer sweep what they leave in counters and listings"
-                }
+                "{name}: `{}` no longer sets records' expiry; records already stored still expire when their last write said, but writes no longer sweep what they leave in counters and listings: run `reconcile` once they have expired",
+                *f.name
             ),
         ),
         (Some(x), Some(y)) if *x.name != *y.name => push(
