@@ -279,9 +279,8 @@ impl Lower<'_> {
                             }
                             "default" => default = Some(v),
                             "expiry" => {
-                                if self.read().boolean(v, "`expiry`").unwrap_or(false) {
-                                    expiry = Some(k.origin.clone());
-                                }
+                                let on = self.read().boolean(v, "`expiry`").unwrap_or(false);
+                                expiry = on.then(|| k.origin.clone());
                             }
                             _ => {}
                         }
