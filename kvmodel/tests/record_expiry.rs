@@ -292,7 +292,41 @@ pub async fn the_field_wins_over_the_entity_ttl<H: Harness>(h: &H) {
     assert!(repo.verify(100).await.unwrap().is_clean());
 }
 
+/// A transaction's writes take their expiry from the field, as single
+/// writes do: one record created to expire, another moved to never expire.
+pub async fn transactions_follow_the_field<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = LinkRepo::new(store.clone());
+    let kept = link("l1", "kept", Some(at(&store, 1_000).await));
+    repo.create(&kept).await.unwrap();
+    let soon = at(&store, 1_000).await;
+    kvmodel::transaction(&store, |tx| {
+        let repo = &repo;
+        async move {
+            repo.in_tx(&tx)
+                .create(&link("l2", "gone", Some(soon)))
+                .await?;
+            repo.in_tx(&tx)
+                .modify(&LinkKeys::record("l1"), |l| l.expires_at = None)
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+    .unwrap();
+    h.pass(Duration::from_millis(1_500)).await;
+    assert_eq!(repo.get("l2").await.unwrap(), None);
+    assert_eq!(repo.find_by_slug("gone").await.unwrap(), None);
+    let kept = repo.get("l1").await.unwrap().expect("no longer expires");
+    assert_eq!(repo.find_by_slug("kept").await.unwrap(), Some(kept));
+    assert_eq!(repo.sweep_expired(100).await.unwrap().expired, 1);
+    assert_eq!(repo.count_total().await.unwrap(), 1);
+    let drift = verify_both(&repo, &store).await;
+    assert!(drift.is_clean() && drift.records == 1, "{drift:?}");
+}
+
 kvmodel_runtime::on_every_backend!(
+    transactions_follow_the_field,
     own_expiry_reaches_listings_counts_and_verify,
     update_moves_the_expiry,
     a_passed_expiry_is_refused,
