@@ -75,6 +75,7 @@ fn entity(
         after_ms: t.after_ms.value,
         jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
     });
+    out.expiry = e.expiry_field().map(|f| f.name.value.clone());
     out.colocate = e.colocate.as_ref().map(|c| c.value.clone());
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     out.storage = Storage {

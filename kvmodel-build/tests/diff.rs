@@ -135,3 +135,25 @@ fn tells_what_a_change_of_a_counters_keep_does_to_stored_counts() {
     assert_eq!(changes.len(), 5, "{changes:?}");
     assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
 }
+
+/// Adding an expiry field is safe (stored records keep the expiry of their
+/// last write); removing it is safe under a `ttl`, whose sweep still runs,
+/// and needs a `reconcile` without one.
+#[test]
+fn tells_what_an_expiry_field_does() {
+    let (old, new) = (load("expiry_old.yaml"), load("expiry_new.yaml"));
+    let report = kvmodel_build::diff::report(&kvmodel_build::diff::diff(&old, &new));
+    insta::assert_snapshot!(report);
+    assert!(
+        report.contains("safe             Link: `expires_at` now sets each record's expiry"),
+        "{report}"
+    );
+    assert!(
+        report.contains("safe             Invite: `until` no longer sets"),
+        "{report}"
+    );
+    assert!(
+        report.contains("needs migration  Coupon: `ends` no longer sets"),
+        "{report}"
+    );
+}

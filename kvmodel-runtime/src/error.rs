@@ -182,6 +182,26 @@ pub enum Error {
         /// Why it was rejected.
         reason: String,
     },
+    /// A record's expiry field names a time that is not after the store's
+    /// clock; nothing was written.
+    #[error(
+        "the {entity} record at `{}` would expire at {at} by its `{field}`, which is not after \
+         the store's clock ({now}), so nothing was written; set a later time, clear the field, \
+         or delete the record",
+        short(.key)
+    )]
+    ExpiryPassed {
+        /// Entity name.
+        entity: &'static str,
+        /// The key being written.
+        key: String,
+        /// The expiry field.
+        field: String,
+        /// The time the field names.
+        at: crate::codec::time::Timestamp,
+        /// The store's clock when the write was planned.
+        now: crate::codec::time::Timestamp,
+    },
     /// An operation in a batch does not fit the value stored at its key.
     #[error(
         "the batch could not be applied to `{}`: {reason}; nothing was written",
@@ -452,6 +472,13 @@ mod tests {
                 reason: "bad".into(),
             },
             Error::NotACounter { key: huge.clone() },
+            Error::ExpiryPassed {
+                entity: "Link",
+                key: huge.clone(),
+                field: "expires_at".into(),
+                at: crate::codec::time::Timestamp::EPOCH,
+                now: crate::codec::time::Timestamp::EPOCH,
+            },
             Error::InvalidUrl {
                 url: huge.clone(),
                 reason: "bad".into(),

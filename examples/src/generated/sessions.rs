@@ -33,3 +33,15 @@ pub struct RateWindow {
     pub window: i64,
     pub hits: u32,
 }
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
+#[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
+#[serde(crate = "::kvmodel::serde")]
+#[kv(namespace = "auth", key = "invite:{code}", ttl = "7d")]
+#[kv(index(name = by_email, fields(email), unique))]
+pub struct Invite {
+    pub code: String,
+    pub email: String,
+    #[kv(expiry)]
+    pub expires_at: Option<::kvmodel::Timestamp>,
+}

@@ -394,6 +394,47 @@ fn ttl_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
     }
 }
 
+/// A record's own expiry (`expiry: true`) is set by each write from the
+/// field's value; stored records keep the expiry of their last write.
+fn expiry_changes(name: &str, old: &Entity, new: &Entity, out: &mut Vec<Change>) {
+    let (a, b) = (old.expiry_field(), new.expiry_field());
+    match (a, b) {
+        (None, Some(f)) => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: `{}` now sets each record's expiry; records written from now on with it set expire then, records already stored keep the expiry of their last write until they are written again (`update` them to make them expire)",
+                *f.name
+            ),
+        ),
+        (Some(f), None) if new.ttl.is_some() => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: `{}` no longer sets records' expiry; records already stored still expire when their last write said, and the sweep still takes their entries back; writes from now on follow the `ttl`",
+                *f.name
+            ),
+        ),
+        (Some(f), None) => push(
+            out,
+            Impact::NeedsMigration,
+            format!(
+                "{name}: `{}` no longer sets records' expiry; records already stored still expire when their last write said, but writes no longer sweep what they leave in counters and listings: run `reconcile` once they have expired",
+                *f.name
+            ),
+        ),
+        (Some(x), Some(y)) if *x.name != *y.name => push(
+            out,
+            Impact::Safe,
+            format!(
+                "{name}: the expiry field `{}` → `{}`; records already stored keep the expiry their last write set, each write from now on takes it from `{}`",
+                *x.name, *y.name, *y.name
+            ),
+        ),
+        _ => {}
+    }
+}
+
 fn compress_text(c: &Compress) -> String {
     format!(
         "{} from {}",
@@ -498,6 +539,7 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
             }
         }
         ttl_changes(name, o, n, &mut out);
+        expiry_changes(name, o, n, &mut out);
         compress_changes(name, o, n, &mut out);
         field_changes(name, o, n, &mut out);
         derived_changes(name, o, n, &mut out);

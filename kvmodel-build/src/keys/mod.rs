@@ -99,6 +99,11 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             )
         })
         .unwrap_or_default();
+    let ttl = match (e.expiry_field(), e.ttl.is_some()) {
+        (Some(f), false) => format!(", expires at its `{}` when set", *f.name),
+        (Some(f), true) => format!("{ttl} (or at its `{}` when set)", *f.name),
+        (None, _) => ttl,
+    };
     let max = e
         .max_size
         .as_ref()
@@ -258,7 +263,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         note: "sorted collection of every record key (list_all; no SCAN), kept on Redis and Redis Cluster only: redb and memory range over the record keys instead and keep none".into(),
     });
     out.extend(links::rows(e, model, &ns, &space));
-    if e.ttl.is_some() {
+    if e.expires() {
         let (p, x) = derived(Derived::Expiry, None, &[]);
         out.push(Row {
             kind: "ledger",
@@ -363,7 +368,7 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
                 .iter()
                 .filter(|r| r.on_delete.enforced())
                 .count(),
-        expires: e.ttl.is_some(),
+        expires: e.expires(),
     };
     let row = |method: String, access: Cost| Access {
         method,
@@ -477,7 +482,7 @@ impl ClusterLayout {
         } else {
             2
         };
-        let update = match (kinds.is_empty(), e.ttl.is_some()) {
+        let update = match (kinds.is_empty(), e.expires()) {
             (true, _) => "2",
             (false, true) => "4",
             (false, false) => "4 (2 when it moves nothing kept in another slot)",

@@ -120,7 +120,7 @@ fn consider(e: &Entity, model: &Model, now: &ClusterLayout, field: &str) -> Opti
     let create = (counts && then.create < now.create && !parent_elsewhere)
         .then_some((now.create, then.create));
     // An expiring entity's update always moves its ledger entry elsewhere.
-    let update = e.ttl.is_none() && hot.iter().any(|s| s.moves_on_update);
+    let update = !e.expires() && hot.iter().any(|s| s.moves_on_update);
     if create.is_none() && !update {
         return None;
     }

@@ -147,7 +147,7 @@ fn cross_slot(e: &Entity, model: &Model, diags: &mut Diagnostics) {
             layout.create
         ));
     }
-    if !layout.away_derived.is_empty() && e.ttl.is_none() {
+    if !layout.away_derived.is_empty() && !e.expires() {
         slower.push("an update that moves one of them takes 4 instead of 2".to_owned());
     }
     if slower.is_empty() {
@@ -259,7 +259,7 @@ pub fn lint(model: &Model, diags: &mut Diagnostics) {
             }
         }
         let lower = e.name.to_ascii_lowercase();
-        if e.ttl.is_none()
+        if !e.expires()
             && !allowed(Lint::EphemeralWithoutTtl, &[&e.allow])
             && EPHEMERAL
                 .iter()

@@ -34,7 +34,7 @@ const ENTITY_KEYS: &[&str] = &[
     "description",
     "allow",
 ];
-const FIELD_KEYS: &[&str] = &["type", "optional", "default", "description"];
+const FIELD_KEYS: &[&str] = &["type", "optional", "default", "expiry", "description"];
 const TTL_KEYS: &[&str] = &["after", "jitter"];
 const FEED_KEYS: &[&str] = &["retain"];
 const TYPE_KEYS: &[&str] = &["enum", "fields", "description"];
@@ -260,6 +260,7 @@ impl Lower<'_> {
             let origin = name.origin.clone();
             self.rule(vocab::snake_case("E012", "field", &name.value), &origin);
             let mut description = None;
+            let mut expiry = None;
             let (ty_text, optional, default) = match &body.value {
                 Value::Str(_) | Value::Plain { .. } => {
                     (self.read().string(body, "the type"), false, None)
@@ -277,6 +278,10 @@ impl Lower<'_> {
                                 optional = self.read().boolean(v, "`optional`").unwrap_or(false)
                             }
                             "default" => default = Some(v),
+                            "expiry" => {
+                                let on = self.read().boolean(v, "`expiry`").unwrap_or(false);
+                                expiry = on.then(|| k.origin.clone());
+                            }
                             _ => {}
                         }
                     }
@@ -316,6 +321,7 @@ impl Lower<'_> {
                 ty: Sp::new(ty, ty_origin),
                 optional,
                 default,
+                expiry,
                 description,
                 origin,
             });

@@ -59,6 +59,7 @@ const FIELD_KEYS: &[&str] = &[
     "name",
     "since",
     "allow",
+    "expiry",
 ];
 
 /// The text of a doc comment (`/// text` is `#[doc = " text"]`).
@@ -268,18 +269,24 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
         ty: Sp::new(ty, Origin::Span(f.ty.span())),
         optional,
         default: None,
+        expiry: None,
         description: docs(&f.attrs),
         origin: origin.clone(),
     });
     let what = format!("field `{name}`");
     for attr in f.attrs.iter().filter(|a| a.path().is_ident("kv")) {
         let mut kind: Option<(bool, Span)> = None;
+        let mut expiry: Option<Span> = None;
+        let mut index_keys = false;
         let mut ix = Index::new(Sp::new(String::new(), origin.clone()));
         let mut ix_name = None;
         let mut keys = Keys::new(&[], FIELD_KEYS);
         let mut r = Reader { diags };
         let parsed = attr.parse_nested_meta(|m| {
-            match meta_name(&m).as_str() {
+            let key = meta_name(&m);
+            index_keys |= key != "expiry";
+            match key.as_str() {
+                "expiry" => expiry = Some(m.path.span()),
                 "unique" => kind = Some((true, m.path.span())),
                 "index" => kind = Some((false, m.path.span())),
                 "normalize" => ix.normalize = r.word(&value::parse(m.value()?)?, "`normalize`"),
@@ -299,6 +306,14 @@ fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
         if let Err(err) = parsed {
             syntax(diags, err);
             continue;
+        }
+        if let Some(span) = expiry {
+            if let Some(f) = e.fields.last_mut() {
+                f.expiry = Some(Origin::Span(span));
+            }
+            if !index_keys {
+                continue;
+            }
         }
         let Some((unique, span)) = kind else {
             diags.push(

@@ -38,10 +38,13 @@ pub(super) fn check(
     }
     // A link's entries are kept for as long as both records live; records
     // that expire would leave entries no write takes back.
-    if e.ttl.is_some() {
+    if let Some(why) = expires_by(e) {
         diags.push(
-            Diagnostic::error("E142", &l.origin, format!("link `{}` is declared on `{}`, whose records expire (`ttl`); links join records that do not expire", *l.name, *e.name))
-                .help("remove the `ttl`, or keep the link as a junction entity with two relations and the same `ttl` (see docs/schema.md)"),
+            Diagnostic::error("E142", &l.origin, format!("link `{}` is declared on `{}`, whose records expire ({why}); links join records that do not expire", *l.name, *e.name))
+                .help(match e.ttl.is_some() {
+                    true => "remove the `ttl`, or keep the link as a junction entity with two relations and the same `ttl` (see docs/schema.md)".to_owned(),
+                    false => "remove `expiry` from the field, or keep the link as a junction entity with two relations whose records expire with it (see docs/schema.md)".to_owned(),
+                }),
         );
     }
     // Both sides' collections of a record linked to its own entity live in
@@ -79,16 +82,26 @@ pub(super) fn check(
             ),
         );
     }
-    if far.ttl.is_some() && far.name != e.name {
+    if let Some(why) = expires_by(far).filter(|_| far.name != e.name) {
         diags.error(
             "E142",
             &l.to.origin,
             format!(
-                "link `{}` goes to `{}`, whose records expire (`ttl`); links join records that do not expire",
+                "link `{}` goes to `{}`, whose records expire ({why}); links join records that do not expire",
                 *l.name, *far.name
             ),
         );
     }
+}
+
+/// What makes the records of `e` expire, as messages name it: its `ttl`,
+/// or its expiry field.
+fn expires_by(e: &Entity) -> Option<String> {
+    if e.ttl.is_some() {
+        return Some("`ttl`".to_owned());
+    }
+    e.expiry_field()
+        .map(|f| format!("by the field `{}`", *f.name))
 }
 
 /// The methods every entity's repository gets from the links of the

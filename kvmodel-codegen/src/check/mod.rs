@@ -12,6 +12,7 @@ use crate::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
 use crate::template;
 use crate::vocab;
 
+mod expiry;
 mod links;
 mod migrations;
 pub(crate) mod names;
@@ -30,6 +31,7 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
     check_cross_entity(model, diags);
     on_delete::check_model(model, diags);
     types::check(model, diags);
+    expiry::check_types(model, diags);
 }
 
 /// The rules between entities of a model (E125, E126 and the methods links
@@ -46,6 +48,7 @@ pub fn check_entity(e: &Entity, model: Option<&Model>, diags: &mut Diagnostics) 
     storage::check(e, diags);
     proto::check(e, model, diags);
     on_delete::check(e, diags);
+    expiry::check(e, diags);
     if e.key.is_none() {
         // Record-only types (old versions in a `migrate_from` chain) have no
         // keys, so nothing may be derived from them.

@@ -200,6 +200,9 @@ fn field_tokens(owner: &str, f: &Field, model: &Model, out: &mut Out) -> TokenSt
         });
         attrs.push(quote!(#[serde(default = #fname)]));
     }
+    if f.expiry.is_some() {
+        attrs.push(quote!(#[kv(expiry)]));
+    }
     let docs = docs(f.description.as_ref());
     quote! {
         #docs

@@ -125,6 +125,7 @@ fn fields_of(file: &syn::File, s: &syn::ItemStruct) -> Vec<Field> {
                 ty: Sp::new(ty, Origin::Unknown),
                 optional,
                 default,
+                expiry: None,
                 description: crate::attr::docs(&f.attrs),
                 origin: Origin::Unknown,
             })

@@ -328,6 +328,26 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let (expiry, expires_at) = match e.expiry_field() {
+        Some(f) => {
+            let fname = f.name.as_str();
+            let field = ident(fname);
+            let read = if f.optional {
+                quote!(self.#field)
+            } else {
+                quote!(::core::option::Option::Some(self.#field))
+            };
+            // Spanned at the field's type, so a field that is no
+            // `Timestamp` is an error there.
+            let method = quote_spanned! {f.ty.origin.span()=>
+                fn expires_at(&self) -> ::core::option::Option<#p::Timestamp> {
+                    #read
+                }
+            };
+            (quote!(::core::option::Option::Some(#fname)), method)
+        }
+        None => (quote!(::core::option::Option::None), quote!()),
+    };
     let storage = storage(cx);
     // Only an entity with a feed says so: the trait's default is none.
     let feed = e.feed.as_ref().map(|f| {
@@ -393,6 +413,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
                 key: #key_text,
                 encoding: #encoding,
                 ttl: #ttl,
+                expiry: #expiry,
                 storage: #storage,
             };
 
@@ -409,6 +430,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             #facts
 
             #derives_member
+
+            #expires_at
 
             fn is_at(&self, __key: &str) -> bool {
                 #keys::__segments_record(#p::KeyMatch::new(__key, #ns), #(#key_args),*).finish()

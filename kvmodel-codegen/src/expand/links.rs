@@ -216,12 +216,15 @@ fn link(cx: &Ctx<'_>, template: &KeyTemplate, l: &Link) -> Option<LinkMethods> {
         },
     ];
     let expiring = format!(
-        "link `{lname}` of `{ename}` goes to `{tname}`, whose records expire (`ttl`); links join records that do not expire"
+        "link `{lname}` of `{ename}` goes to `{tname}`, whose records expire (`ttl` or an expiry field); links join records that do not expire"
     );
     let spec_doc = format!(" Link `{lname}` of `{ename}`, as both its ends see it.");
     // Spanned at `to`, so a far entity with a TTL is an error there.
     let items = quote_spanned! {l.to.origin.span()=>
-        const _: () = ::core::assert!(<#to as #p::Entity>::META.ttl.is_none(), #expiring);
+        const _: () = ::core::assert!(
+            <#to as #p::Entity>::META.ttl.is_none() && <#to as #p::Entity>::META.expiry.is_none(),
+            #expiring
+        );
     };
     let items = quote! {
         #items

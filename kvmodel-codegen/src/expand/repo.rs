@@ -276,7 +276,7 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
 
     out.extend(derived_methods(cx));
 
-    let sweep_doc = if cx.e.ttl.is_some() {
+    let sweep_doc = if cx.e.expires() {
         format!(
             " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false`, counters equal the live records. Writes also sweep, in small steps."
         )

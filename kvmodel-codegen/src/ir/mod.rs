@@ -194,6 +194,17 @@ impl Entity {
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| *f.name == name)
     }
+
+    /// The field that sets each record's own expiry (the first one marked,
+    /// when a broken model marks more).
+    pub fn expiry_field(&self) -> Option<&Field> {
+        self.fields.iter().find(|f| f.expiry.is_some())
+    }
+
+    /// Whether records expire: by a `ttl`, or by their own expiry field.
+    pub fn expires(&self) -> bool {
+        self.ttl.is_some() || self.expiry_field().is_some()
+    }
 }
 
 /// A primary key template such as `user:{id}`, parsed once by
@@ -356,6 +367,9 @@ pub struct Field {
     pub optional: bool,
     /// Value used when a stored record lacks the field (JSON).
     pub default: Option<Sp<serde_json::Value>>,
+    /// Where `expiry: true` (`#[kv(expiry)]`) marks this timestamp field as
+    /// the one that sets each record's own expiry; `None` for other fields.
+    pub expiry: Option<Origin>,
     /// What it is for, in the schema author's words (YAML `description:`,
     /// doc comments in Rust).
     pub description: Option<String>,

@@ -6,6 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::codec::key::{Derived, RecordKeys, Space};
+use crate::codec::time::Timestamp;
 use crate::engine::entity::{self, CounterKeep, Entity, Facts, Ttl};
 use crate::engine::records::Records;
 use crate::error::Result;
@@ -39,6 +40,18 @@ pub trait EntityDef: Send + Sync {
 
     /// The record time to live.
     fn ttl(&self) -> Option<Ttl>;
+
+    /// The field that sets each record's own expiry, if one does.
+    fn expiry_field(&self) -> Option<&str> {
+        None
+    }
+
+    /// When `record` expires by its expiry field (`None`: the entity has
+    /// none, or the field is not set).
+    fn expires_at(&self, record: &Self::Record) -> Option<Timestamp> {
+        let _ = record;
+        None
+    }
 
     /// The version that introduced the index, relation or counter `name` of
     /// kind `kind` ([`Derived::Claim`] for a unique index); `None` when the
@@ -81,9 +94,10 @@ pub trait EntityDef: Send + Sync {
         Ok((version, facts))
     }
 
-    /// Whether records expire.
+    /// Whether records may expire (by the entity's `ttl` or their own
+    /// expiry field).
     fn expiring(&self) -> bool {
-        self.ttl().is_some()
+        self.ttl().is_some() || self.expiry_field().is_some()
     }
 }
 
@@ -130,6 +144,14 @@ impl<E: Entity> EntityDef for Typed<E> {
 
     fn ttl(&self) -> Option<Ttl> {
         E::META.ttl
+    }
+
+    fn expiry_field(&self) -> Option<&str> {
+        E::META.expiry
+    }
+
+    fn expires_at(&self, record: &E) -> Option<Timestamp> {
+        record.expires_at()
     }
 
     fn since(&self, kind: Derived, name: &str) -> Option<u32> {
@@ -203,6 +225,14 @@ impl EntityDef for ModelDef {
 
     fn ttl(&self) -> Option<Ttl> {
         self.model.ttl
+    }
+
+    fn expiry_field(&self) -> Option<&str> {
+        self.model.expiry.as_deref()
+    }
+
+    fn expires_at(&self, record: &Record) -> Option<Timestamp> {
+        record.expires_at(&self.model)
     }
 
     fn since(&self, kind: Derived, name: &str) -> Option<u32> {

@@ -60,6 +60,10 @@ pub struct EntityMeta {
     pub encoding: Encoding,
     /// Record time to live.
     pub ttl: Option<Ttl>,
+    /// The field that sets each record's own expiry (`expiry: true`,
+    /// `#[kv(expiry)]`), if one does: a record whose field is set expires
+    /// then; one whose field is `None` follows `ttl`.
+    pub expiry: Option<&'static str>,
     /// The size limit applied to every record written.
     pub storage: Storage,
 }
@@ -86,6 +90,13 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
 
     /// Every derived entry this record image has.
     fn facts(&self, facts: &mut Facts);
+
+    /// When this record expires by its expiry field
+    /// ([`EntityMeta::expiry`]); `None` when the entity has no such field
+    /// or the field is `None`.
+    fn expires_at(&self) -> Option<crate::codec::time::Timestamp> {
+        None
+    }
 
     /// Whether this record's claim for the unique index `index` is
     /// `claim_key` (false when a field it needs is `None`).

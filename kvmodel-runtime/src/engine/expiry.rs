@@ -34,7 +34,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::codec::key::Space;
-use crate::engine::entity::{ClaimFact, Entity, Facts};
+use crate::codec::time::Timestamp;
+use crate::engine::entity::{ClaimFact, Entity, Facts, Ttl};
 use crate::engine::repo::Engine;
 use crate::engine::skipped::Skipped;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
@@ -183,6 +184,61 @@ pub(crate) fn due_at(now: u64, ttl: Option<Duration>) -> Option<u64> {
     Some(now.saturating_add(ms))
 }
 
+/// When a record expires, as its entity declares: at the time its expiry
+/// field names (`at`, exactly, without jitter) when that is set, else after
+/// a sample of the entity's `ttl`, else never.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lifetime<'a> {
+    /// The entity's name, for errors.
+    pub(crate) entity: &'static str,
+    /// The expiry field's name, if the entity has one.
+    pub(crate) field: Option<&'a str>,
+    /// The time the record's expiry field names.
+    pub(crate) at: Option<Timestamp>,
+    /// The entity's default time to live.
+    pub(crate) ttl: Option<Ttl>,
+}
+
+impl<'a> Lifetime<'a> {
+    /// The lifetime of `value`.
+    pub(crate) fn of<E: Entity>(value: &E) -> Lifetime<'static> {
+        Lifetime {
+            entity: E::META.name,
+            field: E::META.expiry,
+            at: value.expires_at(),
+            ttl: E::META.ttl,
+        }
+    }
+
+    /// Whether a write of this record needs the store's clock.
+    pub(crate) fn expires(&self) -> bool {
+        self.at.is_some() || self.ttl.is_some()
+    }
+
+    /// The TTL to write the record at `key` with at `now` (the store's
+    /// clock) and the due time of its receipt: `(None, None)` for a record
+    /// that does not expire. An expiry field naming a time not after `now`
+    /// is [`Error::ExpiryPassed`].
+    pub(crate) fn at_now(&self, key: &str, now: u64) -> Result<(Option<Duration>, Option<u64>)> {
+        if let Some(at) = self.at {
+            let due = u64::try_from(at.as_unix_millis()).unwrap_or(0);
+            if due <= now {
+                return Err(Error::ExpiryPassed {
+                    entity: self.entity,
+                    key: key.to_owned(),
+                    field: self.field.unwrap_or("expiry field").to_owned(),
+                    at,
+                    now: Timestamp::from_unix_millis(i64::try_from(now).unwrap_or(i64::MAX))
+                        .unwrap_or(Timestamp::MAX),
+                });
+            }
+            return Ok((Some(Duration::from_millis(due - now)), Some(due)));
+        }
+        let ttl = self.ttl.map(|t| t.sample());
+        Ok((ttl, due_at(now, ttl)))
+    }
+}
+
 /// The record at `key` as a write read it: the values at
 /// [`Engine::stored_keys`], in order.
 pub(crate) fn stored_from<E: Entity>(key: &str, mut values: Vec<Option<Vec<u8>>>) -> Stored {
@@ -283,16 +339,22 @@ pub(crate) fn expire_ops(
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Whether records of this entity expire.
     pub(crate) fn expiring() -> bool {
-        E::META.ttl.is_some()
+        E::META.ttl.is_some() || E::META.expiry.is_some()
     }
 
-    /// The due time of a write made now with `ttl`, on the store's clock
-    /// (`None` for a record that does not expire).
-    pub(crate) async fn due_for(&self, ttl: Option<Duration>) -> Result<Option<u64>> {
-        match ttl {
-            Some(_) => Ok(due_at(self.store().now_ms().await?, ttl)),
-            None => Ok(None),
+    /// The TTL a write of `value` at `key` made now is written with, and
+    /// its receipt's due time, on the store's clock (`(None, None)` for a
+    /// record that does not expire; see [`Lifetime::at_now`]).
+    pub(crate) async fn lifetime_now(
+        &self,
+        key: &str,
+        value: &E,
+    ) -> Result<(Option<Duration>, Option<u64>)> {
+        let lifetime = Lifetime::of(value);
+        if !lifetime.expires() {
+            return Ok((None, None));
         }
+        lifetime.at_now(key, self.store().now_ms().await?)
     }
 
     /// The keys a write of the record at `key` reads: the record and, when

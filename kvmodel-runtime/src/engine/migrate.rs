@@ -209,7 +209,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             old.retain_since(stored);
             let encoded = self.def.encode(key, &record)?;
             let now = self.store.now_ms().await?;
-            let ttl = self.lifetime(key).await?;
+            let ttl = self.lifetime(key, self.def.expires_at(&record)).await?;
             let due =
                 ttl.map(|t| now.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
             let mut b = Batch::new();

@@ -99,7 +99,8 @@ impl Checked {
 ///   returned in condition order ([`Checked`]), so a failed condition maps
 ///   back to its claim;
 /// - every claim of `new` is put with `ttl` (a claim both images have is
-///   rewritten only to renew a TTL); claims only `old` has are deleted;
+///   rewritten only to renew a TTL, or to drop the one of a record that no
+///   longer expires); claims only `old` has are deleted;
 /// - collection members only `old` has are removed, those only `new` has added;
 /// - counters move by the exact net difference (`new` minus `old`), as
 ///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
@@ -135,6 +136,10 @@ pub(crate) fn transition(
     if let (Some(feed), ReceiptMove::Record { .. }) = (upkeep.feed, &receipt) {
         crate::engine::feed::append_event(space, feed, upkeep.feeds, b, owner)?;
     }
+    // A write of a record that expired until now (it has a receipt) but
+    // no longer does rewrites its claims without a TTL, as one that keeps
+    // expiring rewrites them with the new one.
+    let renew = ttl.is_some() || matches!(receipt, ReceiptMove::Record { old: Some(_), .. });
     if let ReceiptMove::Record { old: stored, due } = receipt {
         let next = match (new, due) {
             (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
@@ -158,7 +163,7 @@ pub(crate) fn transition(
         }
     }
     for c in &to.claims {
-        if ttl.is_some() || !old_claims.contains(c.key.as_str()) {
+        if renew || !old_claims.contains(c.key.as_str()) {
             b.put(&c.key, owner_bytes.to_vec(), ttl);
         }
     }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
-use crate::engine::expiry::{due_at, stored_from};
+use crate::engine::expiry::{Lifetime, stored_from};
 use crate::engine::on_delete::{self, ParentFact};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
@@ -52,8 +52,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 Some(b) => b,
                 None => entity::encode(&key, value)?,
             };
-            let ttl = E::META.ttl.map(|t| t.sample());
-            let due = self.due_for(ttl).await?;
+            let (ttl, due) = self.lifetime_now(&key, value).await?;
             let mut b = Batch::new();
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             let receipt = ReceiptMove::Record { old: None, due };
@@ -131,12 +130,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     on_delete::refuse_own_parent(E::META.name, key, &new_parents)?;
                     let new = Facts::of(&new_value);
                     let bytes = entity::encode(key, &new_value)?;
-                    let ttl = E::META.ttl.map(|t| t.sample());
+                    let (ttl, due) = Lifetime::of(&new_value).at_now(key, now)?;
                     let mut b = Batch::new();
                     b.equals(key, old_bytes).put(key, bytes, ttl);
                     let receipt = ReceiptMove::Record {
                         old: stored.receipt.as_ref(),
-                        due: due_at(now, ttl),
+                        due,
                     };
                     let checked =
                         transition(Upkeep::of::<E, S>(self.store()), &mut b, key, Some(&old), Some(&new), ttl, receipt)?;
@@ -210,11 +209,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                             Some(Facts::stored(&old_value, version))
                         }
                     };
-                    let ttl = E::META.ttl.map(|t| t.sample());
+                    let (ttl, due) = Lifetime::of(value).at_now(&key, now)?;
                     b.put(key.as_str(), bytes.clone(), ttl);
                     let receipt = ReceiptMove::Record {
                         old: stored.receipt.as_ref(),
-                        due: due_at(now, ttl),
+                        due,
                     };
                     let checked = transition(
                         Upkeep::of::<E, S>(self.store()),
@@ -331,8 +330,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 }
             }
             let bytes = entity::encode(&key, value).map_err(bulk)?;
-            let ttl = E::META.ttl.map(|t| t.sample());
-            let due = self.due_for(ttl).await?;
+            let lifetime = Lifetime::of(value);
+            let (ttl, due) = if lifetime.expires() {
+                let now = self.store().now_ms().await?;
+                lifetime.at_now(&key, now).map_err(bulk)?
+            } else {
+                (None, None)
+            };
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             guards.push(Guard::Record(index));
             let receipt = ReceiptMove::Record { old: None, due };

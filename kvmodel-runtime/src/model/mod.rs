@@ -271,6 +271,9 @@ pub struct EntityModel {
     pub proto: Option<&'static ProtoMessage>,
     /// The record time to live.
     pub ttl: Option<Ttl>,
+    /// The timestamp field that sets each record's own expiry, if one does
+    /// (`expiry: true`).
+    pub expiry: Option<String>,
     /// The size limit applied to every record written.
     pub storage: Storage,
     /// The field whose value is the Redis Cluster hash tag.
@@ -329,6 +332,7 @@ impl EntityModel {
             encoding: Encoding::Json,
             proto: None,
             ttl: None,
+            expiry: None,
             storage: Storage::PLAIN,
             colocate: None,
             fields: Vec::new(),

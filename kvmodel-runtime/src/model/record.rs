@@ -22,6 +22,15 @@ pub struct Record {
     pub value: Value,
 }
 
+impl Record {
+    /// When this record of `model` expires by its expiry field: `None`
+    /// when the model has none or the field is null.
+    pub fn expires_at(&self, model: &EntityModel) -> Option<crate::codec::time::Timestamp> {
+        let field = model.expiry.as_deref()?;
+        self.value.get(field)?.as_str()?.parse().ok()
+    }
+}
+
 /// The generic payload of stored bytes, and their version.
 fn payload(key: &str, proto: Option<&ProtoMessage>, bytes: &[u8]) -> Result<(u32, Value)> {
     let bytes = &*compress::open(key, bytes)?;

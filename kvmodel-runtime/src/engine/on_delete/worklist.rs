@@ -129,7 +129,7 @@ fn children_of<'a, E: Entity, S: Store>(
     Box::pin(async move {
         let engine = Engine::<E, S>::new(store.clone());
         let mut swept = false;
-        if E::META.ttl.is_some() {
+        if Engine::<E, S>::expiring() {
             let s = engine.sweep_expired(CASCADE_PAGE).await?;
             swept = s.more || s.expired > 0;
         }
@@ -166,7 +166,7 @@ fn children_of<'a, E: Entity, S: Store>(
 
 fn sweep_of<'a, E: Entity, S: Store>(store: &'a S) -> Step<'a, ()> {
     Box::pin(async move {
-        if E::META.ttl.is_some() {
+        if Engine::<E, S>::expiring() {
             Engine::<E, S>::new(store.clone())
                 .sweep_expired(CASCADE_PAGE)
                 .await?;

@@ -2,7 +2,7 @@
 //! staged as a part with the upkeep the single writes give it.
 
 use crate::engine::entity::{self, Entity, Facts};
-use crate::engine::expiry::{Stored, StoredReceipt, due_at, stored_from};
+use crate::engine::expiry::{Stored, StoredReceipt, stored_from};
 use crate::engine::on_delete::{self, ParentFact};
 use crate::engine::repo::Engine;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
@@ -90,8 +90,7 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             // An expired record not yet swept leaves a receipt: sweep it.
             Box::pin(self.engine.expire_leftover(&key)).await?;
         }
-        let ttl = E::META.ttl.map(|t| t.sample());
-        let due = self.engine.due_for(ttl).await?;
+        let (ttl, due) = self.engine.lifetime_now(&key, value).await?;
         self.write(&key, None, None, Some(value), ttl, due, true)
     }
 
@@ -178,10 +177,9 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         receipt: Option<StoredReceipt>,
         new: Option<&E>,
     ) -> Result<()> {
-        let ttl = new.and(E::META.ttl.map(|t| t.sample()));
-        let due = match ttl {
-            Some(_) => due_at(self.engine.store().now_ms().await?, ttl),
-            None => None,
+        let (ttl, due) = match new {
+            Some(value) => self.engine.lifetime_now(key, value).await?,
+            None => (None, None),
         };
         // No record read: an upsert that creates, retried (as `upsert`
         // is) when another writer creates the record first.

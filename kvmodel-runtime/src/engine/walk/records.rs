@@ -3,6 +3,7 @@
 //! receipt), its counter amounts added up, and what a repair rewrites.
 
 use crate::codec::key::Derived;
+use crate::codec::time::Timestamp;
 use crate::engine::def::EntityDef;
 use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
@@ -56,7 +57,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         };
         state.drift.records += 1;
         state.count(&facts);
-        if self.def.expiring() && !self.receipt_holds(key, &facts, receipt.as_ref()).await? {
+        // A record expires by the entity's `ttl` or by its own expiry
+        // field; one that does neither owes no receipt.
+        let expires = self.def.ttl().is_some()
+            || (self.def.expiry_field().is_some() && self.expires_at(key, &bytes).is_some());
+        if expires && !self.receipt_holds(key, &facts, receipt.as_ref()).await? {
             state.drift.receipts.push(key.to_owned());
             if state.repair {
                 self.rewrite_receipt(key, &bytes, receipt.as_ref(), &facts)
@@ -331,19 +336,41 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             && is_member(self.store, &ledger, &due(r.at), key.as_bytes()).await?)
     }
 
-    /// The remaining lifetime of the expiring record at `key`, or a fresh
-    /// sample of the entity's TTL when the store cannot tell; `None` for a
-    /// record that does not expire.
-    pub(crate) async fn lifetime(&self, key: &str) -> Result<Option<std::time::Duration>> {
-        match self.def.ttl() {
-            Some(t) => Ok(Some(
-                self.store
-                    .time_to_live(key)
-                    .await?
-                    .unwrap_or_else(|| t.sample()),
-            )),
-            None => Ok(None),
+    /// When the record at `key`, stored as `bytes`, expires by its expiry
+    /// field (`None` when the entity has none, the field is not set, or
+    /// the record does not decode).
+    pub(crate) fn expires_at(&self, key: &str, bytes: &[u8]) -> Option<Timestamp> {
+        self.def.expiry_field()?;
+        let (_, record) = self.def.read(key, bytes).ok()?;
+        self.def.expires_at(&record)
+    }
+
+    /// The remaining lifetime of the expiring record at `key` (whose expiry
+    /// field names `at`): what the store tells, else the time left until
+    /// `at`, else a fresh sample of the entity's TTL; `None` for a record
+    /// that does not expire.
+    pub(crate) async fn lifetime(
+        &self,
+        key: &str,
+        at: Option<Timestamp>,
+    ) -> Result<Option<std::time::Duration>> {
+        let ttl = self.def.ttl();
+        if at.is_none() && ttl.is_none() {
+            return Ok(None);
         }
+        if let Some(left) = self.store.time_to_live(key).await? {
+            return Ok(Some(left));
+        }
+        Ok(Some(match (at, ttl) {
+            (Some(at), _) => {
+                let now = self.store.now_ms().await?;
+                let due = u64::try_from(at.as_unix_millis()).unwrap_or(0);
+                // Due already: the shortest lifetime, so it goes at once.
+                std::time::Duration::from_millis(due.saturating_sub(now).max(1))
+            }
+            (None, Some(t)) => t.sample(),
+            (None, None) => return Ok(None),
+        }))
     }
 
     /// Writes the receipt (and ledger entry) of the live record at `key`,
@@ -358,7 +385,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         // "Now" first, then the time left: their sum is never later than
         // the record's real expiry, so the sweep never comes too late.
         let now = self.store.now_ms().await?;
-        let Some(left) = self.lifetime(key).await? else {
+        let Some(left) = self.lifetime(key, self.expires_at(key, bytes)).await? else {
             return Ok(());
         };
         let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
@@ -381,7 +408,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// one TTL more than the record, during which a repaired claim keeps its
     /// value taken.
     async fn repair(&self, key: &str, bytes: Vec<u8>, have: &Facts, want: &Facts) -> Result<()> {
-        let ttl = self.lifetime(key).await?;
+        let ttl = self.lifetime(key, self.expires_at(key, &bytes)).await?;
         let mut fix = Batch::new();
         fix.equals(key, bytes);
         transition(
