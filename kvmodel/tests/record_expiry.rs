@@ -107,6 +107,7 @@ fn link_model() -> ModelDef {
         group_by,
         sum: None,
         shards: 1,
+        keep: kvmodel_runtime::schema::CounterKeep::Follows,
         since: 1,
     };
     m.counters = vec![
