@@ -66,6 +66,7 @@ fn every_entity_is_compared() {
         "Order",
         "Session",
         "RateWindow",
+        "Invite",
         "Actor",
         "Event",
         "Reading",
@@ -334,6 +335,16 @@ fn session() -> impl Strategy<Value = sessions::Session> {
     )
 }
 
+fn invite() -> impl Strategy<Value = sessions::Invite> {
+    (text(), text(), proptest::option::of(timestamp())).prop_map(|(code, email, expires_at)| {
+        sessions::Invite {
+            code,
+            email,
+            expires_at,
+        }
+    })
+}
+
 fn rate_window() -> impl Strategy<Value = sessions::RateWindow> {
     (text(), any::<i64>(), any::<u32>()).prop_map(|(client, window, hits)| sessions::RateWindow {
         client,
@@ -528,6 +539,7 @@ compare! {
     shop_order: schema("shop"), "Order", order(), shop::Order;
     sessions_session: schema("sessions"), "Session", session(), sessions::Session;
     sessions_rate_window: schema("sessions"), "RateWindow", rate_window(), sessions::RateWindow;
+    sessions_invite: schema("sessions"), "Invite", invite(), sessions::Invite;
     activity_actor: schema("activity"), "Actor", actor(), activity::Actor;
     activity_event: schema("activity"), "Event", event(), activity::Event;
     activity_reading: schema("activity"), "Reading", reading(), activity::Reading;
