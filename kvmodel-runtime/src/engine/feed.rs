@@ -1,5 +1,5 @@
 //! Typed change feeds: the event every write of a record of an entity with
-//! `feed:` appends in its own commit ([`append_event`], called by the one
+//! `feed:` appends in its own commit (`append_event`, called by the one
 //! `transition`), and the reader that replays and follows them
 //! ([`Feed`], [`FeedStream`]).
 //!

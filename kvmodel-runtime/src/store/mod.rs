@@ -41,7 +41,7 @@ pub use feed::{FeedAppend, FeedEntry, FeedPage, FeedPosition};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "tls", feature = "conformance"))]
 pub(crate) use redis::ensure_tls_provider;
 #[cfg(feature = "redis-cluster")]
 pub use redis::{

@@ -28,7 +28,7 @@ pub use cluster::{
     CrashPoint, DEFAULT_DISCOVERY_SHARDS, DEFAULT_LEASE, Recovery, RedisClusterStore,
     RedisClusterStoreBuilder,
 };
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "tls", feature = "conformance"))]
 pub(crate) use link::ensure_tls_provider;
 pub use link::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStoreBuilder};
 pub use server::RedisStore;

@@ -147,7 +147,7 @@ impl RedisClusterStoreBuilder {
             .response_timeout(self.response_timeout);
         #[cfg(feature = "tls")]
         if self.seeds.first().is_some_and(|s| is_tls(s)) {
-            crate::store::redis::ensure_tls_provider();
+            crate::store::redis::link::ensure_tls_provider();
         }
         #[cfg(feature = "tls")]
         let builder = match self.tls_roots {
