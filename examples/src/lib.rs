@@ -36,6 +36,8 @@ pub mod social;
 #[path = "generated/forum.rs"]
 pub mod forum;
 
+pub mod workload;
+
 /// Counters with a change feed, written by the feed crash tests' writer
 /// process (`src/bin/feed_writer.rs`).
 pub mod ticks {

@@ -5,64 +5,21 @@
 //! disagrees with the records.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use kvmodel::{AnyStore, RedisStore, Store};
 use kvmodel_examples::shop::{OrderRepo, UserRepo, UserStatus};
 use kvmodel_runtime::conformance::RedisServer;
 
-/// A writer process and the lines it has printed so far.
-struct Writer {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
+mod common;
+use common::writer::Writer;
 
-impl Writer {
-    fn start(url: &str, first_user: u64) -> Writer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
-            .args([url, &first_user.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the writer");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Writer {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits until the writer has acknowledged `n` writes in all.
-    fn wait_for_acks(&mut self, n: usize) {
-        while self.seen.iter().filter(|l| l.starts_with("ack ")).count() < n {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the writer makes progress");
-            assert!(!line.starts_with("fail "), "the writer failed: {line}");
-            self.seen.push(line);
-        }
-    }
-
-    /// Everything it printed, once it has exited.
-    fn finish(mut self) -> Vec<String> {
-        let _ = self.child.wait();
-        self.seen.extend(self.lines.iter());
-        self.seen
-    }
+/// Starts the shop workload on the store at `url` from user `first` on.
+fn start_writer(url: &str, first: u64) -> Writer {
+    Writer::start(
+        env!("CARGO_BIN_EXE_crash_writer"),
+        &[url, &first.to_string()],
+    )
 }
 
 /// What the log says each record must be after the crash: `Some(true)`
@@ -182,12 +139,11 @@ async fn redb_survives_a_killed_writer() {
     let mut log = Vec::new();
     for round in 0..4u64 {
         let first = expected(&log).next_user;
-        let mut writer = Writer::start(&url, first);
+        let mut writer = start_writer(&url, first);
         writer.wait_for_acks(20 + 7 * round as usize);
         // Kill it a little later, at no particular step.
         std::thread::sleep(Duration::from_millis(fastrand::u64(0..40)));
-        writer.child.kill().unwrap(); // SIGKILL
-        log.extend(writer.finish());
+        log.extend(writer.kill());
         let store = AnyStore::open(&url).await.unwrap();
         check(store, &expected(&log)).await;
     }
@@ -202,7 +158,7 @@ async fn redis_survives_a_killed_server() {
         let server = RedisServer::start_durable(port, dir.path());
         port = server.port();
         let first = expected(&log).next_user;
-        let mut writer = Writer::start(&server.url(), first);
+        let mut writer = start_writer(&server.url(), first);
         writer.wait_for_acks(20 + 7 * round as usize);
         std::thread::sleep(Duration::from_millis(fastrand::u64(0..40)));
         drop(server); // SIGKILL, in the middle of the writer's work

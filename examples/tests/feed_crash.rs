@@ -6,9 +6,6 @@
 //! flight at the kill (which may or may not have committed).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use kvmodel::feed::{Change, Event, Position};
@@ -16,59 +13,16 @@ use kvmodel::{AnyStore, Store};
 use kvmodel_examples::ticks::{Tick, TickRepo};
 use kvmodel_runtime::conformance::RedisServer;
 
+mod common;
+use common::writer::Writer;
+
 /// Concurrent writers in the writer process.
 const WRITERS: u64 = 4;
 
-/// A writer process and the lines it has printed so far.
-struct Writer {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Writer {
-    fn start(url: &str, first: u64) -> Writer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_feed_writer"))
-            .args([url, &first.to_string(), &WRITERS.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the writer");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Writer {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits until the writer has acknowledged `n` writes in all.
-    fn wait_for_acks(&mut self, n: usize) {
-        while self.seen.iter().filter(|l| l.starts_with("ack ")).count() < n {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the writer makes progress");
-            assert!(!line.starts_with("fail "), "the writer failed: {line}");
-            self.seen.push(line);
-        }
-    }
-
-    /// Kills it (SIGKILL) and returns everything it printed.
-    fn kill(mut self) -> Vec<String> {
-        self.child.kill().unwrap();
-        let _ = self.child.wait();
-        self.seen.extend(self.lines.iter());
-        self.seen
-    }
+/// Starts the burst on the store at `url` from tick `first` on.
+fn start_writer(url: &str, first: u64) -> Writer {
+    let (first, writers) = (first.to_string(), WRITERS.to_string());
+    Writer::start(env!("CARGO_BIN_EXE_feed_writer"), &[url, &first, &writers])
 }
 
 /// What the writers' log says of one tick: the writes acknowledged, in
@@ -201,7 +155,7 @@ async fn killed_writer_rounds(url: &str) {
     let mut log = Vec::new();
     for round in 0..3usize {
         let (_, first) = expected(&log);
-        let mut writer = Writer::start(url, first);
+        let mut writer = start_writer(url, first);
         writer.wait_for_acks(40 + 13 * round);
         // Kill it a little later, at no particular step.
         std::thread::sleep(Duration::from_millis(fastrand::u64(0..30)));

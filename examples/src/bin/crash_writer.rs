@@ -8,10 +8,9 @@
 //! crash_writer redb:/tmp/shop.redb 0        # from user 0 on, until killed
 //! ```
 
-use std::io::Write;
-
-use kvmodel::{AnyStore, Timestamp};
+use kvmodel::Timestamp;
 use kvmodel_examples::shop::{Order, OrderRepo, User, UserRepo, UserStatus};
+use kvmodel_examples::workload::{self, step};
 
 fn user(i: u64) -> User {
     User {
@@ -37,38 +36,11 @@ fn order(i: u64) -> Order {
     }
 }
 
-/// Prints `line` at once: the reader may kill this process right after.
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
-
-/// Runs `write` between `begin OP` and `ack OP`; a failed write ends the
-/// workload with `fail OP: ERROR` (its outcome is unknown).
-async fn step<F: std::future::Future<Output = kvmodel::Result<()>>>(op: String, write: F) {
-    say(&format!("begin {op}"));
-    match write.await {
-        Ok(()) => say(&format!("ack {op}")),
-        Err(e) => {
-            say(&format!("fail {op}: {e}"));
-            std::process::exit(2);
-        }
-    }
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(url), Some(start)) = (args.next(), args.next()) else {
-        eprintln!("usage: crash_writer STORE_URL FIRST_USER");
-        std::process::exit(64);
-    };
-    let start: u64 = start.parse().expect("FIRST_USER is a number");
-    let store = AnyStore::open(&url).await.unwrap_or_else(|e| {
-        eprintln!("{e}");
-        std::process::exit(1);
-    });
+    let [url, start] = workload::args("crash_writer STORE_URL FIRST_USER");
+    let start = workload::number("FIRST_USER", &start);
+    let store = workload::open(&url).await;
     let users = UserRepo::new(store.clone());
     let orders = OrderRepo::new(store);
     for i in start.. {

@@ -9,30 +9,9 @@
 //! feed_writer redb:/tmp/ticks.redb 0 4   # from tick 0 on, 4 writers, until killed
 //! ```
 
-use std::io::Write;
-
 use kvmodel::AnyStore;
 use kvmodel_examples::ticks::{Tick, TickRepo};
-
-/// Prints `line` at once: the reader may kill this process right after.
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
-
-/// Runs `write` between `begin OP` and `ack OP`; a failed write ends the
-/// process with `fail OP: ERROR` (its outcome is unknown).
-async fn step<F: std::future::Future<Output = kvmodel::Result<()>>>(op: String, write: F) {
-    say(&format!("begin {op}"));
-    match write.await {
-        Ok(()) => say(&format!("ack {op}")),
-        Err(e) => {
-            say(&format!("fail {op}: {e}"));
-            std::process::exit(2);
-        }
-    }
-}
+use kvmodel_examples::workload::{self, step};
 
 /// Writer `w`'s workload from tick `start` on: create tick `i`, bump tick
 /// `i - 1`, delete tick `i - 2` when `i` is even.
@@ -61,17 +40,10 @@ async fn writer(ticks: TickRepo<AnyStore>, w: u64, start: u64) {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(url), Some(start), Some(writers)) = (args.next(), args.next(), args.next()) else {
-        eprintln!("usage: feed_writer STORE_URL FIRST_TICK WRITERS");
-        std::process::exit(64);
-    };
-    let start: u64 = start.parse().expect("FIRST_TICK is a number");
-    let writers: u64 = writers.parse().expect("WRITERS is a number");
-    let store = AnyStore::open(&url).await.unwrap_or_else(|e| {
-        eprintln!("{e}");
-        std::process::exit(1);
-    });
+    let [url, start, writers] = workload::args("feed_writer STORE_URL FIRST_TICK WRITERS");
+    let start = workload::number("FIRST_TICK", &start);
+    let writers = workload::number("WRITERS", &writers);
+    let store = workload::open(&url).await;
     let ticks = TickRepo::new(store);
     let tasks: Vec<_> = (0..writers)
         .map(|w| tokio::spawn(writer(ticks.clone(), w, start)))

@@ -1,0 +1,3 @@
+//! What the crash tests share.
+
+pub mod writer;
