@@ -72,21 +72,21 @@ pub(crate) fn append_event(
     Ok(())
 }
 
-/// Carries the feed entries of `from` (one write staged in a transaction)
+/// Moves the feed entries of `from` (one write staged in a transaction)
 /// into `into` (the transaction's one commit), stamped with `into`'s commit
 /// id: the changes of one transaction share their commit, as those of one
 /// write do.
-pub(crate) fn carry(from: &Batch, into: &mut Batch) {
-    if from.appends().is_empty() {
+pub(crate) fn carry(from: &mut Batch, into: &mut Batch) {
+    let appends = from.take_appends();
+    if appends.is_empty() {
         return;
     }
     let commit = into.commit_id().to_be_bytes();
-    for a in from.appends() {
-        let mut entry = a.entry.clone();
-        if let Some(id) = entry.get_mut(2..10) {
+    for mut a in appends {
+        if let Some(id) = a.entry.get_mut(2..10) {
             id.copy_from_slice(&commit);
         }
-        into.append(a.feed.clone(), entry, a.retain);
+        into.append(a.feed, a.entry, a.retain);
     }
 }
 

@@ -184,6 +184,11 @@ impl Batch {
         &self.appends
     }
 
+    /// Takes the feed entries out of the batch, leaving it none.
+    pub(crate) fn take_appends(&mut self) -> Vec<FeedAppend> {
+        std::mem::take(&mut self.appends)
+    }
+
     /// True when there is nothing to check and nothing to write.
     pub fn is_empty(&self) -> bool {
         self.conditions.is_empty() && self.ops.is_empty() && self.appends.is_empty()

@@ -155,7 +155,7 @@ impl<S: Store> Transaction<S> {
     /// One commit: `Err(Changed)` when a guarded record changed.
     async fn try_commit(&self) -> Result<Result<(), Changed>> {
         let (batch, guards) = {
-            let state = self.lock();
+            let mut state = self.lock();
             let size = state.reads.len()
                 + state
                     .parts
@@ -189,17 +189,18 @@ impl<S: Store> Transaction<S> {
                     key: key.clone(),
                 });
             }
-            for part in &state.parts {
-                for c in part.batch.conditions() {
-                    batch.condition(c.clone());
+            // The staged writes move into the one commit: a transaction
+            // commits once.
+            for mut part in std::mem::take(&mut state.parts) {
+                crate::engine::feed::carry(&mut part.batch, &mut batch);
+                let (conditions, ops) = part.batch.into_parts();
+                for c in conditions {
+                    batch.condition(c);
                 }
-                guards.extend(part.guards.iter().cloned());
-            }
-            for part in &state.parts {
-                for op in part.batch.ops() {
-                    batch.op(op.clone());
+                for op in ops {
+                    batch.op(op);
                 }
-                crate::engine::feed::carry(&part.batch, &mut batch);
+                guards.extend(part.guards);
             }
             (batch, guards)
         };
@@ -320,9 +321,9 @@ impl<S: Store> Transaction<S> {
         // A parent created earlier in this transaction exists when the
         // child is written: its condition goes (it would see the store
         // before the commit).
-        let staged = std::mem::take(&mut part.batch);
+        let mut staged = std::mem::take(&mut part.batch);
         let mut kept = Batch::with_capacity(staged.conditions().len(), staged.ops().len());
-        crate::engine::feed::carry(&staged, &mut kept);
+        crate::engine::feed::carry(&mut staged, &mut kept);
         let (conditions, ops) = staged.into_parts();
         let mut guards = Vec::with_capacity(conditions.len());
         for (c, g) in conditions.into_iter().zip(std::mem::take(&mut part.guards)) {
