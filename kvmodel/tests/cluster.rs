@@ -7,6 +7,8 @@
 
 #[path = "cluster/hot.rs"]
 mod hot;
+#[path = "cluster/tx_kill.rs"]
+mod tx_kill;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -41,6 +41,9 @@ use crate::store::redis::wire::{Met, Reply, reply};
 pub enum CrashPoint {
     /// Step 1 reached the record's slot and the first other slot only.
     PreparedPart,
+    /// Step 1 reached every slot but the record's: tokens and early
+    /// effects everywhere else, no intent.
+    PreparedWithoutIntent,
     /// Step 1 done everywhere; nothing committed.
     Prepared,
     /// Step 2 done: committed, no late operation applied.
@@ -53,8 +56,9 @@ pub enum CrashPoint {
 
 impl CrashPoint {
     /// Every crash point, in protocol order.
-    pub const ALL: [CrashPoint; 5] = [
+    pub const ALL: [CrashPoint; 6] = [
         CrashPoint::PreparedPart,
+        CrashPoint::PreparedWithoutIntent,
         CrashPoint::Prepared,
         CrashPoint::Committed,
         CrashPoint::AppliedPart,
@@ -128,7 +132,12 @@ impl RedisClusterStore {
             let intent = intent.clone();
             let (groups_arg, locks_arg, write) = (&groups_arg, &locks_arg, write.as_str());
             async move {
-                if crash == Some(CrashPoint::PreparedPart) && i > 1 {
+                let stopped = match crash {
+                    Some(CrashPoint::PreparedPart) => i > 1,
+                    Some(CrashPoint::PreparedWithoutIntent) => g.role == Role::Primary,
+                    _ => false,
+                };
+                if stopped {
                     return Ok(Err(None));
                 }
                 let r = match g.role {
@@ -162,7 +171,12 @@ impl RedisClusterStore {
         });
         let prepared: Vec<Result<std::result::Result<Reply, Option<redis::RedisError>>>> =
             join_all(prepares).await;
-        if let Some(point @ (CrashPoint::PreparedPart | CrashPoint::Prepared)) = crash {
+        if let Some(
+            point @ (CrashPoint::PreparedPart
+            | CrashPoint::PreparedWithoutIntent
+            | CrashPoint::Prepared),
+        ) = crash
+        {
             return Err(crashed(point));
         }
         let mut failed: Option<usize> = None;

@@ -235,18 +235,31 @@ impl RedisClusterStore {
     /// with `now`, every unfinished write is, whatever its age (only when no
     /// writer can be running, e.g. after a crash in a test).
     pub async fn recover_writes(&self, now: bool) -> Result<Recovery> {
-        let mut done = Recovery::default();
+        // A write is resolved from its intent (or the first leftover met);
+        // an undone write's other tokens are undone too: a write killed
+        // before its intent listed its tokens has tokens no intent names.
         let mut seen = std::collections::HashSet::new();
+        let mut fates = std::collections::HashMap::new();
         for (write, intent, token, deadline, committed) in self.unfinished().await? {
-            if !seen.insert(write.clone()) {
+            if !seen.insert((write.clone(), token.clone())) {
                 continue;
             }
+            match fates.get(&write) {
+                None => {}
+                Some(Fate::Undone) if !token.is_empty() => {}
+                Some(_) => continue,
+            }
             if !now && !committed && !self.overdue(deadline) {
-                done.live += 1;
+                fates.insert(write, Fate::Live);
                 continue;
             }
             let token = (!token.is_empty()).then_some(token.as_str());
-            match self.resolve(&write, &intent, token, now).await? {
+            let fate = self.resolve(&write, &intent, token, now).await?;
+            fates.insert(write, fate);
+        }
+        let mut done = Recovery::default();
+        for fate in fates.into_values() {
+            match fate {
                 Fate::Finished => done.finished += 1,
                 Fate::Undone => done.undone += 1,
                 Fate::Live => done.live += 1,
