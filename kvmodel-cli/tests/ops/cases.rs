@@ -567,8 +567,9 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     let o = kvmodel(&ops("purge", &url, &["User", "u1", "--dry-run"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
-    // Redis keeps a discovery set; redb ranges over its keys instead.
-    let listed = if b.is_redis() {
+    // Redis and DynamoDB keep a discovery set; redb ranges over its keys
+    // instead.
+    let listed = if b.keeps_discovery_set() {
         " and its member of shop:user#all"
     } else {
         ""
@@ -632,7 +633,7 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     // with its entries: their relation members go with them.
     let mut batch = Batch::new();
     let forged = OrderKeys::record("o7");
-    if b.is_redis() {
+    if b.keeps_discovery_set() {
         batch.add(OrderKeys::all(), Vec::new(), forged.clone().into_bytes());
     }
     batch.put(&forged, b"\x00not a record".to_vec(), None).add(
@@ -646,7 +647,7 @@ pub async fn purge_removes_what_cannot_be_read(b: Backend) {
     let o = kvmodel(&ops("purge", &url, &["Order", "o1", "o7"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
-    let listed = if b.is_redis() {
+    let listed = if b.keeps_discovery_set() {
         " and its member of shop:order#all"
     } else {
         ""
@@ -732,7 +733,7 @@ pub async fn purge_takes_back_what_a_receipt_lists(b: Backend) {
     let o = visits("purge", &["Visit", "b"]);
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     let text = out(&o);
-    let record = if b.is_redis() {
+    let record = if b.keeps_discovery_set() {
         "  removed record visits:visit:b and its member of visits:visit#all"
     } else {
         "  removed record visits:visit:b"

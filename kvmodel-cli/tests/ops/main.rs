@@ -1,6 +1,6 @@
 //! `kvmodel verify | reconcile | migrate | inspect | purge` end to end, on a
-//! redb file, on a Redis server and on a Redis Cluster started for the
-//! test: a store populated by generated code and damaged by hand is found
+//! redb file, on a Redis server, on a Redis Cluster and on a DynamoDB
+//! emulator started for the test: a store populated by generated code and damaged by hand is found
 //! out (exit 1), repaired and clean again; a migration backfills what reads
 //! refused before; a second migration is refused while the first holds the
 //! lease; an interrupted migration resumes; a saved walk resumes; a record
@@ -39,6 +39,14 @@ macro_rules! on_every_store {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
                     super::$case(super::Backend::cluster()).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::Backend::dynamo().await).await;
                 }
             )*
         }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use kvmodel::{AnyStore, KvEntity, Timestamp};
-use kvmodel_runtime::conformance::{RedisCluster, RedisServer, TlsRedisServer};
+use kvmodel_runtime::conformance::{DynamoEmulator, RedisCluster, RedisServer, TlsRedisServer};
 use serde::{Deserialize, Serialize};
 
 /// The store a case runs on: a redb file (which one process opens at a
@@ -17,6 +17,9 @@ pub enum Backend {
     /// A server that speaks only TLS, with a test CA; its URL ends in
     /// `#insecure` (the CA is not among the system's roots).
     Tls(TlsRedisServer),
+    /// A DynamoDB emulator served by the test's runtime, with the table
+    /// `shop`.
+    Dynamo(DynamoEmulator),
 }
 
 impl Backend {
@@ -36,6 +39,12 @@ impl Backend {
         Backend::Tls(TlsRedisServer::start())
     }
 
+    pub async fn dynamo() -> Backend {
+        let emulator = DynamoEmulator::start().await;
+        emulator.store("shop").await;
+        Backend::Dynamo(emulator)
+    }
+
     pub fn url(&self) -> String {
         match self {
             Backend::Cluster(c) => {
@@ -46,12 +55,19 @@ impl Backend {
             Backend::Redb(dir) => format!("redb:{}", dir.path().join("shop.redb").display()),
             Backend::Redis(server) => server.url(),
             Backend::Tls(server) => format!("{}#insecure", server.url()),
+            Backend::Dynamo(emulator) => emulator.url("shop"),
         }
     }
 
     /// A handle on the store; drop it before running a command on redb.
     pub async fn open(&self) -> AnyStore {
         AnyStore::open(&self.url()).await.unwrap()
+    }
+
+    /// Whether the store keeps a discovery set of each entity's records
+    /// (`NS:ENTITY#all`): the ordered stores range over record keys instead.
+    pub fn keeps_discovery_set(&self) -> bool {
+        !matches!(self, Backend::Redb(_))
     }
 
     pub fn is_redis(&self) -> bool {
