@@ -361,6 +361,45 @@ async fn a_reader_can_follow_one_record() {
     );
 }
 
+/// A reader filtered by a value (as by an index value) sees a record enter
+/// the set and leave it: each change whose record matches before or after.
+#[tokio::test]
+async fn a_reader_filtered_by_a_value_sees_records_enter_and_leave() {
+    let repo = AcctRepo::new(MemoryStore::new());
+    for id in ["x", "y"] {
+        repo.create(&Acct {
+            id: id.into(),
+            email: format!("{id}@x"),
+            n: 0,
+        })
+        .await
+        .unwrap();
+    }
+    repo.modify("x", |a| a.n = 5).await.unwrap(); // enters
+    repo.modify("y", |a| a.n = 1).await.unwrap(); // never in
+    repo.modify("x", |a| a.n = 6).await.unwrap(); // stays
+    repo.modify("x", |a| a.n = 2).await.unwrap(); // leaves
+    repo.modify("x", |a| a.n = 3).await.unwrap(); // stays out
+    repo.modify("y", |a| a.n = 9).await.unwrap(); // enters
+    repo.delete("y").await.unwrap(); // leaves
+    let mut high = repo
+        .feed()
+        .matching(|a: &Acct| a.n >= 5)
+        .matching(|a: &Acct| a.id != "z")
+        .from(Position::Start);
+    let mut seen = Vec::new();
+    while let Ok(Some(change)) = tokio::time::timeout(Duration::from_millis(50), high.next()).await
+    {
+        let change = change.unwrap();
+        seen.push(match change.event {
+            Event::Created(a) => format!("+{}{}", a.id, a.n),
+            Event::Updated { before, after } => format!("{}{}>{}", after.id, before.n, after.n),
+            Event::Deleted(a) => format!("-{}{}", a.id, a.n),
+        });
+    }
+    assert_eq!(seen, ["x0>5", "x5>6", "x6>2", "y1>9", "-y9"]);
+}
+
 /// A transaction's writes have their events, sharing one commit; a
 /// transaction that is refused appends none.
 async fn transactions_have_their_events<S: Store>(store: S) {

@@ -9,8 +9,8 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -266,13 +266,55 @@ pub const DEFAULT_BUFFER: usize = 256;
 /// How long one read waits for new events before it reads again.
 const WAIT: Duration = Duration::from_secs(5);
 
+/// A filter of [`Feed::matching`].
+type Predicate<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
+
+/// What a reader hands out: the changes of some records, and those whose
+/// record matches every predicate before or after the change.
+struct Filter<E> {
+    keys: Vec<String>,
+    predicates: Vec<Predicate<E>>,
+}
+
+impl<E> Clone for Filter<E> {
+    fn clone(&self) -> Self {
+        Filter {
+            keys: self.keys.clone(),
+            predicates: self.predicates.clone(),
+        }
+    }
+}
+
+impl<E> Filter<E> {
+    fn passes(&self, change: &Change<E>) -> bool {
+        if !self.keys.is_empty() && !self.keys.contains(&change.key) {
+            return false;
+        }
+        let matches = |image: &E| self.predicates.iter().all(|p| p(image));
+        match &change.event {
+            Event::Created(r) | Event::Deleted(r) => matches(r),
+            Event::Updated { before, after } => matches(before) || matches(after),
+        }
+    }
+}
+
 /// The change feed of `E` on a store: [`from`](Feed::from) starts a reader.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Feed<E, S> {
     store: S,
     buffer: usize,
-    keys: Vec<String>,
-    _entity: PhantomData<fn() -> E>,
+    filter: Filter<E>,
+}
+
+impl<E, S: std::fmt::Debug> std::fmt::Debug for Feed<E, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("store", &self.store)
+            .field("buffer", &self.buffer)
+            .field("only", &self.filter.keys)
+            .field("matching", &self.filter.predicates.len())
+            .finish()
+    }
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -281,8 +323,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
         Feed {
             store: self.store().clone(),
             buffer: DEFAULT_BUFFER,
-            keys: Vec::new(),
-            _entity: PhantomData,
+            filter: Filter {
+                keys: Vec::new(),
+                predicates: Vec::new(),
+            },
         }
     }
 }
@@ -299,7 +343,24 @@ impl<E: Entity, S: Store> Feed<E, S> {
     /// reader still reads the whole feed: the filter saves the consumer's
     /// work, not the store's.
     pub fn only(mut self, key: impl Into<String>) -> Self {
-        self.keys.push(key.into());
+        self.filter.keys.push(key.into());
+        self
+    }
+
+    /// Only the changes whose record matches `predicate` before or after
+    /// the change, so a record that enters the set (an update to a
+    /// matching value) and one that leaves it are both seen; call again to
+    /// narrow further (a record must match every predicate). Filters by an
+    /// index value read naturally:
+    ///
+    /// ```ignore
+    /// let red = members.feed().matching(|m: &Member| m.team == "red");
+    /// ```
+    ///
+    /// Like [`only`](Self::only), it saves the consumer's work, not the
+    /// store's: the reader still reads and decodes the whole feed.
+    pub fn matching(mut self, predicate: impl Fn(&E) -> bool + Send + Sync + 'static) -> Self {
+        self.filter.predicates.push(Arc::new(predicate));
         self
     }
 
@@ -321,7 +382,7 @@ impl<E: Entity, S: Store> Feed<E, S> {
             store: self.store,
             key: E::space().feed_key(),
             limit: self.buffer,
-            keys: self.keys,
+            filter: self.filter,
             after,
             resolved,
             ready: VecDeque::new(),
@@ -341,8 +402,7 @@ pub struct FeedStream<E, S> {
     store: S,
     key: String,
     limit: usize,
-    /// Only these records' changes (all when empty).
-    keys: Vec<String>,
+    filter: Filter<E>,
     /// The position of the last change handed out (`None`: before all).
     after: Option<FeedPosition>,
     /// Whether `after` is known (`Position::Now` reads it first).
@@ -394,7 +454,7 @@ impl<E: Entity, S: Store> FeedStream<E, S> {
         }
         for e in page.entries {
             let change = Change::decode(&self.key, e.position, e.at_ms, &e.entry)?;
-            if self.keys.is_empty() || self.keys.contains(&change.key) {
+            if self.filter.passes(&change) {
                 self.ready.push_back(change);
             } else {
                 // Skipped, but read: a resumed reader starts after it.
