@@ -651,3 +651,124 @@ async fn redis_cluster_refuses_writes_of_an_entity_with_a_feed() {
         .unwrap_err();
     assert!(err.to_string().contains("no change feed"), "{err}");
 }
+
+/// The changes `stream` hands out until none comes for a moment.
+async fn drain<S: Store>(stream: &mut kvmodel::feed::FeedStream<Acct, S>) -> Vec<Change<Acct>> {
+    let mut out = Vec::new();
+    while let Ok(Some(change)) =
+        tokio::time::timeout(Duration::from_millis(300), stream.next()).await
+    {
+        out.push(change.unwrap());
+    }
+    out
+}
+
+fn positions(changes: &[Change<Acct>]) -> Vec<FeedPosition> {
+    changes.iter().map(|c| c.position).collect()
+}
+
+/// Consumers of one group on Redis share the feed, each change given to
+/// one of them; a consumer that stops before acknowledging is given its
+/// changes again when it comes back under its name (at least once), and
+/// acknowledged ones never; a group's position is its own, whatever
+/// `from` says once it exists; changes a filter skips are acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_consumer_groups_share_the_feed_at_least_once() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let repo = AcctRepo::new(store.clone());
+    for i in 0..10 {
+        repo.create(&Acct {
+            id: format!("a{i}"),
+            email: format!("a{i}@x"),
+            n: 0,
+        })
+        .await
+        .unwrap();
+    }
+    let all = positions(&drain(&mut repo.feed().from(Position::Start)).await);
+    assert_eq!(all.len(), 10);
+
+    // `a` takes 4 (its reads fetch 3 at a time, so 6 are given to it) and
+    // acknowledges 3, then stops; `b` takes the rest.
+    let mut a = repo.feed().group("g", "a").buffer(3).from(Position::Start);
+    let mut first = Vec::new();
+    for _ in 0..4 {
+        first.push(a.next().await.unwrap().unwrap());
+    }
+    for c in &first[..3] {
+        a.ack(c).await.unwrap();
+    }
+    drop(a);
+    let mut b = repo.feed().group("g", "b").from(Position::Now);
+    let taken = drain(&mut b).await;
+    for c in &taken {
+        b.ack(c).await.unwrap();
+    }
+    assert_eq!(positions(&first), all[..4]);
+    assert_eq!(positions(&taken), all[6..], "each change to one consumer");
+
+    // `a` again: its unacknowledged changes first, then nothing new.
+    let mut a = repo.feed().group("g", "a").from(Position::Now);
+    let again = drain(&mut a).await;
+    assert_eq!(
+        positions(&again),
+        all[3..6],
+        "at least once, from where it stood"
+    );
+    for c in &again {
+        a.ack(c).await.unwrap();
+    }
+    drop(a);
+    let mut a = repo.feed().group("g", "a").from(Position::Start);
+    assert!(
+        drain(&mut a).await.is_empty(),
+        "nothing acknowledged comes back"
+    );
+
+    drop((a, b));
+
+    // A new change goes to one consumer of the group, even though readers
+    // were dropped while the server held their blocking reads: what such a
+    // read is given stays pending for its consumer, given again when the
+    // consumer comes back.
+    repo.modify("a1", |x| x.n = 1).await.unwrap();
+    let mut got = Vec::new();
+    for name in ["a", "b", "a"] {
+        let mut c = repo.feed().group("g", name).from(Position::Start);
+        for change in drain(&mut c).await {
+            c.ack(&change).await.unwrap();
+            got.push(change);
+        }
+    }
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(matches!(got[0].event, Event::Updated { ref after, .. } if after.n == 1));
+
+    // A filter's skipped changes are acknowledged by the reader.
+    let mut picky = repo
+        .feed()
+        .group("h", "c")
+        .matching(|x: &Acct| x.n > 100)
+        .from(Position::Start);
+    assert!(drain(&mut picky).await.is_empty());
+    drop(picky);
+    let mut plain = repo.feed().group("h", "c").from(Position::Start);
+    assert!(drain(&mut plain).await.is_empty(), "skipped means handled");
+
+    // A plain reader acknowledges nothing.
+    let mut reader = repo.feed().from(Position::Start);
+    let change = reader.next().await.unwrap().unwrap();
+    let err = reader.ack(&change).await.unwrap_err();
+    assert!(err.to_string().contains("consumer group"), "{err}");
+}
+
+#[tokio::test]
+async fn a_store_without_consumer_groups_says_so() {
+    let repo = AcctRepo::new(MemoryStore::new());
+    let mut group = repo.feed().group("g", "a").from(Position::Start);
+    let err = group.next().await.unwrap().unwrap_err();
+    assert!(
+        err.to_string().contains("keeps no consumer groups"),
+        "{err}"
+    );
+}

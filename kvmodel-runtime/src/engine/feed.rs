@@ -19,7 +19,7 @@ use crate::engine::entity::{self, Entity, FeedMeta};
 use crate::engine::repo::Engine;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op};
-use crate::store::{FeedPage, FeedPosition, Store};
+use crate::store::{FeedConsumer, FeedPage, FeedPosition, GroupRead, GroupStart, Store};
 
 /// The format byte every event starts with.
 const FORMAT: u8 = 1;
@@ -304,6 +304,8 @@ pub struct Feed<E, S> {
     store: S,
     buffer: usize,
     filter: Filter<E>,
+    /// A consumer group's name and this consumer's.
+    group: Option<(String, String)>,
 }
 
 impl<E, S: std::fmt::Debug> std::fmt::Debug for Feed<E, S> {
@@ -313,6 +315,7 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for Feed<E, S> {
             .field("buffer", &self.buffer)
             .field("only", &self.filter.keys)
             .field("matching", &self.filter.predicates.len())
+            .field("group", &self.group)
             .finish()
     }
 }
@@ -327,6 +330,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 keys: Vec::new(),
                 predicates: Vec::new(),
             },
+            group: None,
         }
     }
 }
@@ -364,6 +368,23 @@ impl<E: Entity, S: Store> Feed<E, S> {
         self
     }
 
+    /// Reads as `consumer` of the consumer group `group` (on a Redis
+    /// server): the group shares the feed among its consumers, each change
+    /// given to one of them, and keeps where it stands, so
+    /// [`from`](Self::from)'s position only says where a group that does
+    /// not exist yet starts. A change stays pending for its consumer until
+    /// [`FeedStream::ack`]: a consumer that restarts under the same name is
+    /// given its unacknowledged changes first (at least once). Changes a
+    /// filter skips are acknowledged by the reader. A reader dropped while
+    /// the server holds its blocking read may still be given the next
+    /// change: it stays pending for that consumer, like any change a
+    /// consumer did not acknowledge. A store without consumer groups fails
+    /// the first read.
+    pub fn group(mut self, group: impl Into<String>, consumer: impl Into<String>) -> Self {
+        self.group = Some((group.into(), consumer.into()));
+        self
+    }
+
     /// A stream of the changes from `position`: first those the feed
     /// retains, then each new one as it is committed, for as long as the
     /// stream is polled. Each record's changes come in its commit order.
@@ -378,13 +399,25 @@ impl<E: Entity, S: Store> Feed<E, S> {
             Position::Now => (None, false),
             Position::After(p) => (Some(p), true),
         };
+        let group = self.group.map(|(name, consumer)| GroupReader {
+            name,
+            consumer,
+            start: match position {
+                Position::Start => GroupStart::Oldest,
+                Position::Now => GroupStart::Newest,
+                Position::After(p) => GroupStart::After(p),
+            },
+            pending: Some(FeedPosition::ZERO),
+            skipped: Vec::new(),
+        });
         FeedStream {
             store: self.store,
             key: E::space().feed_key(),
             limit: self.buffer,
             filter: self.filter,
+            resolved: resolved || group.is_some(),
+            group,
             after,
-            resolved,
             ready: VecDeque::new(),
             pending: None,
             done: E::FEED.is_none(),
@@ -392,6 +425,48 @@ impl<E: Entity, S: Store> Feed<E, S> {
         }
     }
 }
+
+/// A reader's place in a consumer group.
+struct GroupReader {
+    name: String,
+    consumer: String,
+    start: GroupStart,
+    /// While replaying its own unacknowledged entries: after which one
+    /// (`None`: they are done, new entries now).
+    pending: Option<FeedPosition>,
+    /// Entries a filter skipped, acknowledged before the next read.
+    skipped: Vec<FeedPosition>,
+}
+
+impl GroupReader {
+    /// The next read: its unacknowledged entries, then new ones (after
+    /// acknowledging what the filter skipped).
+    fn read<S: Store>(&mut self, store: S, key: String, limit: usize) -> ReadFuture {
+        let (name, consumer, start) = (self.name.clone(), self.consumer.clone(), self.start);
+        let read = self.pending.map_or(GroupRead::New, GroupRead::Pending);
+        let skipped = std::mem::take(&mut self.skipped);
+        Box::pin(async move {
+            store.feed_ack(&key, &name, &skipped).await?;
+            let consumer = FeedConsumer {
+                group: &name,
+                consumer: &consumer,
+                start,
+            };
+            let entries = store
+                .feed_group_read(&key, consumer, read, limit, WAIT)
+                .await?;
+            Ok((
+                None,
+                FeedPage {
+                    entries,
+                    trimmed: None,
+                },
+            ))
+        })
+    }
+}
+
+type ReadFuture = Pin<Box<dyn Future<Output = Read> + Send>>;
 
 /// What one read of the feed found: where the reader stands, and a page.
 type Read = Result<(Option<FeedPosition>, FeedPage)>;
@@ -403,12 +478,14 @@ pub struct FeedStream<E, S> {
     key: String,
     limit: usize,
     filter: Filter<E>,
+    /// Set when reading as a consumer of a group.
+    group: Option<GroupReader>,
     /// The position of the last change handed out (`None`: before all).
     after: Option<FeedPosition>,
     /// Whether `after` is known (`Position::Now` reads it first).
     resolved: bool,
     ready: VecDeque<Change<E>>,
-    pending: Option<Pin<Box<dyn Future<Output = Read> + Send>>>,
+    pending: Option<ReadFuture>,
     done: bool,
     declared: bool,
 }
@@ -431,6 +508,24 @@ impl<E: Entity, S: Store> FeedStream<E, S> {
         self.after
     }
 
+    /// Acknowledges `change` for the consumer group this stream reads as
+    /// ([`Feed::group`]): it is not given again, to this consumer or any
+    /// other. Fails for a reader that is not in a group.
+    pub async fn ack(&self, change: &Change<E>) -> Result<()> {
+        let Some(group) = &self.group else {
+            return Err(Error::InvalidBatch {
+                key: self.key.clone(),
+                reason: "only a reader of a consumer group acknowledges changes \
+                         (`feed().group(name, consumer)`)"
+                    .to_owned(),
+            });
+        };
+        self.store
+            .feed_ack(&self.key, &group.name, &[change.position])
+            .await?;
+        Ok(())
+    }
+
     /// The next change: what [`Stream::poll_next`](futures_core::Stream)
     /// gives, for a caller without a stream library. Waits while there is
     /// none; `None` once the stream has ended (after an error).
@@ -441,6 +536,22 @@ impl<E: Entity, S: Store> FeedStream<E, S> {
     /// Takes a page in: the error when retention passed the reader,
     /// otherwise its changes, decoded.
     fn take(&mut self, after: Option<FeedPosition>, page: FeedPage) -> Result<()> {
+        if let Some(group) = &mut self.group {
+            // A consumer's own entries are read after the last one, until
+            // there are none; a group reader's position is its last change.
+            if group.pending.is_some() {
+                group.pending = page.entries.last().map(|e| e.position);
+            }
+            for e in page.entries {
+                let change = Change::decode(&self.key, e.position, e.at_ms, &e.entry)?;
+                if self.filter.passes(&change) {
+                    self.ready.push_back(change);
+                } else {
+                    group.skipped.push(e.position);
+                }
+            }
+            return Ok(());
+        }
         self.resolved = true;
         self.after = after;
         if let (Some(trimmed), Some(at)) = (page.trimmed, after)
@@ -490,6 +601,9 @@ impl<E: Entity, S: Store> futures_core::Stream for FeedStream<E, S> {
                 return Poll::Ready(None);
             }
             let pending = this.pending.get_or_insert_with(|| {
+                if let Some(group) = &mut this.group {
+                    return group.read(this.store.clone(), this.key.clone(), this.limit);
+                }
                 let store = this.store.clone();
                 let key = this.key.clone();
                 let (mut after, resolved, limit) = (this.after, this.resolved, this.limit);

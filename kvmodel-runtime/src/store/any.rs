@@ -347,6 +347,26 @@ impl Store for AnyStore {
         each!(self, s => s.feed_last(feed).await)
     }
 
+    async fn feed_group_read(
+        &self,
+        feed: &str,
+        consumer: crate::store::FeedConsumer<'_>,
+        read: crate::store::GroupRead,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<Vec<crate::store::FeedEntry>> {
+        each!(self, s => s.feed_group_read(feed, consumer, read, limit, wait).await)
+    }
+
+    async fn feed_ack(
+        &self,
+        feed: &str,
+        group: &str,
+        positions: &[crate::store::FeedPosition],
+    ) -> Result<u64> {
+        each!(self, s => s.feed_ack(feed, group, positions).await)
+    }
+
     async fn range_keys_with<T, K, F>(
         &self,
         prefix: &str,

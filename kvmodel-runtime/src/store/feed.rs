@@ -102,6 +102,55 @@ pub struct FeedPage {
     pub trimmed: Option<FeedPosition>,
 }
 
+/// Where a consumer group that does not exist yet starts
+/// ([`Store::feed_group_read`](super::Store::feed_group_read)); a group
+/// that exists goes on where it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStart {
+    /// At the oldest entry the feed retains.
+    Oldest,
+    /// After the newest entry.
+    Newest,
+    /// Right after a position.
+    After(FeedPosition),
+}
+
+/// What one read of a consumer of a group takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupRead {
+    /// The entries given to this consumer before and not acknowledged,
+    /// after a position ([`FeedPosition::ZERO`]: all of them): what it was
+    /// handling when it stopped.
+    Pending(FeedPosition),
+    /// Entries no consumer of the group was given yet, each given to this
+    /// one only; waits for one when there are none.
+    New,
+}
+
+/// One consumer of a consumer group of a feed: the group shares the feed's
+/// entries among its consumers, each entry to one of them, until it is
+/// acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedConsumer<'a> {
+    /// The group's name.
+    pub group: &'a str,
+    /// This consumer's name within the group: a consumer that restarts
+    /// under the same name is given its unacknowledged entries again.
+    pub consumer: &'a str,
+    /// Where the group starts if it does not exist yet.
+    pub start: GroupStart,
+}
+
+/// The error of a store that keeps no consumer groups.
+pub(crate) fn no_groups(backend: &'static str) -> Error {
+    Error::backend(
+        backend,
+        "read a change feed as a consumer group",
+        "this store keeps no consumer groups (a Redis server does): read the feed with \
+         `feed().from(…)` and keep the position yourself",
+    )
+}
+
 /// The error of a store that keeps no change feed.
 pub(crate) fn no_feed(backend: &'static str) -> Error {
     Error::backend(

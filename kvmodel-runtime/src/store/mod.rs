@@ -37,7 +37,9 @@ pub(crate) use entries::{KeyPage, key_bounds, scan_count, scan_page};
 pub use entries::{
     bounds_empty, decode_entry, encode_entry, entry_bounds, page_from_entries, split_entry,
 };
-pub use feed::{FeedAppend, FeedEntry, FeedPage, FeedPosition};
+pub use feed::{
+    FeedAppend, FeedConsumer, FeedEntry, FeedPage, FeedPosition, GroupRead, GroupStart,
+};
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb::RedbStore;
@@ -534,5 +536,41 @@ pub trait Store: Clone + Send + Sync + 'static {
         let _ = feed;
         let backend = self.backend();
         async move { Err(feed::no_feed(backend)) }
+    }
+
+    /// At most `limit` entries of the feed at `feed` for `consumer` of a
+    /// consumer group, as `read` says, creating the group (at
+    /// [`FeedConsumer::start`]) when it does not exist. An entry stays
+    /// pending for its consumer until [`feed_ack`](Store::feed_ack).
+    /// Entries retention removed before the group was given them are
+    /// [`Error::FeedBehind`](crate::Error::FeedBehind), never a silent gap.
+    ///
+    /// The default fails: this store keeps no consumer groups.
+    fn feed_group_read(
+        &self,
+        feed: &str,
+        consumer: FeedConsumer<'_>,
+        read: GroupRead,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> impl Future<Output = Result<Vec<FeedEntry>>> + Send {
+        let _ = (feed, consumer, read, limit, wait);
+        let backend = self.backend();
+        async move { Err(feed::no_groups(backend)) }
+    }
+
+    /// Acknowledges entries a consumer of `group` handled: they are not
+    /// given again. Returns how many were pending.
+    ///
+    /// The default fails: this store keeps no consumer groups.
+    fn feed_ack(
+        &self,
+        feed: &str,
+        group: &str,
+        positions: &[FeedPosition],
+    ) -> impl Future<Output = Result<u64>> + Send {
+        let _ = (feed, group, positions);
+        let backend = self.backend();
+        async move { Err(feed::no_groups(backend)) }
     }
 }

@@ -11,7 +11,9 @@ use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::store::redis::link::Failure;
-use crate::store::{FeedEntry, FeedPage, FeedPosition, RedisStore};
+use crate::store::{
+    FeedConsumer, FeedEntry, FeedPage, FeedPosition, GroupRead, GroupStart, RedisStore,
+};
 
 const CONTEXT: &str = "read a change feed";
 
@@ -34,38 +36,92 @@ fn malformed(reply: &Value) -> Error {
 
 /// The entries of an `XRANGE` reply (or of one stream of an `XREAD`).
 fn entries(reply: &Value) -> Result<Vec<FeedEntry>> {
+    let (found, deleted) = entries_and_deleted(reply)?;
+    if !deleted.is_empty() {
+        return Err(malformed(reply));
+    }
+    Ok(found)
+}
+
+/// The entries of a stream reply, and the positions of those it lists
+/// without fields: the entries given to a consumer that retention removed
+/// since (`XREADGROUP` of pending entries).
+fn entries_and_deleted(reply: &Value) -> Result<(Vec<FeedEntry>, Vec<FeedPosition>)> {
     let Value::Array(items) = reply else {
         return Err(malformed(reply));
     };
-    items
-        .iter()
-        .map(|item| {
-            let Value::Array(parts) = item else {
-                return Err(malformed(reply));
-            };
-            let position: FeedPosition = parts
-                .first()
-                .and_then(text)
-                .ok_or_else(|| malformed(reply))?
-                .parse()?;
-            let Some(Value::Array(fields)) = parts.get(1) else {
-                return Err(malformed(reply));
-            };
-            let entry = fields
-                .chunks(2)
-                .find(|f| f.first().and_then(text).as_deref() == Some("e"))
-                .and_then(|f| match f.get(1) {
-                    Some(Value::BulkString(b)) => Some(b.clone()),
-                    _ => None,
-                })
-                .ok_or_else(|| malformed(reply))?;
-            Ok(FeedEntry {
-                position,
-                at_ms: position.high,
-                entry,
+    let mut found = Vec::with_capacity(items.len());
+    let mut deleted = Vec::new();
+    for item in items {
+        let Value::Array(parts) = item else {
+            return Err(malformed(reply));
+        };
+        let position: FeedPosition = parts
+            .first()
+            .and_then(text)
+            .ok_or_else(|| malformed(reply))?
+            .parse()?;
+        let fields = match parts.get(1) {
+            Some(Value::Array(fields)) => fields,
+            Some(Value::Nil) => {
+                deleted.push(position);
+                continue;
+            }
+            _ => return Err(malformed(reply)),
+        };
+        let entry = fields
+            .chunks(2)
+            .find(|f| f.first().and_then(text).as_deref() == Some("e"))
+            .and_then(|f| match f.get(1) {
+                Some(Value::BulkString(b)) => Some(b.clone()),
+                _ => None,
             })
-        })
-        .collect()
+            .ok_or_else(|| malformed(reply))?;
+        found.push(FeedEntry {
+            position,
+            at_ms: position.high,
+            entry,
+        });
+    }
+    Ok((found, deleted))
+}
+
+/// The entries of the one stream of an `XREAD` or `XREADGROUP` reply (`Nil`:
+/// none).
+fn stream_entries(reply: &Value) -> Result<(Vec<FeedEntry>, Vec<FeedPosition>)> {
+    match reply {
+        Value::Nil => Ok((Vec::new(), Vec::new())),
+        Value::Array(streams) => match streams.first() {
+            Some(Value::Array(stream)) => {
+                entries_and_deleted(stream.get(1).ok_or_else(|| malformed(reply))?)
+            }
+            _ => Err(malformed(reply)),
+        },
+        _ => Err(malformed(reply)),
+    }
+}
+
+/// The field-value pairs of a reply that is a flat array or a map.
+fn fields(reply: &Value) -> Result<Vec<(String, &Value)>> {
+    match reply {
+        Value::Array(items) => Ok(items
+            .chunks(2)
+            .filter_map(|f| Some((text(f.first()?)?, f.get(1)?)))
+            .collect()),
+        Value::Map(pairs) => Ok(pairs
+            .iter()
+            .filter_map(|(k, v)| Some((text(k)?, v)))
+            .collect()),
+        _ => Err(malformed(reply)),
+    }
+}
+
+fn behind(feed: &str, position: FeedPosition, trimmed: FeedPosition) -> Error {
+    Error::FeedBehind {
+        feed: feed.to_owned(),
+        position: position.to_string(),
+        trimmed: trimmed.to_string(),
+    }
 }
 
 impl RedisStore {
@@ -94,16 +150,11 @@ impl RedisStore {
                 .send_blocking(&read, wait)
                 .await
                 .map_err(|f| self.read_failure(f, CONTEXT))?;
-            found = match &reply {
-                Value::Nil => Vec::new(),
-                Value::Array(streams) => match streams.first() {
-                    Some(Value::Array(stream)) => {
-                        entries(stream.get(1).ok_or_else(|| malformed(&reply))?)?
-                    }
-                    _ => return Err(malformed(&reply)),
-                },
-                _ => return Err(malformed(&reply)),
-            };
+            let (read, deleted) = stream_entries(&reply)?;
+            if !deleted.is_empty() {
+                return Err(malformed(&reply));
+            }
+            found = read;
         }
         // Read after the entries: retention that ran meanwhile is seen, so
         // a gap is never missed (a reader may be told it is behind a moment
@@ -128,17 +179,7 @@ impl RedisStore {
             Err(Failure::Sent(e)) if e.to_string().contains("no such key") => return Ok(None),
             Err(f) => return Err(self.read_failure(f, CONTEXT)),
         };
-        let fields: Vec<(String, &Value)> = match &reply {
-            Value::Array(items) => items
-                .chunks(2)
-                .filter_map(|f| Some((text(f.first()?)?, f.get(1)?)))
-                .collect(),
-            Value::Map(pairs) => pairs
-                .iter()
-                .filter_map(|(k, v)| Some((text(k)?, v)))
-                .collect(),
-            _ => return Err(malformed(&reply)),
-        };
+        let fields = fields(&reply)?;
         let Some((_, id)) = fields.iter().find(|(k, _)| k == "max-deleted-entry-id") else {
             return Err(Error::backend(
                 "redis",
@@ -157,5 +198,129 @@ impl RedisStore {
         cmd.arg(feed).arg("+").arg("-").arg("COUNT").arg(1);
         let reply: Value = self.query(&cmd, CONTEXT).await?;
         Ok(entries(&reply)?.first().map(|e| e.position))
+    }
+
+    /// [`Store::feed_group_read`](crate::Store::feed_group_read) on a
+    /// Stream: `XREADGROUP`, the group made with `XGROUP CREATE … MKSTREAM`
+    /// on the first read of pending entries.
+    pub(super) async fn feed_group_page(
+        &self,
+        feed: &str,
+        c: FeedConsumer<'_>,
+        read: GroupRead,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<Vec<FeedEntry>> {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP").arg(c.group).arg(c.consumer);
+        cmd.arg("COUNT").arg(limit);
+        match read {
+            GroupRead::Pending(after) => {
+                if after == FeedPosition::ZERO {
+                    self.feed_group_create(feed, &c).await?;
+                }
+                cmd.arg("STREAMS").arg(feed).arg(after.to_string());
+                let reply: Value = self.query(&cmd, CONTEXT).await?;
+                let (found, deleted) = stream_entries(&reply)?;
+                if let Some(gone) = deleted.first() {
+                    // Given to this consumer, never acknowledged, and removed
+                    // by retention since: the consumer missed it.
+                    return Err(behind(feed, after, *gone));
+                }
+                Ok(found)
+            }
+            GroupRead::New => {
+                let delivered = self.feed_group_delivered(feed, c.group).await?;
+                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+                cmd.arg("BLOCK").arg(ms).arg("STREAMS").arg(feed).arg(">");
+                let reply: Value = self
+                    .link
+                    .send_blocking(&cmd, wait)
+                    .await
+                    .map_err(|f| self.read_failure(f, CONTEXT))?;
+                let (found, _) = stream_entries(&reply)?;
+                // Read after the entries, as for a plain reader: entries
+                // retention removed before the group was given them are a
+                // gap, reported (a moment early, never late).
+                if let Some(trimmed) = self.feed_trimmed(feed).await?
+                    && trimmed > delivered
+                {
+                    return Err(behind(feed, delivered, trimmed));
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// Creates the group `c.group` of the stream `feed` at `c.start` unless
+    /// it exists (a group that exists goes on where it stands).
+    async fn feed_group_create(&self, feed: &str, c: &FeedConsumer<'_>) -> Result<()> {
+        let start = match c.start {
+            // The oldest retained: after what retention removed.
+            GroupStart::Oldest => self
+                .feed_trimmed(feed)
+                .await?
+                .unwrap_or(FeedPosition::ZERO)
+                .to_string(),
+            GroupStart::Newest => "$".to_owned(),
+            GroupStart::After(p) => p.to_string(),
+        };
+        let mut cmd = redis::cmd("XGROUP");
+        cmd.arg("CREATE")
+            .arg(feed)
+            .arg(c.group)
+            .arg(start)
+            .arg("MKSTREAM");
+        match self.link.send::<Value>(&cmd).await {
+            Ok(_) => Ok(()),
+            Err(Failure::Sent(e)) if e.to_string().contains("BUSYGROUP") => Ok(()),
+            Err(f) => Err(self.read_failure(f, CONTEXT)),
+        }
+    }
+
+    /// The last position the group `group` of the stream `feed` was given.
+    async fn feed_group_delivered(&self, feed: &str, group: &str) -> Result<FeedPosition> {
+        let mut cmd = redis::cmd("XINFO");
+        cmd.arg("GROUPS").arg(feed);
+        let reply: Value = self.query(&cmd, CONTEXT).await?;
+        let Value::Array(groups) = &reply else {
+            return Err(malformed(&reply));
+        };
+        for g in groups {
+            let fields = fields(g)?;
+            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+            if field("name").and_then(text).as_deref() == Some(group) {
+                return field("last-delivered-id")
+                    .and_then(text)
+                    .ok_or_else(|| malformed(&reply))?
+                    .parse();
+            }
+        }
+        Err(Error::backend(
+            "redis",
+            CONTEXT,
+            format!(
+                "the consumer group `{group}` of `{feed}` is gone (destroyed while a consumer \
+                 read it): start the consumer again to create it"
+            ),
+        ))
+    }
+
+    /// `XACK`: the group's entries at `positions` are handled.
+    pub(super) async fn feed_acknowledge(
+        &self,
+        feed: &str,
+        group: &str,
+        positions: &[FeedPosition],
+    ) -> Result<u64> {
+        if positions.is_empty() {
+            return Ok(0);
+        }
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(feed).arg(group);
+        for p in positions {
+            cmd.arg(p.to_string());
+        }
+        self.query(&cmd, "acknowledge change-feed entries").await
     }
 }

@@ -348,6 +348,22 @@ impl Store for RedisStore {
         self.feed_newest(feed).await
     }
 
+    async fn feed_group_read(
+        &self,
+        feed: &str,
+        consumer: crate::store::FeedConsumer<'_>,
+        read: crate::store::GroupRead,
+        limit: usize,
+        wait: std::time::Duration,
+    ) -> Result<Vec<crate::store::FeedEntry>> {
+        self.feed_group_page(feed, consumer, read, limit, wait)
+            .await
+    }
+
+    async fn feed_ack(&self, feed: &str, group: &str, positions: &[FeedPosition]) -> Result<u64> {
+        self.feed_acknowledge(feed, group, positions).await
+    }
+
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {
         let mut cmd = redis::cmd("PTTL");
         cmd.arg(key);
