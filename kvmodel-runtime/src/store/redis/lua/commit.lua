@@ -18,6 +18,8 @@
 -- validation, writes (the cluster's steps read it with `read_batch`).
 -- Keys are numbered from 1 (`whole`) in the order the batch first names
 -- them, conditions first: `cmax` is the highest a condition names.
+-- (Locals: a global is looked up by name at each use.)
+local ARGV, KEYS = ARGV, KEYS
 local known, cmax = {}, 0
 local c = whole(ARGV[1])
 local i = 2

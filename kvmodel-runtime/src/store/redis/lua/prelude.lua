@@ -51,8 +51,9 @@ end
 -- The whole number `n` (decimal text, as key numbers and counts are
 -- sent): up to two digits without `tonumber`, which costs more than the
 -- rest of a step of a commit.
+local byte = string.byte
 local function whole(n)
-  local a, b = string.byte(n, 1, 2)
+  local a, b = byte(n, 1, 2)
   if #n == 1 then return a - 48 end
   if #n == 2 then return (a - 48) * 10 + b - 48 end
   return tonumber(n)
