@@ -10,9 +10,10 @@
 -- check the following command makes; only phase 3 writes, with commands that
 -- cannot fail once phase 2 passed. A failed check writes nothing.
 
--- (prelude.lua, prepended: counters, times to live, the batch read from
--- ARGV, the check of its conditions, the validation of its operations and
--- the application of one, shared with the cluster's scripts.)
+-- (prelude.lua, prepended: times to live, the check of a condition, the
+-- application of an operation, and behind `library()` counters, the
+-- validation of any operation and batches read whole, shared with the
+-- cluster's scripts.)
 
 -- The batch is read from ARGV where it lies, in three passes: conditions,
 -- validation, writes (the cluster's steps read it with `read_batch`).
