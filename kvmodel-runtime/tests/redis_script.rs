@@ -167,3 +167,153 @@ async fn script_overflow_matches_checked_add() {
         }
     }
 }
+
+/// What a key holds, as `TYPE` and the value of a string say.
+async fn held(conn: &mut MultiplexedConnection, key: &str) -> (String, Option<Vec<u8>>) {
+    let t: String = redis::cmd("TYPE").arg(key).query_async(conn).await.unwrap();
+    let v = if t == "string" {
+        redis::cmd("GET").arg(key).query_async(conn).await.unwrap()
+    } else {
+        None
+    };
+    (t, v)
+}
+
+/// Keys of every Redis type, and values that are not counters, met by
+/// every kind of operation and by a condition: refused before the first
+/// write, whether the operation is checked the plain way (each key once,
+/// counters moved by one) or the general way (a key touched twice, a
+/// larger increment), with or without a condition that read the key
+/// first. Nothing is written, and the keys keep what they held.
+#[tokio::test]
+async fn keys_of_another_kind_are_refused_before_any_write() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut conn = connect(&server).await;
+    let setup: [(&str, &[&str]); 8] = [
+        ("hash", &["HSET", "hash", "f", "v"]),
+        ("list", &["RPUSH", "list", "a"]),
+        ("set", &["SADD", "set", "a"]),
+        ("stream", &["XADD", "stream", "*", "f", "v"]),
+        ("zset", &["ZADD", "zset", "0", "a"]),
+        ("text", &["SET", "text", "abc"]),
+        ("max", &["SET", "max", "9223372036854775807"]),
+        ("padded", &["SET", "padded", "007"]),
+    ];
+    for (_, args) in setup {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: Value = cmd.query_async(&mut conn).await.unwrap();
+    }
+    let mut before = Vec::new();
+    for (k, _) in setup {
+        before.push(held(&mut conn, k).await);
+    }
+    let collections = ["hash", "list", "set", "stream"];
+    let mut cases: Vec<(String, Batch)> = Vec::new();
+    for k in collections.iter().chain(["zset"].iter()) {
+        let mut b = Batch::new();
+        b.put(*k, b"x".to_vec(), None);
+        cases.push((format!("put over {k}"), b));
+        let mut b = Batch::new();
+        b.incr(*k, 1);
+        cases.push((format!("increment {k}"), b));
+        let mut b = Batch::new();
+        b.incr(*k, 5).incr("fresh", 1);
+        cases.push((format!("increment {k} by 5"), b));
+        let mut b = Batch::new();
+        b.absent(*k);
+        cases.push((format!("a condition on {k}"), b));
+    }
+    for k in collections.iter().chain(["text"].iter()) {
+        let mut b = Batch::new();
+        b.add(*k, b"s".to_vec(), b"m".to_vec());
+        cases.push((format!("add to {k}"), b));
+        let mut b = Batch::new();
+        b.remove(*k, b"s".to_vec(), b"m".to_vec());
+        cases.push((format!("remove from {k}"), b));
+        let mut b = Batch::new();
+        b.add("fresh", b"s".to_vec(), b"m".to_vec())
+            .add(*k, b"s".to_vec(), b"m".to_vec())
+            .put("fresh", b"x".to_vec(), None);
+        cases.push((format!("add to {k}, a key touched twice"), b));
+    }
+    for (k, v) in [
+        ("text", "abc"),
+        ("max", "9223372036854775807"),
+        ("padded", "007"),
+    ] {
+        let mut b = Batch::new();
+        b.incr(k, 1);
+        cases.push((format!("increment {k}"), b));
+        let mut b = Batch::new();
+        b.equals(k, v.as_bytes().to_vec()).incr(k, 1);
+        cases.push((format!("increment {k} a condition read"), b));
+    }
+    let mut b = Batch::new();
+    b.equals("text", b"abc".to_vec())
+        .add("text", b"s".to_vec(), b"m".to_vec());
+    cases.push(("add to a value a condition read".to_owned(), b));
+    for (what, b) in cases {
+        let mut with_marker = Batch::new();
+        with_marker.put("marker", b"m".to_vec(), None);
+        let (conditions, ops) = b.into_parts();
+        for c in conditions {
+            with_marker.condition(c);
+        }
+        for op in ops {
+            with_marker.op(op);
+        }
+        let got = store.commit(with_marker).await;
+        assert!(
+            matches!(got, Err(kvmodel_runtime::Error::InvalidBatch { .. })),
+            "{what}: {got:?}"
+        );
+        assert_eq!(store.get("marker").await.unwrap(), None, "{what}");
+        assert_eq!(held(&mut conn, "fresh").await.0, "none", "{what}");
+        for ((k, _), was) in setup.iter().zip(&before) {
+            assert_eq!(&held(&mut conn, k).await, was, "{what}: {k}");
+        }
+    }
+}
+
+/// Counters near the edge of what the plain check takes (15 digits) move
+/// by one on either side of it, and a batch that moves a counter twice is
+/// checked exactly.
+#[tokio::test]
+async fn counters_move_by_one_on_both_sides_of_the_plain_check() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let starts = [
+        999_999_999_999_999_i64,
+        -999_999_999_999_999,
+        1_000_000_000_000_000,
+        i64::MAX - 1,
+        i64::MIN + 1,
+        0,
+    ];
+    for start in starts {
+        let mut seed = Batch::new();
+        seed.put("k", start.to_string().into_bytes(), None);
+        assert!(store.commit(seed).await.unwrap().is_applied());
+        let mut up = Batch::new();
+        up.incr("k", 1);
+        assert!(store.commit(up).await.unwrap().is_applied(), "{start} + 1");
+        assert_eq!(store.counter("k").await.unwrap(), start + 1);
+        let mut down = Batch::new();
+        down.incr("k", -1).incr("k", -1);
+        let got = store.commit(down).await;
+        assert!(got.is_ok(), "{start} - 1 - 1: {got:?}");
+        assert_eq!(store.counter("k").await.unwrap(), start - 1);
+    }
+    let mut seed = Batch::new();
+    seed.put("k", i64::MAX.to_string().into_bytes(), None);
+    assert!(store.commit(seed).await.unwrap().is_applied());
+    let mut up = Batch::new();
+    up.put("marker", b"m".to_vec(), None).incr("k", 1);
+    assert!(store.commit(up).await.is_err(), "i64::MAX + 1");
+    assert_eq!(store.counter("k").await.unwrap(), i64::MAX);
+    assert_eq!(store.get("marker").await.unwrap(), None);
+}

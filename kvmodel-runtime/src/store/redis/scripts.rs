@@ -2,13 +2,19 @@
 //! pieces in `lua/`, so that what the server and the cluster do alike is
 //! one text:
 //!
-//! - `prelude.lua` starts every script that writes: exact counter
-//!   arithmetic, the checks of a time to live, the validation (with the
-//!   rules of [`check`](fn@crate::store::check)) and application of an
-//!   operation, a batch read from `ARGV`, the check of its conditions.
+//! - `prelude.lua` starts every script that writes: the checks of a time
+//!   to live, the application of an operation, the check of a condition;
+//!   and, defined only by the scripts that call its `library()` (Redis
+//!   runs a script's whole text on every call, so each function defined
+//!   costs every run), exact counter arithmetic, the validation (with the
+//!   rules of [`check`](fn@crate::store::check)) of an operation, a batch
+//!   read from `ARGV`.
 //! - `commit.lua` commits a batch in one step: [`COMMIT`] on a server, and
 //!   the cluster's batch within one slot behind the holds of unfinished
-//!   cross-slot writes (`cluster/locks.lua`, `cluster/single.lua`).
+//!   cross-slot writes (`cluster/locks.lua`, `cluster/single.lua`). It
+//!   validates an ordinary batch (each key touched once; puts, deletes,
+//!   members, increments by one) itself, reading each key once, and any
+//!   other with the prelude's `library()`.
 //! - `read.lua` ([`READ`]) reads a key and the key it names, or a page of a
 //!   collection and the records its members name (server only).
 //! - `cluster/step.lua` is what every step of the cross-slot protocol

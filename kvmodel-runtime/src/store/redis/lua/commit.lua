@@ -10,34 +10,91 @@
 -- check the following command makes; only phase 3 writes, with commands that
 -- cannot fail once phase 2 passed. A failed check writes nothing.
 
--- (prelude.lua, prepended: counters, times to live, the batch read from
--- ARGV, the check of its conditions, the validation of its operations and
--- the application of one, shared with the cluster's scripts.)
+-- (prelude.lua, prepended: times to live, the check of a condition, the
+-- application of an operation, and behind `library()` counters, the
+-- validation of any operation and batches read whole, shared with the
+-- cluster's scripts.)
 
 -- The batch is read from ARGV where it lies, in three passes: conditions,
 -- validation, writes (the cluster's steps read it with `read_batch`).
-local known = {}
+-- Keys are numbered from 1 (`whole`) in the order the batch first names
+-- them, conditions first: `cmax` is the highest a condition names.
+-- (Locals: a global is looked up by name at each use.)
+local ARGV, KEYS = ARGV, KEYS
+local known, cmax = {}, 0
+local c = whole(ARGV[1])
 local i = 2
-for index = 0, tonumber(ARGV[1]) - 1 do
-  local failed = check_condition(ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], index, known)
+for index = 0, c - 1 do
+  local n = whole(ARGV[i + 1])
+  if n > cmax then cmax = n end
+  local failed = check_condition(ARGV[i], KEYS[n], ARGV[i + 2], index, known)
   if failed then return failed end
   i = i + 3
 end
-
-local m = tonumber(ARGV[i])
+local m = whole(ARGV[i])
 local first = i + 1
-local fits = simulator(known)
+
+-- Validation, first in the plain way nearly every batch allows: each key
+-- touched by one operation, and only puts, deletes, collection members and
+-- increments by one, each key read once for what its operation needs
+-- (`TYPE` of a key no condition read, the value of a counter). Anything
+-- else, or a doubt, goes to `simulator` (prelude.lua's `library()`), which
+-- names what does not fit. A key above `cmax` that no earlier operation
+-- touched is above every earlier one's (`top`); `hit` marks the others.
+local plain, hit, top = true, {}, cmax
 i = first
 for _ = 1, m do
-  local k = KEYS[tonumber(ARGV[i + 1])]
-  local reason = fits(k, ARGV[i], ARGV[i + 2], ARGV[i + 3])
-  if reason then return {-1, k, reason} end
+  local kind, n, a, b = ARGV[i], whole(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+  if n > top then top = n
+  elseif n > cmax or hit[n] then plain = false break
+  else hit[n] = true end
+  local k = KEYS[n]
+  if kind == 'p' then
+    if b ~= '' and not is_ms(b) then plain = false break end
+    if known[k] == nil then
+      local t = redis.call('TYPE', k).ok
+      if t ~= 'string' and t ~= 'none' then plain = false break end
+    end
+  elseif kind == 'z' or kind == 'r' then
+    local v = known[k]
+    if v then plain = false break end
+    if v == nil then
+      local t = redis.call('TYPE', k).ok
+      if t ~= 'zset' and t ~= 'none' then plain = false break end
+    end
+  elseif kind == 'i' then
+    if b ~= '' or (a ~= '1' and a ~= '-1') then plain = false break end
+    local v = known[k]
+    if v == nil then
+      v = redis.pcall('GET', k)
+      if type(v) == 'table' then plain = false break end
+      known[k] = v
+    end
+    -- Below 10^15 in magnitude, one more or less is still a 64-bit
+    -- counter.
+    if v and not (#v <= 15 and (v == '0' or string.find(v, '^%-?[1-9][0-9]*$'))) then
+      plain = false break
+    end
+  elseif kind ~= 'd' then
+    plain = false break
+  end
   i = i + 4
+end
+
+if not plain then
+  local fits = library().simulator(known)
+  i = first
+  for _ = 1, m do
+    local k = KEYS[whole(ARGV[i + 1])]
+    local reason = fits(k, ARGV[i], ARGV[i + 2], ARGV[i + 3])
+    if reason then return {-1, k, reason} end
+    i = i + 4
+  end
 end
 
 i = first
 for _ = 1, m do
-  apply_op(KEYS[tonumber(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
+  apply_op(KEYS[whole(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
   i = i + 4
 end
 

@@ -29,22 +29,31 @@ end
 local entries = redis.call(ARGV[2], KEYS[1], ARGV[3], ARGV[4], 'LIMIT', 0, ARGV[5])
 -- The keys the entries end with, read with MGET (in slices, each within
 -- what `unpack` passes), which answers nil for a key that holds no string
--- value; an entry that names no key has no value.
-local values, keys, at_of = {}, {}, {}
+-- value; an entry that names no key has no value. Nearly always every
+-- entry names one, and the values are MGET's answer as it is.
+local keys, at_of, whole = {}, nil, true
 for i, entry in ipairs(entries) do
   -- Inside the sort key every 0 byte is followed by 255, so the first
   -- 0 1 ends it.
   local at = string.find(entry, '\0\1', 1, true)
-  values[i] = false
   if at then
     keys[#keys + 1] = string.sub(entry, at + 2)
-    at_of[#keys] = i
+    if not whole then at_of[#keys] = i end
+  elseif whole then
+    whole, at_of = false, {}
+    for j = 1, #keys do at_of[j] = j end
   end
 end
 local SLICE = 1000
+if whole and #keys <= SLICE then
+  if #keys == 0 then return {entries, {}} end
+  return {entries, redis.call('MGET', unpack(keys))}
+end
+local values = {}
+for i = 1, #entries do values[i] = false end
 for first = 1, #keys, SLICE do
   local last = math.min(first + SLICE - 1, #keys)
   local found = redis.call('MGET', unpack(keys, first, last))
-  for j = first, last do values[at_of[j]] = found[j - first + 1] end
+  for j = first, last do values[(at_of and at_of[j]) or j] = found[j - first + 1] end
 end
 return {entries, values}
