@@ -86,3 +86,29 @@ async fn sixteen_concurrent_creates_send_one_transaction_each() {
     assert_eq!(team.items.len(), 28);
     assert!(users.verify(50).await.unwrap().is_clean());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_many_is_one_transaction_within_dynamodbs_item_limit() {
+    let emulator = DynamoEmulator::start().await;
+    emulator.store("app").await;
+    let requests = DynamoRequests::new();
+    let users = UserRepo::new(DynamoStore::from_client(
+        emulator.counted_client(&requests),
+        "app",
+    ));
+    let ten: Vec<User> = (0..10).map(user).collect();
+    users.create_many(&ten).await.unwrap();
+    let sent = requests.take();
+    assert_eq!(sent.get("TransactWriteItems"), Some(&1), "{sent:?}");
+    assert_eq!(users.count_all().await.unwrap(), 10);
+    assert_eq!(users.count_per_team("t0").await.unwrap(), 5);
+
+    // Each record is several items (itself, its claim, its index and
+    // discovery members): 30 of them are beyond one transaction's 100.
+    let thirty: Vec<User> = (10..40).map(user).collect();
+    let err = users.create_many(&thirty).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("DynamoDB's limit of 100"), "{text}");
+    assert_eq!(users.count_all().await.unwrap(), 10, "nothing was written");
+    assert_eq!(users.get("u10").await.unwrap(), None);
+}

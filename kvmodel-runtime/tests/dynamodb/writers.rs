@@ -301,3 +301,29 @@ async fn concurrent_adds_and_removes_of_one_collection_do_not_refuse_each_other(
     let page = store.range("all", RangeRequest::all(10)).await.unwrap();
     assert_eq!(page.members.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_swaps_a_collections_only_member_applies_at_once() {
+    let emulator = DynamoEmulator::start().await;
+    let requests = DynamoRequests::new();
+    let store = counted(&emulator, &requests).await;
+    let mut b = Batch::new();
+    b.add("c", vec![1], b"a".to_vec());
+    commit(&store, b).await;
+    requests.take();
+    // Added before removed: the count goes 1, 2, 1 and the collection
+    // stays; removed before added: it empties and starts again.
+    let mut b = Batch::new();
+    b.add("c", vec![2], b"b".to_vec())
+        .remove("c", vec![1], b"a".to_vec());
+    commit(&store, b).await;
+    let mut b = Batch::new();
+    b.remove("c", vec![2], b"b".to_vec())
+        .add("c", vec![3], b"c".to_vec());
+    commit(&store, b).await;
+    assert_eq!(sent(&requests, "TransactWriteItems"), 2, "no retry");
+    let page = store.range("c", RangeRequest::all(10)).await.unwrap();
+    let members: Vec<&[u8]> = page.members.iter().map(|m| m.member.as_slice()).collect();
+    assert_eq!(members, [&b"c"[..]]);
+    assert_eq!(store.collection_len("c").await.unwrap(), 1);
+}

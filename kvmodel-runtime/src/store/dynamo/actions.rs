@@ -159,13 +159,14 @@ impl DynamoStore {
     }
 
     /// The actions of members added to and removed from a live collection
-    /// without its version: its count moved by `ADD`, and each member looked
-    /// up conditioned on being as it was.
+    /// (its generation and count as read) without its version: its count
+    /// moved by `ADD`, and each member looked up conditioned on being as it
+    /// was.
     pub(super) fn count_actions(
         &self,
         plan: &mut Plan,
         key: &str,
-        generation: u64,
+        (generation, count): (u64, u64),
         model: &Model,
         now: u64,
     ) -> Result<()> {
@@ -190,7 +191,7 @@ impl DynamoStore {
                 key,
                 generation,
                 delta,
-                removed,
+                dip: count.saturating_sub(coll.low),
                 writes,
                 now,
             },

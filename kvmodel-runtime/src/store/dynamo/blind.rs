@@ -110,9 +110,10 @@ pub(super) struct CountMove<'a> {
     pub generation: u64,
     /// Members added minus members removed.
     pub delta: i64,
-    /// Members removed: the collection must hold more than that, so it
-    /// stays live (emptying it is a versioned write).
-    pub removed: u64,
+    /// How far below its count as read the batch takes the collection on
+    /// the way (removals before additions): it must hold more than that,
+    /// so it never empties (emptying it is a versioned write).
+    pub dip: u64,
     /// Whether member items change (the version is replaced); when not, the
     /// head is only checked.
     pub writes: bool,
@@ -122,9 +123,9 @@ pub(super) struct CountMove<'a> {
 /// The action on a live collection's head for a [`CountMove`]: an `Update`
 /// that moves its count and replaces its version, or a `ConditionCheck`
 /// when no member changes; either holds only while the head is the same
-/// live generation holding more than `removed` members.
+/// live generation holding more than `dip` members.
 pub(super) fn count_update(table: &str, m: &CountMove<'_>) -> Result<TransactWriteItem> {
-    let condition = "#kind = :kind AND #g = :g AND #n > :removed AND \
+    let condition = "#kind = :kind AND #g = :g AND #n > :dip AND \
                      (attribute_not_exists(#exp) OR #exp > :now)";
     let mut names = HashMap::from([
         ("#kind".to_owned(), KIND.to_owned()),
@@ -138,10 +139,7 @@ pub(super) fn count_update(table: &str, m: &CountMove<'_>) -> Result<TransactWri
             AttributeValue::S(KIND_COLLECTION.to_owned()),
         ),
         (":g".to_owned(), AttributeValue::N(m.generation.to_string())),
-        (
-            ":removed".to_owned(),
-            AttributeValue::N(m.removed.to_string()),
-        ),
+        (":dip".to_owned(), AttributeValue::N(m.dip.to_string())),
         (":now".to_owned(), AttributeValue::N(m.now.to_string())),
     ]);
     if !m.writes {
@@ -247,10 +245,10 @@ pub(super) fn shapes(batch: &Batch) -> HashMap<&str, Shape> {
     shapes
 }
 
-/// The generation of the live collection a key holds, when the batch only
-/// adds and removes its members and leaves it live: those are written
-/// without its version ([`blind::count_update`]).
-pub(super) fn counted(shape: &Shape, live: Option<&Head>, model: &Model) -> Option<u64> {
+/// The generation and count of the live collection a key holds, when the
+/// batch only adds and removes its members and never empties it: those are
+/// written without its version ([`count_update`]).
+pub(super) fn counted(shape: &Shape, live: Option<&Head>, model: &Model) -> Option<(u64, u64)> {
     let Some(Kind::Collection { count, generation }) = live.map(|h| &h.kind) else {
         return None;
     };
@@ -259,7 +257,7 @@ pub(super) fn counted(shape: &Shape, live: Option<&Head>, model: &Model) -> Opti
             .coll
             .as_ref()
             .is_some_and(|c| c.generation == *generation && c.count > 0);
-    (shape.members_only() && *count > 0 && stays).then_some(*generation)
+    (shape.members_only() && *count > 0 && stays).then_some((*generation, *count))
 }
 
 #[cfg(test)]

@@ -178,7 +178,9 @@ impl DynamoStore {
             };
             let stored = heads.get(key).and_then(|h| h.as_ref());
             match counted(&shapes[key], live(key), &model) {
-                Some(generation) => self.count_actions(&mut plan, key, generation, &model, now)?,
+                Some((generation, count)) => {
+                    self.count_actions(&mut plan, key, (generation, count), &model, now)?;
+                }
                 None => self.versioned_actions(&mut plan, key, stored, model)?,
             }
         }

@@ -28,6 +28,9 @@ const DELETE_MEMBERS_UP_TO: u64 = 25;
 pub(super) struct Coll {
     pub(super) generation: u64,
     pub(super) count: u64,
+    /// The fewest members it held as the batch was applied (from `count`
+    /// as read).
+    pub(super) low: u64,
     /// Stored membership of the entries looked up (every one, when `full`).
     pub(super) stored: HashMap<Vec<u8>, bool>,
     /// Membership this batch decided, where it differs or may differ.
@@ -101,6 +104,7 @@ impl Model {
                     model.coll = Some(Coll {
                         generation: *generation,
                         count: *count,
+                        low: *count,
                         ..Coll::default()
                     });
                 }
@@ -183,6 +187,7 @@ impl Model {
                     if coll.present(&entry) {
                         coll.changes.insert(entry, false);
                         coll.count = coll.count.saturating_sub(1);
+                        coll.low = coll.low.min(coll.count);
                         self.changed = true;
                         if coll.count == 0 {
                             self.retire();
