@@ -7,6 +7,9 @@ use std::time::Duration;
 use kvmodel_runtime::conformance::DynamoEmulator;
 use kvmodel_runtime::{AnyStore, Batch, DynamoStore, Error, Store};
 
+#[path = "dynamodb/writers.rs"]
+mod writers;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_opens_the_table_and_creates_nothing() {
     let emulator = DynamoEmulator::start().await;

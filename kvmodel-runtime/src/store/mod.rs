@@ -24,6 +24,8 @@ pub mod memory;
 mod redb;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "redis-cluster", feature = "dynamodb"))]
+mod spread;
 
 pub use crate::error::redact_url;
 pub use any::AnyStore;

@@ -1,8 +1,9 @@
 //! `DynamoStore`: Amazon DynamoDB, one table per store (single-table design).
 //!
 //! Layout: every key is a partition (`pk`, a string); its head item (sort
-//! key `sk` = `00`) holds what the key holds: a value (`v`, binary), or a
-//! sorted collection (`n` members, generation `g`), with the exact expiry
+//! key `sk` = `00`) holds what the key holds: a value (`v`, binary), a
+//! counter (`v`, a number), or a sorted collection (`n` members, generation
+//! `g`), with the exact expiry
 //! (`exp`, milliseconds) and DynamoDB's own expiry attribute (`ttl`, epoch
 //! seconds), and a version token (`ver`) that every write replaces. A
 //! collection's members are items of the same partition whose sort key is
@@ -13,9 +14,21 @@
 //! batch against them ([`check`](crate::store::check)), and writes the result
 //! as one `TransactWriteItems` (one action per item) whose every head carries
 //! a condition on the version it was read at: a commit that raced another
-//! writer is refused as a whole and read again.
+//! writer is refused as a whole and read again. Two kinds of write need no
+//! version ([`blind`]): an increment is an `ADD` to the counter's number,
+//! unread, conditioned only on what keeps it exact (the key holds a live
+//! counter or nothing, and the sum stays in range); adding and removing
+//! members of a live collection moves its count by `ADD`, conditioned on
+//! its generation and on each member item being as it was looked up. So
+//! concurrent writers of one counter or one collection do not refuse each
+//! other. Every write still replaces the version, so a writer that does
+//! condition on it sees them.
 
+mod actions;
+mod blind;
 mod commit;
+mod discovery;
+mod model;
 mod read;
 
 use std::collections::HashMap;
@@ -32,6 +45,7 @@ use crate::store::batch::Planned;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::clock::{Clock, SystemClock};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
+use crate::store::spread::{Spread, spread};
 use crate::store::{RangeRequest, RangeResult, ScanPage, Store, commit_after_read_optimistic};
 
 pub(crate) const BACKEND: &str = "dynamodb";
@@ -426,7 +440,31 @@ struct Head {
 #[derive(Debug, Clone)]
 enum Kind {
     Value(Vec<u8>),
-    Collection { count: u64, generation: u64 },
+    /// A counter, stored as a number so that increments can `ADD` to it.
+    Counter(i64),
+    Collection {
+        count: u64,
+        generation: u64,
+    },
+}
+
+/// The `kind` of a head item holding a value.
+const KIND_VALUE: &str = "v";
+/// The `kind` of a head item holding a counter.
+const KIND_COUNTER: &str = "n";
+/// The `kind` of a head item holding a sorted collection.
+const KIND_COLLECTION: &str = "c";
+
+impl Kind {
+    /// What a read of the key returns: a counter reads as the decimal text
+    /// the contract stores counters as.
+    fn into_value(self) -> Option<Vec<u8>> {
+        match self {
+            Kind::Value(v) => Some(v),
+            Kind::Counter(n) => Some(n.to_string().into_bytes()),
+            Kind::Collection { .. } => None,
+        }
+    }
 }
 
 impl Head {
@@ -457,11 +495,18 @@ impl Head {
             _ => return Err(bad("it has no version")),
         };
         let kind = match item.get(KIND) {
-            Some(AttributeValue::S(k)) if k == "v" => match item.get(VALUE) {
+            Some(AttributeValue::S(k)) if k == KIND_VALUE => match item.get(VALUE) {
                 Some(AttributeValue::B(b)) => Kind::Value(b.as_ref().to_vec()),
                 _ => return Err(bad("a value item has no binary `v`")),
             },
-            Some(AttributeValue::S(k)) if k == "c" => Kind::Collection {
+            Some(AttributeValue::S(k)) if k == KIND_COUNTER => match item.get(VALUE) {
+                Some(AttributeValue::N(n)) => Kind::Counter(
+                    n.parse()
+                        .map_err(|_| bad("a counter's `v` is not a 64-bit integer"))?,
+                ),
+                _ => return Err(bad("a counter item has no number `v`")),
+            },
+            Some(AttributeValue::S(k)) if k == KIND_COLLECTION => Kind::Collection {
                 count: number(COUNT)?.unwrap_or(0),
                 generation: number(GENERATION)?.ok_or_else(|| bad("a collection has no `g`"))?,
             },
@@ -479,11 +524,18 @@ impl Head {
         let mut item = head_key(key);
         match kind {
             Kind::Value(v) => {
-                item.insert(KIND.to_owned(), AttributeValue::S("v".to_owned()));
+                item.insert(KIND.to_owned(), AttributeValue::S(KIND_VALUE.to_owned()));
                 item.insert(VALUE.to_owned(), AttributeValue::B(Blob::new(v.clone())));
             }
+            Kind::Counter(n) => {
+                item.insert(KIND.to_owned(), AttributeValue::S(KIND_COUNTER.to_owned()));
+                item.insert(VALUE.to_owned(), AttributeValue::N(n.to_string()));
+            }
             Kind::Collection { count, generation } => {
-                item.insert(KIND.to_owned(), AttributeValue::S("c".to_owned()));
+                item.insert(
+                    KIND.to_owned(),
+                    AttributeValue::S(KIND_COLLECTION.to_owned()),
+                );
                 item.insert(COUNT.to_owned(), AttributeValue::N(count.to_string()));
                 item.insert(
                     GENERATION.to_owned(),
@@ -509,9 +561,15 @@ impl Store for DynamoStore {
     }
 
     /// Raises the change stamp of every counter the batch moves, in the
-    /// same transaction ([`Store::change_stamps`]).
+    /// same transaction ([`Store::change_stamps`]), and sends each
+    /// discovery-set member to its shard. Feed entries are refused: this
+    /// store keeps no feed.
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        Box::pin(self.commit_batch(stamped(batch))).await
+        if let Some(a) = batch.appends().first() {
+            return Err(crate::store::feed::no_feed_for(&a.feed));
+        }
+        let batch = spread(stamped(batch), self)?;
+        Box::pin(self.commit_batch(batch)).await
     }
 
     async fn commit_after_read<T, F>(&self, keys: &[String], plan: F) -> Result<(Outcome, T)>
@@ -561,10 +619,16 @@ impl Store for DynamoStore {
     }
 
     async fn range(&self, key: &str, req: RangeRequest) -> Result<RangeResult> {
-        Box::pin(self.range_now(key, &req)).await
+        match self.shards_of(key) {
+            Some(shards) => Box::pin(self.shards_range(&shards, &req)).await,
+            None => Box::pin(self.range_now(key, &req)).await,
+        }
     }
 
     async fn collection_len(&self, key: &str) -> Result<u64> {
+        if let Some(shards) = self.shards_of(key) {
+            return Box::pin(self.shards_len(&shards)).await;
+        }
         let now = self.clock.now_ms();
         Ok(match Box::pin(self.head(key)).await? {
             Some(Head {
@@ -597,9 +661,10 @@ impl Store for DynamoStore {
 
 /// The value a head holds at `now`, if it is a live value.
 fn value_of(head: Head, now: u64) -> Option<Vec<u8>> {
-    match head.kind {
-        Kind::Value(v) if head.exp.is_none_or(|at| at > now) => Some(v),
-        _ => None,
+    if head.live(now) {
+        head.kind.into_value()
+    } else {
+        None
     }
 }
 

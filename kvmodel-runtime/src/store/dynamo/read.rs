@@ -247,14 +247,17 @@ impl DynamoStore {
             }
             let head = Head::parse(key, item)?;
             let holds = match head.kind {
-                Kind::Value(_) => true,
+                Kind::Value(_) | Kind::Counter(_) => true,
                 Kind::Collection { count, .. } => count > 0,
             };
-            if holds && head.live(now) {
-                keys.push(key.clone());
+            // A shard of a discovery set is listed as the set.
+            let logical = super::discovery::logical(key);
+            if holds && head.live(now) && logical.starts_with(prefix) {
+                keys.push(logical.to_owned());
             }
         }
         keys.sort();
+        keys.dedup();
         Ok(ScanPage {
             keys,
             next: resp.last_evaluated_key().map(encode_cursor),

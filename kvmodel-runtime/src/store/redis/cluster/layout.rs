@@ -6,12 +6,10 @@
 //!
 //! - The **discovery set** of an entity (`{ns}:{space}#all`): on one
 //!   server one sorted set, but on a cluster one key lives on one node, so
-//!   a big entity would put all its discovery traffic there. It is kept as
-//!   one logical collection over N keys `{ns}:{space}#all:{tag}`, whose
-//!   hash tags spread them over the slot space: a member goes to the shard
-//!   its slot picks, a range reads every shard from the same position and
-//!   merges them in entry order (so pages and cursors work as on one key),
-//!   a length sums them, a delete or an expiry reaches them all.
+//!   a big entity would put all its discovery traffic there. It is kept
+//!   over N keys `{ns}:{space}#all:{tag}` ([`spread`](crate::store::spread)),
+//!   whose hash tags spread them over the slot space; a member goes to the
+//!   shard its slot picks.
 //! - The **expiry receipt** of a record (`{ns}:{space}#rcpt:{rest}` for
 //!   the record `{ns}:{rest}`) is stored as `{ns}:{space}#rcpt:{tag}:{rest}`
 //!   with the hash tag of the record's slot: every write of an expiring
@@ -19,18 +17,13 @@
 //!   together in one step and locked together.
 
 use crate::codec::key::{Derived, DerivedKey};
-use crate::error::{Error, Result};
-use crate::store::batch::{Batch, Condition, Op};
+use crate::error::Result;
+use crate::store::batch::Batch;
 use crate::store::redis::cluster::RedisClusterStore;
 use crate::store::redis::cluster::slots::{SLOTS, slot_of, tag};
 use crate::store::redis::wire::range_cmd;
-use crate::store::{Direction, RangeRequest, RangeResult, page_from_entries};
-
-/// Whether `key` names a discovery set (`{ns}:{space}#all`).
-pub(crate) fn is_discovery(key: &str) -> bool {
-    DerivedKey::parse(key).is_some_and(|d| d.kind == Derived::Discovery)
-        && key.ends_with(Derived::Discovery.as_str())
-}
+use crate::store::spread::{Spread, is_discovery, merge, spread};
+use crate::store::{RangeRequest, RangeResult};
 
 /// The record key a receipt key names (`{ns}:{rest}` for
 /// `{ns}:{space}#rcpt:{rest}`), with the position of `{rest}`.
@@ -67,30 +60,6 @@ impl RedisClusterStore {
         }
     }
 
-    /// The stored keys of the shards of `key` when it is a discovery set.
-    pub(crate) fn shards_of(&self, key: &str) -> Option<Vec<String>> {
-        is_discovery(key).then(|| {
-            (0..self.inner.shards)
-                .map(|i| self.shard_key(key, i))
-                .collect()
-        })
-    }
-
-    /// The stored key of shard `i` of the discovery set `key`: its hash tag
-    /// puts shard `i` of `n` at slot `i × 16384 / n`.
-    fn shard_key(&self, key: &str, i: u16) -> String {
-        let n = u32::from(self.inner.shards);
-        let slot = u32::from(i) * u32::from(SLOTS) / n;
-        let slot = u16::try_from(slot).unwrap_or(0);
-        self.phys(&format!("{key}:{{{}}}", tag(slot)))
-    }
-
-    /// The shard of the discovery set `key` that holds `member`.
-    fn shard_for(&self, key: &str, member: &[u8]) -> String {
-        let slot = slot_of(&String::from_utf8_lossy(member));
-        self.shard_key(key, slot % self.inner.shards)
-    }
-
     /// The logical key of a stored key (prefix removed, shard folded into
     /// its discovery set), or `None` for a key outside the prefix.
     pub(crate) fn logical(&self, stored: &str) -> Option<String> {
@@ -115,87 +84,7 @@ impl RedisClusterStore {
         if let Some(a) = batch.appends().first() {
             return Err(crate::store::feed::no_feed_for(&a.feed));
         }
-        let refuse = |key: &str, what: &str| Error::InvalidBatch {
-            key: key.to_owned(),
-            reason: format!(
-                "{what} meets a discovery set, which this store keeps as a sharded sorted \
-                 collection; only add, remove, delete and expire apply to it"
-            ),
-        };
-        let (conditions, ops) = batch.into_parts();
-        let mut out = Batch::with_capacity(conditions.len(), ops.len());
-        for c in conditions {
-            if is_discovery(c.key()) {
-                return Err(refuse(c.key(), "a condition"));
-            }
-            out.condition(match c {
-                Condition::Absent(k) => Condition::Absent(self.phys(&k)),
-                Condition::Equals(k, v) => Condition::Equals(self.phys(&k), v),
-                Condition::AbsentOrEquals(k, v) => Condition::AbsentOrEquals(self.phys(&k), v),
-                Condition::Present(k) => Condition::Present(self.phys(&k)),
-            });
-        }
-        for op in ops {
-            let key = op.key().to_owned();
-            if !is_discovery(&key) {
-                out.op(match op {
-                    Op::Put { value, ttl, .. } => Op::Put {
-                        key: self.phys(&key),
-                        value,
-                        ttl,
-                    },
-                    Op::Delete { .. } => Op::Delete {
-                        key: self.phys(&key),
-                    },
-                    Op::Incr { delta, limit, .. } => Op::Incr {
-                        key: self.phys(&key),
-                        delta,
-                        limit,
-                    },
-                    Op::Add { sort, member, .. } => Op::Add {
-                        key: self.phys(&key),
-                        sort,
-                        member,
-                    },
-                    Op::Remove { sort, member, .. } => Op::Remove {
-                        key: self.phys(&key),
-                        sort,
-                        member,
-                    },
-                    Op::Trim { keep, .. } => Op::Trim {
-                        key: self.phys(&key),
-                        keep,
-                    },
-                    Op::Expire { ttl, .. } => Op::Expire {
-                        key: self.phys(&key),
-                        ttl,
-                    },
-                });
-                continue;
-            }
-            match op {
-                Op::Add { sort, member, .. } => {
-                    out.add(self.shard_for(&key, &member), sort, member);
-                }
-                Op::Remove { sort, member, .. } => {
-                    out.remove(self.shard_for(&key, &member), sort, member);
-                }
-                Op::Delete { .. } => {
-                    for i in 0..self.inner.shards {
-                        out.delete(self.shard_key(&key, i));
-                    }
-                }
-                Op::Expire { ttl, .. } => {
-                    for i in 0..self.inner.shards {
-                        out.expire(self.shard_key(&key, i), ttl);
-                    }
-                }
-                Op::Put { .. } => return Err(refuse(&key, "a put")),
-                Op::Trim { .. } => return Err(refuse(&key, "a trim")),
-                Op::Incr { .. } => return Err(refuse(&key, "an increment")),
-            }
-        }
-        Ok(out)
+        spread(batch, self)
     }
 
     /// Up to `limit + 1` raw entries of the sorted set at the stored key
@@ -212,20 +101,36 @@ impl RedisClusterStore {
         shards: &[String],
         req: RangeRequest,
     ) -> Result<RangeResult> {
-        let limit = req.limit;
-        let direction = req.direction;
+        let (limit, direction) = (req.limit, req.direction);
         let reads = shards.iter().map(|k| self.entries(k, req.clone()));
-        let mut all: Vec<Vec<u8>> = Vec::new();
-        for page in futures_util::future::join_all(reads).await {
-            all.extend(page?);
-        }
-        all.sort();
-        if direction == Direction::Descending {
-            all.reverse();
-        }
-        all.dedup();
-        all.truncate(limit.saturating_add(1));
-        page_from_entries(all, limit)
+        let pages = futures_util::future::join_all(reads)
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        merge(pages, limit, direction)
+    }
+}
+
+impl Spread for RedisClusterStore {
+    fn stored(&self, key: &str) -> String {
+        self.phys(key)
+    }
+
+    fn shard_count(&self) -> u16 {
+        self.inner.shards
+    }
+
+    /// Its hash tag puts shard `i` of `n` at slot `i × 16384 / n`.
+    fn shard_key(&self, key: &str, i: u16) -> String {
+        let n = u32::from(self.inner.shards);
+        let slot = u32::from(i) * u32::from(SLOTS) / n;
+        let slot = u16::try_from(slot).unwrap_or(0);
+        self.phys(&format!("{key}:{{{}}}", tag(slot)))
+    }
+
+    fn shard_for(&self, key: &str, member: &[u8]) -> String {
+        let slot = slot_of(&String::from_utf8_lossy(member));
+        self.shard_key(key, slot % self.inner.shards)
     }
 }
 
@@ -241,13 +146,5 @@ mod tests {
         );
         assert_eq!(receipt_record("shop:session#idx:rcpt:x"), None);
         assert_eq!(receipt_record("shop:session:rcpt:x"), None);
-    }
-
-    #[test]
-    fn discovery_keys_are_recognised_by_their_marker() {
-        assert!(is_discovery("shop:user#all"));
-        assert!(!is_discovery("shop:user#idx:all"));
-        assert!(!is_discovery("shop:user:all"));
-        assert!(!is_discovery("shop:user#x#all"));
     }
 }

@@ -31,6 +31,7 @@ use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
 use crate::store::redis::scripts::Scripts;
 use crate::store::redis::wire::time_to_live;
+use crate::store::spread::Spread;
 use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via, page_from_entries};
 
 mod commit;
