@@ -2,6 +2,7 @@
 //! and key fields to IR.
 
 use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
 
 use super::keys::{Keys, meta_name};
 use super::value::{self, Reader};
@@ -41,13 +42,14 @@ pub fn parse_tally(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option<
         };
         // A key field is only a key field: it takes no attribute.
         for attr in f.attrs.iter().filter(|a| a.path().is_ident("kv")) {
-            let mut keys = Keys::new(&[], &[]);
-            let mut r = Reader { diags };
-            let parsed = attr.parse_nested_meta(|m| keys.unknown(&m));
-            keys.report(&format!("key field `{}` of a counter", *field.name), &mut r);
-            if let Err(err) = parsed {
-                syntax(diags, err);
-            }
+            diags.error(
+                "E001",
+                &Origin::Span(attr.span()),
+                format!(
+                    "the key field `{}` of counter `{name}` takes no `#[kv(…)]` attribute: a counter's fields are its key and nothing more",
+                    *field.name
+                ),
+            );
         }
         t.fields.push(field);
     }

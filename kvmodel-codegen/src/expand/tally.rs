@@ -32,11 +32,23 @@ pub(crate) fn expand(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
         quote!(#a: #ty)
     });
     let params: Vec<TokenStream> = params.collect();
-    let parts = fields.iter().map(|(a, ty)| match ty {
-        FieldType::String | FieldType::Bytes => quote!(.part(#a)),
-        _ => quote!(.part(&#a)),
-    });
-    let own_parts = args.iter().map(|a| quote!(.part(&self.#a)));
+    // Beside errors the key is left unbuilt: a field that cannot be part of
+    // a key is reported once, by the check, not again by the compiler.
+    let in_error = errors.is_some();
+    let parts: Vec<TokenStream> = fields
+        .iter()
+        .filter(|_| !in_error)
+        .map(|(a, ty)| match ty {
+            FieldType::String | FieldType::Bytes => quote!(.part(#a)),
+            _ => quote!(.part(&#a)),
+        })
+        .collect();
+    let own_parts: Vec<TokenStream> = args
+        .iter()
+        .filter(|_| !in_error)
+        .map(|a| quote!(.part(&self.#a)))
+        .collect();
+    let unused = in_error.then(|| quote!(let _ = (#(#args,)*);));
     let by = param("by", &args);
     let (ns, space) = (
         t.namespace
@@ -84,7 +96,7 @@ pub(crate) fn expand(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
 
             /// The store key of this counter (of its first shard, when it is sharded).
             #vis fn key(&self) -> ::std::string::String {
-                #p::TallyKey::new(&Self::__KV_COUNTER) #(#own_parts)* .finish()
+                #p::TallyKey::of(&Self::__KV_COUNTER) #(#own_parts)* .finish()
             }
 
             /// The counter's handle on `store`.
@@ -125,7 +137,8 @@ pub(crate) fn expand(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
             }
 
             fn __key(#(#params),*) -> ::std::string::String {
-                #p::TallyKey::new(&#name::__KV_COUNTER) #(#parts)* .finish()
+                #unused
+                #p::TallyKey::of(&#name::__KV_COUNTER) #(#parts)* .finish()
             }
 
             /// Adds `by` (negative to take away) to the counter, in one commit.

@@ -39,9 +39,9 @@ pub struct TallyDef {
     pub ttl_ms: Option<u64>,
 }
 
-/// Builds the key of one standalone counter: [`TallyKey::new`], one
-/// [`part`](TallyKey::part) per placeholder in template order, then
-/// [`finish`](TallyKey::finish).
+/// Builds the key of one standalone counter: [`TallyKey::of`] (or
+/// [`TallyKey::new`]), one [`part`](TallyKey::part) per placeholder in
+/// template order, then [`finish`](TallyKey::finish).
 #[derive(Debug, Clone)]
 pub struct TallyKey {
     buf: String,
@@ -49,12 +49,18 @@ pub struct TallyKey {
 }
 
 impl TallyKey {
-    /// Starts the key of a counter of `def`.
-    pub fn new(def: &TallyDef) -> Self {
+    /// Starts the key of a counter in `namespace` whose template's literal
+    /// segments are `key_space`.
+    pub fn new(namespace: &str, key_space: &str) -> Self {
         TallyKey {
-            buf: KeyBuilder::derived(def.namespace, def.key_space, Derived::Tally).finish(),
+            buf: KeyBuilder::derived(namespace, key_space, Derived::Tally).finish(),
             parts: 0,
         }
+    }
+
+    /// Starts the key of a counter of `def`.
+    pub fn of(def: &TallyDef) -> Self {
+        TallyKey::new(def.namespace, def.key_space)
     }
 
     /// Appends an escaped component.
@@ -142,10 +148,10 @@ mod tests {
 
     #[test]
     fn components_are_escaped_inside_one_hash_tag() {
-        let key = |a: &str, b: &str| TallyKey::new(&VIEWS).part(a).part(b).finish();
+        let key = |a: &str, b: &str| TallyKey::of(&VIEWS).part(a).part(b).finish();
         assert_eq!(key("home", "d1"), "site:views#tally:{home:d1}");
         assert_ne!(key("a:b", "c"), key("a", "b:c"));
         assert!(!key("}x{", "#").contains("}x{"));
-        assert_eq!(TallyKey::new(&VIEWS).finish(), "site:views#tally");
+        assert_eq!(TallyKey::of(&VIEWS).finish(), "site:views#tally");
     }
 }
