@@ -9,6 +9,8 @@ use std::time::Duration;
 use kvmodel::conformance::Harness;
 use kvmodel::{KvCounter, KvEntity, Store};
 use kvmodel_runtime::codec::key::shard_key;
+use kvmodel_runtime::engine::def::ModelDef;
+use kvmodel_runtime::engine::walk::Walker;
 use serde::{Deserialize, Serialize};
 
 /// Page views per page and day, spread over 4 keys, kept a day after the
@@ -47,6 +49,34 @@ pub struct Total {}
 pub struct View {
     pub page: String,
     pub day: String,
+}
+
+/// `View` as the `kvmodel` command reads it: through the run-time model.
+fn view_model() -> ModelDef {
+    use kvmodel_runtime::model::{
+        CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
+    };
+    use kvmodel_runtime::schema::CounterKeep;
+    let mut m = EntityModel::new(
+        "View",
+        "site",
+        vec![
+            Segment::lit("views"),
+            Segment::field("page"),
+            Segment::field("day"),
+        ],
+    )
+    .with_field(FieldModel::new("page", TypeModel::String))
+    .with_field(FieldModel::new("day", TypeModel::String));
+    m.counters = vec![CounterModel {
+        name: "per_page".into(),
+        group_by: vec![FieldExpr::Field("page".into())],
+        sum: None,
+        shards: 1,
+        keep: CounterKeep::Follows,
+        since: 1,
+    }];
+    ModelDef::new(m)
 }
 
 pub async fn concurrent_increments_sum_exactly<H: Harness>(h: &H) {
@@ -280,7 +310,14 @@ pub async fn field_values_never_make_keys_meet<H: Harness>(h: &H) {
     // amiss and repairs nothing.
     assert_eq!(view.count_per_page("a:b").await.unwrap(), 1);
     assert!(view.get("a:b", "c").await.unwrap().is_some());
-    assert!(view.verify(100).await.unwrap().is_clean());
+    let typed = view.verify(100).await.unwrap();
+    assert!(typed.is_clean(), "{typed:?}");
+    // The `kvmodel` command walks through the run-time model: the same.
+    let def = view_model();
+    let walked = Walker::new(&def, &store).run(false, 100).await.unwrap();
+    assert_eq!(typed, walked);
+    let repaired = Walker::new(&def, &store).run(true, 100).await.unwrap();
+    assert!(repaired.is_clean(), "{repaired:?}");
     let repaired = view.reconcile(100).await.unwrap();
     assert!(repaired.is_clean(), "{repaired:?}");
     for (i, (p, d)) in pairs.iter().enumerate() {
