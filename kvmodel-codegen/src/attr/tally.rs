@@ -44,7 +44,7 @@ pub fn parse_tally(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option<
         for attr in f.attrs.iter().filter(|a| a.path().is_ident("kv")) {
             diags.error(
                 "E001",
-                &Origin::Span(attr.span()),
+                &Origin::Span(attr.meta.span()),
                 format!(
                     "the key field `{}` of counter `{name}` takes no `#[kv(…)]` attribute: a counter's fields are its key and nothing more",
                     *field.name
