@@ -45,7 +45,7 @@ const ENTITY_KEYS: &[&str] = &[
     "allow",
 ];
 /// What `crate = …` must be.
-const CRATE_PATH: (&str, &str) = (
+pub(super) const CRATE_PATH: (&str, &str) = (
     "a path",
     "the path of the kvmodel crate, such as `::kvmodel` or `my_crate::kvmodel`",
 );

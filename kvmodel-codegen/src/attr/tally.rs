@@ -12,7 +12,7 @@ use crate::origin::{Diagnostics, Origin, Sp};
 use crate::vocab;
 
 /// The keys of `#[kv(…)]` on a `KvCounter` struct.
-const KEYS: &[&str] = &["namespace"];
+const KEYS: &[&str] = &["namespace", "crate"];
 
 /// Parses a `#[derive(KvCounter)]` input into a standalone counter. Errors
 /// go to `diags`; `None` only when the input is not a struct with named
@@ -75,6 +75,7 @@ fn tally_key(
         "shards" => {
             t.shards = r.bounded(&value::parse(meta.value()?)?, &what, 2, vocab::MAX_SHARDS)
         }
+        "crate" => t.crate_path = value::rust(r, meta.value()?, super::CRATE_PATH, &what)?,
         _ => keys.unknown(meta)?,
     }
     Ok(())

@@ -12,7 +12,10 @@ use crate::ir::{FieldType, Tally};
 /// all the same beside its errors (with its fields as its key), so code
 /// that uses it reports the real error and no cascade.
 pub(crate) fn expand(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
-    let k = quote!(::kvmodel);
+    let k = match &t.crate_path {
+        Some(path) => path.value.to_token_stream(),
+        None => quote!(::kvmodel),
+    };
     let p = quote!(#k::__private);
     let name = ident(&t.name);
     let handle = format_ident!("{}Counter", name);
@@ -69,7 +72,8 @@ pub(crate) fn expand(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
     let template = t.key.as_ref().map(|k| k.text.clone()).unwrap_or_default();
     let doc = with_description(
         format!(
-            " The standalone counter `{tname}` (key `{template}`): `incr`, `get` and `reset` on any [`Store`](::kvmodel::Store)."
+            " The standalone counter `{tname}` (key `{template}`): `incr`, `get` and `reset` on any [`Store`]({}::Store).",
+            k.to_string().replace(' ', "")
         ),
         t.description.as_ref(),
     );

@@ -22,6 +22,8 @@ pub struct Tally {
     pub ttl_ms: Option<Sp<u64>>,
     /// Keys each counter is spread over (`shards: N`, 2–1024).
     pub shards: Option<Sp<u32>>,
+    /// Path of the kvmodel crate in generated code (default `::kvmodel`).
+    pub crate_path: Option<Sp<Syntax<syn::Path>>>,
     /// What it is for, in the schema author's words.
     pub description: Option<String>,
     /// Where it was declared.
@@ -42,6 +44,7 @@ impl Tally {
             fields: Vec::new(),
             ttl_ms: None,
             shards: None,
+            crate_path: None,
             description: None,
             broken_fields: Vec::new(),
         }

@@ -9,3 +9,9 @@ pub struct PageViews {
 #[derive(Debug, Clone, PartialEq, Eq, KvCounter)]
 #[kv(namespace = "site", key = "total")]
 pub struct Total {}
+
+#[derive(Debug, Clone, PartialEq, Eq, KvCounter)]
+#[kv(namespace = "site", key = "hits:{n}", crate = "my_crate::kvmodel")]
+pub struct Hits {
+    pub n: u64,
+}
