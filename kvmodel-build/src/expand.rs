@@ -21,6 +21,10 @@ fn strip_kv(attrs: &mut Vec<syn::Attribute>) -> Option<&'static str> {
                     which = Some("entity");
                     false
                 }
+                Some(n) if n == "KvCounter" => {
+                    which = Some("counter");
+                    false
+                }
                 Some(n) if n == "KvEnum" => {
                     which = Some("enum");
                     false
@@ -51,6 +55,7 @@ pub fn expand(model: &Model) -> Result<String, syn::Error> {
         };
         let out = match which {
             Some("entity") => kvmodel_codegen::derive_entity(tokens),
+            Some("counter") => kvmodel_codegen::derive_counter(tokens),
             Some(_) => kvmodel_codegen::derive_enum(tokens),
             None => continue,
         };

@@ -123,6 +123,7 @@ pub fn load_project(inputs: &[(String, String)]) -> Project {
     let mut model = Model::default();
     for s in &schemas {
         model.entities.extend(s.model.entities.iter().cloned());
+        model.tallies.extend(s.model.tallies.iter().cloned());
         for t in &s.model.types {
             if !model.types.iter().any(|o| *o.name == *t.name) {
                 model.types.push(t.clone());
@@ -138,7 +139,7 @@ pub fn load_project(inputs: &[(String, String)]) -> Project {
 fn across(schema: &mut Schema, before: &[Model]) {
     let earlier = Model {
         entities: before.iter().flat_map(|m| m.entities.clone()).collect(),
-        types: Vec::new(),
+        ..Model::default()
     };
     let mut known = Diagnostics::new();
     kvmodel_codegen::check::check_across(&earlier, &mut known);

@@ -227,6 +227,7 @@ impl Others {
                 .cloned()
                 .collect(),
             types,
+            tallies: own.tallies.clone(),
         }
     }
 }

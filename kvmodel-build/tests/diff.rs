@@ -157,3 +157,45 @@ fn tells_what_an_expiry_field_does() {
         "{report}"
     );
 }
+
+/// Standalone counters: what adding, removing, renaming or changing one
+/// does to the counts stored under its keys.
+#[test]
+fn tells_what_a_change_of_a_standalone_counter_does_to_stored_counts() {
+    use kvmodel_build::diff::Impact;
+    let (old, new) = (load("counters_old.yaml"), load("counters_new.yaml"));
+    let changes = kvmodel_build::diff::diff(&old, &new);
+    insta::assert_snapshot!(kvmodel_build::diff::report(&changes));
+    let impacts = |head: &str| -> Vec<Impact> {
+        changes
+            .iter()
+            .filter(|c| c.reason.starts_with(head))
+            .map(|c| c.impact)
+            .collect()
+    };
+    // A renamed key field keeps the keys; fewer shards strand counts; a
+    // TTL added is safe.
+    let mut views = impacts("PageViews:");
+    views.sort();
+    assert_eq!(views, [Impact::Safe, Impact::Breaking]);
+    let mut visits = impacts("Visits:");
+    visits.sort();
+    assert_eq!(visits, [Impact::Safe, Impact::Safe]);
+    // Another key field type spells other keys.
+    assert_eq!(impacts("Signups:"), [Impact::Breaking]);
+    // Without the TTL, stored counters still expire as their last write set.
+    assert_eq!(impacts("Clicks:"), [Impact::Breaking]);
+    // The same keys under another name keep their counts.
+    assert_eq!(impacts("Fetches:"), [Impact::Safe]);
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.reason.contains("renamed from `Downloads`"))
+    );
+    assert_eq!(impacts("Downloads:"), []);
+    // Removed: left to expire, or left for good.
+    assert_eq!(impacts("Errors:"), [Impact::Safe]);
+    assert_eq!(impacts("Logins:"), [Impact::Breaking]);
+    assert_eq!(impacts("Likes:"), [Impact::Safe]);
+    assert!(kvmodel_build::diff::diff(&new, &new).is_empty());
+}

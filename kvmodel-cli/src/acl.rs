@@ -251,14 +251,19 @@ pub fn setuser(user: &str, role: Role, namespaces: &BTreeSet<String>, cluster: b
     line
 }
 
-/// The namespaces the schemas declare, each once.
+/// The namespaces the schemas declare, each once: those of their entities
+/// and of their standalone counters.
 pub fn namespaces(schemas: &[kvmodel_build::Schema]) -> BTreeSet<String> {
-    schemas
+    let entities = schemas
         .iter()
         .flat_map(|s| &s.model.entities)
         .filter(|e| e.key.is_some())
-        .filter_map(|e| e.namespace.as_ref().map(|n| n.value.clone()))
-        .collect()
+        .filter_map(|e| e.namespace.as_ref());
+    let tallies = schemas
+        .iter()
+        .flat_map(|s| &s.model.tallies)
+        .filter_map(|t| t.namespace.as_ref());
+    entities.chain(tallies).map(|n| n.value.clone()).collect()
 }
 
 /// The whole output: a comment on passwords, then a comment and an
@@ -317,4 +322,16 @@ pub fn report(
         let _ = writeln!(out, "{}", setuser(&name, role, namespaces, cluster));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_file_of_standalone_counters_names_its_namespace() {
+        let source = "kvmodel: 1\nnamespace: site\ncounters:\n  Views: { key: \"views:{page}\", fields: { page: string } }\n";
+        let schema = kvmodel_build::load("site.yaml", source);
+        assert!(!schema.has_errors(), "{}", schema.render_diagnostics(false));
+        let namespaces = super::namespaces(&[schema]);
+        assert_eq!(namespaces.into_iter().collect::<Vec<_>>(), ["site"]);
+    }
 }

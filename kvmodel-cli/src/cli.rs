@@ -302,7 +302,15 @@ fn execute(cli: Cli) -> Result<(), Fail> {
         } => {
             let loaded = load_all(&schemas, color, deny_warnings)?;
             for s in &loaded.schemas {
-                eprintln!("ok {} ({} entities)", s.file, s.model.entities.len());
+                let counters = match s.model.tallies.len() {
+                    0 => String::new(),
+                    n => format!(", {n} standalone counters"),
+                };
+                eprintln!(
+                    "ok {} ({} entities{counters})",
+                    s.file,
+                    s.model.entities.len()
+                );
             }
             Ok(())
         }

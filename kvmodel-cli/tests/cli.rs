@@ -431,3 +431,33 @@ fn diff_reads_a_directory_as_one_model() {
         text(&o.stderr)
     );
 }
+
+/// Standalone counters: `check` counts them, `keys` prints their keys and
+/// `diff` says what a change does to their stored counts.
+#[test]
+fn check_keys_and_diff_know_standalone_counters() {
+    let file = "kvmodel-build/tests/compiles/standalone_counters.yaml";
+    let o = kvmodel(&["check", file]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("(1 entities, 3 standalone counters)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = kvmodel(&["keys", file]);
+    assert_eq!(code(&o), 0);
+    let keys = text(&o.stdout);
+    assert!(keys.contains("PageViews (standalone counter)"), "{keys}");
+    assert!(keys.contains("site:views#tally:{<page>:<day>}"), "{keys}");
+    let o = kvmodel(&[
+        "diff",
+        "kvmodel-build/tests/diff/counters_old.yaml",
+        "kvmodel-build/tests/diff/counters_new.yaml",
+    ]);
+    assert_eq!(code(&o), 1, "breaking changes exit 1: {}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("Logins: standalone counter removed"),
+        "{}",
+        text(&o.stdout)
+    );
+}

@@ -51,6 +51,25 @@ pub fn derive_entity(input: TokenStream) -> TokenStream {
     }
 }
 
+/// `#[derive(KvCounter)]`: parse, check, expand (beside the errors, if
+/// any).
+pub fn derive_counter(input: TokenStream) -> TokenStream {
+    let input: syn::DeriveInput = match syn::parse2(input) {
+        Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut diags = Diagnostics::new();
+    let Some(tally) = attr::parse_tally(&input, &mut diags) else {
+        return diags
+            .to_syn_error()
+            .map(|e| e.to_compile_error())
+            .unwrap_or_default();
+    };
+    check::tally::check(&tally, None, &mut diags);
+    let errors = diags.to_syn_error().map(|e| e.to_compile_error());
+    expand::expand_tally(&tally, errors)
+}
+
 /// `#[derive(KvEnum)]`.
 pub fn derive_enum(input: TokenStream) -> TokenStream {
     syn::parse2::<syn::DeriveInput>(input)

@@ -250,6 +250,19 @@ impl Reader<'_> {
         }
     }
 
+    /// A duration with a unit (`2d`, `30m`), in milliseconds; E116 when
+    /// it is not one.
+    pub fn duration(&mut self, v: &Sp<Value>, what: &str) -> Option<Sp<u64>> {
+        let text = self.string(v, what)?;
+        match vocab::parse_duration_ms(&text) {
+            Ok(ms) => Some(Sp::new(ms, text.origin)),
+            Err(m) => {
+                self.report(m, &text.origin);
+                None
+            }
+        }
+    }
+
     /// A size in bytes: text with a unit (`256KiB`) or a number of bytes
     /// (`1024`).
     pub fn size(&mut self, v: &Sp<Value>, what: &str) -> Option<Sp<u64>> {

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use quote::ToTokens;
 
-/// Expands every `#[derive(KvEntity)]` / `#[derive(KvEnum)]` item of a file
+/// Expands every `#[derive(KvEntity)]` / `#[derive(KvCounter)]` /
+/// `#[derive(KvEnum)]` item of a file
 /// and pretty-prints the result.
 fn expand_file(source: &str) -> String {
     let file = syn::parse_file(source).expect("test input parses");
@@ -23,6 +24,8 @@ fn expand_file(source: &str) -> String {
         };
         let out = if derives(attrs, "KvEntity") {
             kvmodel_codegen::derive_entity(tokens)
+        } else if derives(attrs, "KvCounter") {
+            kvmodel_codegen::derive_counter(tokens)
         } else if derives(attrs, "KvEnum") {
             kvmodel_codegen::derive_enum(tokens)
         } else {

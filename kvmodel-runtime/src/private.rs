@@ -19,6 +19,7 @@ pub use crate::engine::on_delete::{
 pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;
 pub use crate::engine::state::ReadGate;
+pub use crate::engine::tally::{self, TallyDef, TallyKey};
 pub use crate::engine::txn::{Transaction, TxRepo};
 pub use crate::schema::rules::{day, hour, lowercase, month, sum_i64};
 pub use crate::schema::{CounterKeep, Facts, OnDelete, Ttl};

@@ -251,7 +251,7 @@ pub use kvmodel_runtime::__private;
 pub mod attributes {}
 
 #[cfg(feature = "derive")]
-pub use kvmodel_derive::{KvEntity, KvEnum};
+pub use kvmodel_derive::{KvCounter, KvEntity, KvEnum};
 
 /// The serde kvmodel uses. Generated declarations derive through this path
 /// (`#[serde(crate = "::kvmodel::serde")]`), so a crate that compiles them

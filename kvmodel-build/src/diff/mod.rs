@@ -5,6 +5,7 @@
 //! answers until one runs.
 
 mod keep;
+mod tallies;
 mod types;
 
 use std::fmt;
@@ -557,6 +558,7 @@ pub fn diff(old: &Model, new: &Model) -> Vec<Change> {
         }
     }
     types::type_changes(old, new, &mut out);
+    tallies::tally_changes(old, new, &mut out);
     out.sort_by(|a, b| {
         b.impact
             .cmp(&a.impact)

@@ -3,6 +3,7 @@
 
 mod links;
 mod mermaid;
+mod tallies;
 
 use heck::ToSnakeCase;
 use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
@@ -25,10 +26,16 @@ pub enum Format {
 }
 
 fn sample(e: &Entity, field: &str, model: &Model) -> String {
-    let Some(f) = e.field(field) else {
-        return "?".into();
-    };
-    match &*f.ty {
+    match e.field(field) {
+        Some(f) => sample_of(&f.ty, field, model),
+        None => "?".into(),
+    }
+}
+
+/// An example value of a key field called `field` of type `ty`, as it
+/// reads in a key.
+fn sample_of(ty: &FieldType, field: &str, model: &Model) -> String {
+    match ty {
         FieldType::String => format!("{field}-1"),
         FieldType::Bool => "true".into(),
         FieldType::I32 | FieldType::I64 | FieldType::U32 | FieldType::U64 => "42".into(),
@@ -597,6 +604,7 @@ pub fn report(model: &Model, format: Format) -> String {
             Format::Mermaid => {}
         }
     }
+    out.push_str(&tallies::report(model, format));
     let footnote = cost::footnote();
     out.push_str(&match format {
         Format::Markdown => format!("{footnote}\n"),

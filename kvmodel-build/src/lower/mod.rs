@@ -4,6 +4,7 @@
 //! an entity's key, indexes, counters, relations, TTL and migrations.
 
 mod entity;
+mod tally;
 
 use kvmodel_codegen::ir::{Field, FieldType, Model, TypeDef, TypeKind};
 use kvmodel_codegen::origin::{Diagnostic, Diagnostics, Origin, Sp, suggestion};
@@ -15,7 +16,14 @@ use crate::node::Locator;
 
 type Node = Sp<Value>;
 
-const TOP_KEYS: &[&str] = &["kvmodel", "namespace", "entities", "types", "allow"];
+const TOP_KEYS: &[&str] = &[
+    "kvmodel",
+    "namespace",
+    "entities",
+    "counters",
+    "types",
+    "allow",
+];
 const ENTITY_KEYS: &[&str] = &[
     "key",
     "version",
@@ -109,6 +117,7 @@ impl Lower<'_> {
         let mut namespace = None;
         let mut version_seen = false;
         let mut entities = None;
+        let mut tallies = None;
         let mut allow = Vec::new();
         for (k, v) in self.entries(doc, TOP_KEYS, "the schema") {
             match k.value.as_str() {
@@ -121,6 +130,7 @@ impl Lower<'_> {
                 }
                 "namespace" => namespace = self.read().string(v, "`namespace`"),
                 "entities" => entities = Some(v),
+                "counters" => tallies = Some(v),
                 "types" => model.types = self.types(v),
                 "allow" => allow = self.read().words(v, "`allow`"),
                 _ => {}
@@ -154,11 +164,16 @@ impl Lower<'_> {
                     self.wrong(e, "a mapping of entity names to entities");
                 }
             }
+            // A file of standalone counters only needs no entity.
+            None if tallies.is_some() => {}
             None => self.err(
                 "E011",
                 &start,
                 "the schema needs `entities:`, a mapping of entity names to their declarations",
             ),
+        }
+        if let Some(t) = tallies {
+            model.tallies = self.tallies(t, namespace.as_ref(), &model.types);
         }
         dependents(&mut model);
         model

@@ -8,6 +8,7 @@
 
 mod construct;
 mod keys;
+mod tally;
 mod value;
 
 use proc_macro2::Span;
@@ -19,6 +20,8 @@ use crate::origin::{Diagnostic, Diagnostics, Origin, Sp};
 use crate::vocab::{self, Mistake};
 use keys::{Keys, meta_name};
 use value::Reader;
+
+pub use tally::parse_tally;
 
 const ENTITY_KEYS: &[&str] = &[
     "namespace",
@@ -42,7 +45,7 @@ const ENTITY_KEYS: &[&str] = &[
     "allow",
 ];
 /// What `crate = …` must be.
-const CRATE_PATH: (&str, &str) = (
+pub(super) const CRATE_PATH: (&str, &str) = (
     "a path",
     "the path of the kvmodel crate, such as `::kvmodel` or `my_crate::kvmodel`",
 );
@@ -106,27 +109,8 @@ fn syntax(diags: &mut Diagnostics, err: syn::Error) {
 /// `None` only when the input is not a struct with named fields.
 pub fn parse_derive(input: &syn::DeriveInput, diags: &mut Diagnostics) -> Option<Entity> {
     let name = &input.ident;
-    let named = match &input.data {
-        syn::Data::Struct(syn::DataStruct {
-            fields: syn::Fields::Named(n),
-            ..
-        }) => n,
-        _ => {
-            diags.error(
-                "E002",
-                &Origin::Span(name.span()),
-                format!("`KvEntity` needs a struct with named fields, and `{name}` is not one"),
-            );
-            return None;
-        }
-    };
-    if !input.generics.params.is_empty() {
-        diags.error(
-            "E003",
-            &Origin::Span(input.generics.span()),
-            "`KvEntity` does not support generic structs; declare a concrete struct",
-        );
-    }
+    let named = named_fields(input, "KvEntity", diags)?;
+    no_generics(input, "KvEntity", diags);
     let mut e = Entity::new(
         Sp::new(name.to_string(), Origin::Span(name.span())),
         input.vis.clone(),
@@ -258,21 +242,63 @@ fn entity_key(
     Ok(())
 }
 
-/// A field and the indexes its `#[kv(…)]` attributes declare.
-fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
-    let Some(ident) = &f.ident else { return };
-    let name = vocab::unraw(ident);
+/// A struct field as the model sees it, before its `#[kv(…)]` attributes.
+fn plain_field(f: &syn::Field) -> Option<Field> {
+    let ident = f.ident.as_ref()?;
     let (ty, optional) = FieldType::from_rust(&f.ty);
     let origin = Origin::Span(ident.span());
-    e.fields.push(Field {
-        name: Sp::new(name.clone(), origin.clone()),
+    Some(Field {
+        name: Sp::new(vocab::unraw(ident), origin.clone()),
         ty: Sp::new(ty, Origin::Span(f.ty.span())),
         optional,
         default: None,
         expiry: None,
         description: docs(&f.attrs),
-        origin: origin.clone(),
-    });
+        origin,
+    })
+}
+
+/// The fields of a struct, or E002 (naming `derive`) when it is not a
+/// struct with named fields.
+fn named_fields<'a>(
+    input: &'a syn::DeriveInput,
+    derive: &str,
+    diags: &mut Diagnostics,
+) -> Option<&'a syn::FieldsNamed> {
+    let name = &input.ident;
+    match &input.data {
+        syn::Data::Struct(syn::DataStruct {
+            fields: syn::Fields::Named(n),
+            ..
+        }) => Some(n),
+        _ => {
+            diags.error(
+                "E002",
+                &Origin::Span(name.span()),
+                format!("`{derive}` needs a struct with named fields, and `{name}` is not one"),
+            );
+            None
+        }
+    }
+}
+
+/// E003 for a generic struct: generated code names the type as it is.
+fn no_generics(input: &syn::DeriveInput, derive: &str, diags: &mut Diagnostics) {
+    if !input.generics.params.is_empty() {
+        diags.error(
+            "E003",
+            &Origin::Span(input.generics.span()),
+            format!("`{derive}` does not support generic structs; declare a concrete struct"),
+        );
+    }
+}
+
+/// A field and the indexes its `#[kv(…)]` attributes declare.
+fn parse_field(f: &syn::Field, e: &mut Entity, diags: &mut Diagnostics) {
+    let Some(field) = plain_field(f) else { return };
+    let name = field.name.value.clone();
+    let origin = field.origin.clone();
+    e.fields.push(field);
     let what = format!("field `{name}`");
     for attr in f.attrs.iter().filter(|a| a.path().is_ident("kv")) {
         let mut kind: Option<(bool, Span)> = None;

@@ -19,6 +19,7 @@ pub(crate) mod names;
 mod on_delete;
 mod proto;
 mod storage;
+pub mod tally;
 mod types;
 
 use names::NameSet;
@@ -32,6 +33,10 @@ pub fn check_model(model: &Model, diags: &mut Diagnostics) {
     on_delete::check_model(model, diags);
     types::check(model, diags);
     expiry::check_types(model, diags);
+    for t in &model.tallies {
+        tally::check(t, Some(model), diags);
+    }
+    tally::check_across(model, diags);
 }
 
 /// The rules between entities of a model (E125, E126 and the methods links
@@ -127,11 +132,28 @@ fn check_basics(e: &Entity, alone: bool, diags: &mut Diagnostics) {
         );
     }
     match (&e.namespace, &e.key) {
-        (None, Some(k)) if alone => diags.push(
-            Diagnostic::error("E100", &k.origin, format!("`{}` has a key but no namespace", *e.name))
-                .help(format!("add {}: it becomes the first segment of every key", vocab::setting(&k.origin, "namespace", "\"app\""))),
+        (ns, Some(k)) => check_namespace(&e.name, ns.as_ref(), &k.origin, alone, diags),
+        (Some(ns), None) => check_namespace(&e.name, Some(ns), &ns.origin, false, diags),
+        (None, None) => {}
+    }
+}
+
+/// The namespace of `name`, whose key is written at `key`: E100 when it
+/// has none and is checked `alone` (see [`check_basics`]), E101 when it is
+/// not a literal.
+fn check_namespace(
+    name: &str,
+    ns: Option<&Sp<String>>,
+    key: &Origin,
+    alone: bool,
+    diags: &mut Diagnostics,
+) {
+    match ns {
+        None if alone => diags.push(
+            Diagnostic::error("E100", key, format!("`{name}` has a key but no namespace"))
+                .help(format!("add {}: it becomes the first segment of every key", vocab::setting(key, "namespace", "\"app\""))),
         ),
-        (Some(ns), _) if !ns.starts_with(|c: char| c.is_ascii_lowercase()) || !template::is_literal(ns) => diags.error(
+        Some(ns) if !ns.starts_with(|c: char| c.is_ascii_lowercase()) || !template::is_literal(ns) => diags.error(
             "E101",
             &ns.origin,
             format!("the namespace `{}` must start with a lowercase letter and contain only lowercase letters, digits, `_` and `-`", **ns),

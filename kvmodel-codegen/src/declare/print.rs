@@ -7,7 +7,7 @@ use heck::ToSnakeCase;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{Entity, Field, FieldType, Model, TypeDef, TypeKind};
+use crate::ir::{Entity, Field, FieldType, Model, Tally, TypeDef, TypeKind};
 use crate::vocab::{self, ident};
 
 /// Whether a type allows `Eq` and `Hash`: no float anywhere inside it,
@@ -528,8 +528,45 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
     }
 }
 
-/// The declarations of a model: its types, its entities, then the functions
-/// that give fields their defaults.
+/// A standalone counter: its key fields as a struct deriving `KvCounter`.
+fn tally_tokens(t: &Tally, model: &Model, out: &mut Out) -> TokenStream {
+    let name = ident(&t.name);
+    let mut head = Vec::new();
+    if let Some(ns) = &t.namespace {
+        let ns = ns.as_str();
+        head.push(quote!(namespace = #ns));
+    }
+    if let Some(k) = &t.key {
+        let k = k.text.as_str();
+        head.push(quote!(key = #k));
+    }
+    if let Some(ms) = &t.ttl_ms {
+        let ttl = vocab::format_duration_ms(ms.value);
+        head.push(quote!(ttl = #ttl));
+    }
+    if let Some(n) = &t.shards {
+        let n = Literal::u32_unsuffixed(n.value);
+        head.push(quote!(shards = #n));
+    }
+    let eq = t.fields.iter().all(|f| hashable(&f.ty, model));
+    let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
+    let fields: Vec<TokenStream> = t
+        .fields
+        .iter()
+        .map(|f| field_tokens(&t.name, f, model, out))
+        .collect();
+    let docs = docs(t.description.as_ref());
+    let derives = derives(quote!(Debug, Clone, PartialEq, #extra ::kvmodel::KvCounter));
+    quote! {
+        #docs
+        #derives
+        #[kv(#(#head),*)]
+        pub struct #name { #(#fields,)* }
+    }
+}
+
+/// The declarations of a model: its types, its entities, its standalone
+/// counters, then the functions that give fields their defaults.
 pub fn print(model: &Model) -> Result<Vec<syn::Item>, syn::Error> {
     let mut out = Out {
         items: Vec::new(),
@@ -542,6 +579,10 @@ pub fn print(model: &Model) -> Result<Vec<syn::Item>, syn::Error> {
     }
     for e in &model.entities {
         let t = entity_tokens(e, model, &mut out);
+        out.items.push(t);
+    }
+    for t in &model.tallies {
+        let t = tally_tokens(t, model, &mut out);
         out.items.push(t);
     }
     out.items

@@ -149,6 +149,12 @@ pub fn read(file: &syn::File, diags: &mut Diagnostics) -> Model {
                     model.entities.push(e);
                 }
             }
+            syn::Item::Struct(s) if derives(&s.attrs, "KvCounter") => {
+                let input: syn::DeriveInput = s.clone().into();
+                if let Some(t) = crate::attr::parse_tally(&input, diags) {
+                    model.tallies.push(t);
+                }
+            }
             syn::Item::Struct(s) => model.types.push(TypeDef {
                 name: Sp::new(s.ident.to_string(), Origin::Unknown),
                 kind: TypeKind::Struct(fields_of(file, s)),

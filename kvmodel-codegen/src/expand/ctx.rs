@@ -98,11 +98,7 @@ impl<'a> Ctx<'a> {
 
     /// The argument type for a key component of this type.
     pub fn arg_type(&self, ty: &FieldType) -> TokenStream {
-        match ty {
-            FieldType::String => quote!(&str),
-            FieldType::Bytes => quote!(&[u8]),
-            other => self.rust_type(other),
-        }
+        arg_type(ty, &self.krate)
     }
 
     /// The argument type for a `group_by` item.
@@ -113,6 +109,16 @@ impl<'a> Ctx<'a> {
             FieldExpr::Hour(_) => quote!(#k::Timestamp),
             FieldExpr::Day(_) | FieldExpr::Month(_) => quote!(#k::Date),
         }
+    }
+}
+
+/// The argument type for a key component of type `ty`: `&str` and `&[u8]`
+/// for strings and bytes, the value itself otherwise.
+pub(crate) fn arg_type(ty: &FieldType, krate: &TokenStream) -> TokenStream {
+    match ty {
+        FieldType::String => quote!(&str),
+        FieldType::Bytes => quote!(&[u8]),
+        other => other.to_rust(krate, false),
     }
 }
 

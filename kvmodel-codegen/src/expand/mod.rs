@@ -14,13 +14,14 @@ mod proto;
 mod reads;
 mod repo;
 mod stub;
+mod tally;
 mod versioned;
 
 use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 
-use crate::ir::{Entity, FieldType};
+use crate::ir::{Entity, FieldType, Tally};
 use ctx::{Ctx, respan};
 
 /// The Rust type of a field type: see [`FieldType::to_rust`].
@@ -83,6 +84,12 @@ fn parents(cx: &Ctx<'_>) -> TokenStream {
 /// unrelated errors.
 pub fn expand_stub(e: &Entity, errors: TokenStream) -> TokenStream {
     stub::expand(e, errors)
+}
+
+/// Expands `#[derive(KvCounter)]`: the standalone counter's handle and
+/// key, beside `errors` when it did not check.
+pub fn expand_tally(t: &Tally, errors: Option<TokenStream>) -> TokenStream {
+    tally::expand(t, errors)
 }
 
 /// Expands `#[derive(KvEnum)]`: key and sort encodings of a fieldless enum.

@@ -17,23 +17,29 @@ pub use crate::syntax::Syntax;
 mod derived;
 mod link;
 mod lint;
+mod tally;
 pub use derived::{
     Counter, CounterKeep, DEFAULT_SINCE, Dependent, FieldExpr, Index, Normalize, OnDelete,
     Relation, default_since,
 };
 pub use link::Link;
 pub use lint::Lint;
+pub use tally::Tally;
 
 /// The record version of an entity that declares none (`version`).
 pub const DEFAULT_VERSION: u32 = 1;
 
-/// A whole model: entities and the named types they use.
+/// A whole model: entities, standalone counters and the named types they
+/// use.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Model {
     /// Entities, in declaration order.
     pub entities: Vec<Entity>,
     /// Named enums and structs (YAML `types:`); empty for the derive.
     pub types: Vec<TypeDef>,
+    /// Standalone counters (a schema's namespace-level `counters:`), in
+    /// declaration order.
+    pub tallies: Vec<Tally>,
 }
 
 impl Model {

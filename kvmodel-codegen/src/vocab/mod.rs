@@ -38,6 +38,9 @@ pub const INDEX_KEYS: &[&str] = &[
 ];
 /// The keys of a counter (the derive adds `name`).
 pub const COUNTER_KEYS: &[&str] = &["group_by", "sum", "shards", "keep", "since", "allow"];
+/// The keys of a standalone counter: YAML takes `fields` (and
+/// `description`) beside them, the derive `namespace`.
+pub const TALLY_KEYS: &[&str] = &["key", "ttl", "shards"];
 /// The keys of a relation (the derive adds `name`).
 pub const RELATION_KEYS: &[&str] = &["belongs_to", "by", "order_by", "keep", "on_delete", "since"];
 /// The keys of a `dependent(…)` in the derive.

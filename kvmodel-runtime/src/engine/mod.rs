@@ -4,7 +4,8 @@
 //! ([`maintenance`]): the `verify`/`reconcile` [`walk`] and [`migrate`],
 //! written once over any [`def::EntityDef`] (a generated entity or the
 //! run-time model), index [`state`]s, and the migration lease and
-//! [`ledger`].
+//! [`ledger`]; and standalone counters ([`tally`]), which belong to no
+//! entity.
 
 pub mod cost;
 pub mod def;
@@ -25,6 +26,7 @@ pub mod repo;
 pub mod shards;
 pub mod skipped;
 pub mod state;
+pub mod tally;
 #[cfg(feature = "tracing")]
 pub mod trace;
 pub(crate) mod transition;

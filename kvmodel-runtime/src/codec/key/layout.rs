@@ -43,6 +43,10 @@ pub enum Derived {
     /// The edge of one linked pair: the incarnations of the two records it
     /// was written for.
     Edge,
+    /// A standalone counter (a schema's namespace-level `counters:`):
+    /// `{ns}:{key space}#tally:{{component:…}}`, its components in one
+    /// hash tag so that its shards share a Redis Cluster slot.
+    Tally,
 }
 
 impl Derived {
@@ -62,6 +66,7 @@ impl Derived {
             Derived::LinkCount => "nlink",
             Derived::Registry => "links",
             Derived::Edge => "edge",
+            Derived::Tally => "tally",
         }
     }
 }
@@ -123,7 +128,7 @@ impl KeyBuilder {
 
 impl Derived {
     /// Every kind, for reading keys back.
-    pub const ALL: [Derived; 12] = [
+    pub const ALL: [Derived; 13] = [
         Derived::Claim,
         Derived::Index,
         Derived::Relation,
@@ -136,6 +141,7 @@ impl Derived {
         Derived::LinkCount,
         Derived::Registry,
         Derived::Edge,
+        Derived::Tally,
     ];
 }
 
