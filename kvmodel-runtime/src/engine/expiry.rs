@@ -357,6 +357,17 @@ impl<E: Entity, S: Store> Engine<E, S> {
         lifetime.at_now(key, self.store().now_ms().await?)
     }
 
+    /// Adds to a create of the record at `key` due at `due` the condition
+    /// that no expired record left its receipt there, when the write's own
+    /// receipt move does not: a record of an expiring entity written not to
+    /// expire (its expiry field not set, and no `ttl`) moves no receipt, but
+    /// must not take over the entries of an expired one all the same.
+    pub(crate) fn require_no_leftover(b: &mut Batch, key: &str, due: Option<u64>) {
+        if Self::expiring() && due.is_none() {
+            b.absent(E::receipt_key(key));
+        }
+    }
+
     /// The keys a write of the record at `key` reads: the record and, when
     /// the entity expires, its receipt ([`stored_from`] reads them back).
     pub(crate) fn stored_keys(key: &str) -> Vec<String> {
