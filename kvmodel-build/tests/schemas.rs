@@ -268,3 +268,33 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         "{global}"
     );
 }
+
+/// `kvmodel keys` of links whose records expire: the registry of an
+/// expiring entity says the sweep removes it, and a collection of links to
+/// an expiring entity says its entries go with that entity's sweep; the
+/// schema checks clean.
+#[test]
+fn keys_tell_how_links_of_expiring_records_go() {
+    let source = r#"
+kvmodel: 1
+namespace: short
+entities:
+  Link:
+    key: "link:{id}"
+    fields:
+      id: string
+      expires_at: { type: timestamp, optional: true, expiry: true }
+    links:
+      tags: { to: Tag, inverse: links }
+  Tag:
+    key: "tag:{name}"
+    fields: { name: string }
+"#;
+    let s = kvmodel_build::load("schemas/short.yaml", source);
+    assert!(s.diagnostics.is_empty(), "{}", s.render_diagnostics(false));
+    let text = kvmodel_build::keys::report(&s.model, kvmodel_build::keys::Format::Text);
+    let registry = "no TTL: when the record expires, its expiry sweep removes it";
+    assert_eq!(text.matches(registry).count(), 1, "{text}");
+    let entries = "entries of Link records that expired are skipped by listings and removed by the Link expiry sweep";
+    assert_eq!(text.matches(entries).count(), 1, "{text}");
+}

@@ -326,7 +326,38 @@ pub async fn transactions_follow_the_field<H: Harness>(h: &H) {
     assert!(drift.is_clean() && drift.records == 1, "{drift:?}");
 }
 
+/// A key written again, without an expiry, after its record expired and
+/// before any sweep: the create sweeps the expired write first, so the new
+/// record takes over none of its entries or counts.
+pub async fn a_key_written_again_without_expiry_takes_over_nothing<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = LinkRepo::new(store.clone());
+    repo.create(&link("l1", "first", Some(at(&store, 1_000).await)))
+        .await
+        .unwrap();
+    h.pass(Duration::from_millis(1_500)).await;
+    let again = link("l1", "second", None);
+    repo.create(&again).await.unwrap();
+    let receipt = <Link as kvmodel::__private::Entity>::receipt_key(&LinkKeys::record("l1"));
+    assert_eq!(
+        store.get(&receipt).await.unwrap(),
+        None,
+        "swept by the create"
+    );
+    assert_eq!(repo.count_total().await.unwrap(), 1);
+    assert_eq!(repo.count_per_owner("ann").await.unwrap(), 1);
+    assert_eq!(collection_len(&store, &LinkKeys::by_owner("ann")).await, 1);
+    assert_eq!(repo.sweep_expired(100).await.unwrap().expired, 0);
+    let drift = verify_both(&repo, &store).await;
+    assert!(
+        drift.is_clean() && drift.records == 1 && drift.expired == 0,
+        "{drift:?}"
+    );
+    assert_eq!(repo.find_by_slug("second").await.unwrap(), Some(again));
+}
+
 kvmodel_runtime::on_every_backend!(
+    a_key_written_again_without_expiry_takes_over_nothing,
     transactions_follow_the_field,
     own_expiry_reaches_listings_counts_and_verify,
     update_moves_the_expiry,

@@ -60,11 +60,15 @@ pub(super) fn rows(e: &Entity, model: &Model, ns: &str, space: &str) -> Vec<Row>
     };
     let mut out = Vec::new();
     let (p, x) = key(Derived::Registry, "");
+    let mut note = "JSON: the record's incarnation and the names of its link collections; written by its first link, read and removed by its delete with the collections and counts it names".to_owned();
+    if expires(e) {
+        note.push_str("; no TTL: when the record expires, its expiry sweep removes it with its collections, counts and edges and the far entries naming the record, which listings skip until then");
+    }
     out.push(Row {
         kind: "registry",
         pattern: p,
         example: x,
-        note: "JSON: the record's incarnation and the names of its link collections; written by its first link, read and removed by its delete with the collections and counts it names".into(),
+        note,
     });
     for (name, far, l, own) in &sides {
         let far_entity = model.entities.iter().find(|f| *f.name == **far);
@@ -74,14 +78,20 @@ pub(super) fn rows(e: &Entity, model: &Model, ns: &str, space: &str) -> Vec<Row>
             .map(|n| n.value.clone())
             .unwrap_or_default();
         let (p, x) = key(Derived::Link, name);
+        let mut note = format!(
+            "sorted collection of the keys of the linked {far} records (link `{}`), each under its edge key, so sorted by {far} key; entries of {far} records deleted since are skipped and removed by listings and reconcile",
+            l.name.as_str()
+        );
+        if far_entity.is_some_and(expires) {
+            note.push_str(&format!(
+                "; entries of {far} records that expired are skipped by listings and removed by the {far} expiry sweep"
+            ));
+        }
         out.push(Row {
             kind: "link",
             pattern: p,
             example: x,
-            note: format!(
-                "sorted collection of the keys of the linked {far} records (link `{}`), each under its edge key, so sorted by {far} key; entries of {far} records deleted since are skipped and removed by listings and reconcile",
-                l.name.as_str()
-            ),
+            note,
         });
         let (p, x) = key(Derived::LinkCount, name);
         out.push(Row {
@@ -101,6 +111,11 @@ pub(super) fn rows(e: &Entity, model: &Model, ns: &str, space: &str) -> Vec<Row>
         }
     }
     out
+}
+
+/// Whether the records of `e` expire (an entity `ttl` or an expiry field).
+fn expires(e: &Entity) -> bool {
+    e.ttl.is_some() || e.expiry_field().is_some()
 }
 
 /// The link methods of `e` and what they cost.

@@ -206,7 +206,7 @@ async fn linked(
         .map_err(store_error)?;
     let own_reg = registry_key(link.side(end).0, key);
     let far_space = link.side(end.other()).0;
-    let mut wanted = vec![own_reg.clone()];
+    let mut wanted = vec![own_reg.clone(), key.clone()];
     for (m, _) in &read {
         wanted.push(String::from_utf8_lossy(&m.sort).into_owned());
         wanted.push(registry_key(far_space, &String::from_utf8_lossy(&m.member)));
@@ -219,6 +219,7 @@ async fn linked(
         .into_iter();
     let registry = |k: &str, b: Option<Vec<u8>>| b.and_then(|b| Registry::read(k, &b).ok());
     let own = registry(&own_reg, got.next().flatten());
+    let own_gone = got.next().flatten().is_none();
     let (mut items, mut stale) = (Vec::new(), Vec::new());
     for (m, bytes) in read {
         let k = String::from_utf8_lossy(&m.member).into_owned();
@@ -229,7 +230,11 @@ async fn linked(
             .and_then(|b| EdgeValue::read(&edge_key, &b).ok());
         let far_reg = registry(&registry_key(far_space, &k), got.next().flatten());
         let why = match &bytes {
-            None => Some("no such record: deleted since it was linked".to_owned()),
+            _ if own_gone => Some(
+                "this record is gone (expired or deleted): its expiry sweep or `kvmodel reconcile` removes its links"
+                    .to_owned(),
+            ),
+            None => Some("no such record: deleted or expired since it was linked".to_owned()),
             Some(_) if edge.is_none() => Some(format!(
                 "no edge `{edge_key}` (`kvmodel reconcile` removes the entry)"
             )),

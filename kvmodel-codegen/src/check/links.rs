@@ -36,17 +36,6 @@ pub(super) fn check(
     if let Err(m) = vocab::snake_case("E122", "link inverse", &l.inverse) {
         diags.push(m.at(&l.inverse.origin));
     }
-    // A link's entries are kept for as long as both records live; records
-    // that expire would leave entries no write takes back.
-    if let Some(why) = expires_by(e) {
-        diags.push(
-            Diagnostic::error("E142", &l.origin, format!("link `{}` is declared on `{}`, whose records expire ({why}); links join records that do not expire", *l.name, *e.name))
-                .help(match e.ttl.is_some() {
-                    true => "remove the `ttl`, or keep the link as a junction entity with two relations and the same `ttl` (see docs/schema.md)".to_owned(),
-                    false => "remove `expiry` from the field, or keep the link as a junction entity with two relations whose records expire with it (see docs/schema.md)".to_owned(),
-                }),
-        );
-    }
     // Both sides' collections of a record linked to its own entity live in
     // one registry: they need two names.
     if l.to_name() == e.name.as_str() && *l.inverse == *l.name {
@@ -82,26 +71,6 @@ pub(super) fn check(
             ),
         );
     }
-    if let Some(why) = expires_by(far).filter(|_| far.name != e.name) {
-        diags.error(
-            "E142",
-            &l.to.origin,
-            format!(
-                "link `{}` goes to `{}`, whose records expire ({why}); links join records that do not expire",
-                *l.name, *far.name
-            ),
-        );
-    }
-}
-
-/// What makes the records of `e` expire, as messages name it: its `ttl`,
-/// or its expiry field.
-fn expires_by(e: &Entity) -> Option<String> {
-    if e.ttl.is_some() {
-        return Some("`ttl`".to_owned());
-    }
-    e.expiry_field()
-        .map(|f| format!("by the field `{}`", *f.name))
 }
 
 /// The methods every entity's repository gets from the links of the

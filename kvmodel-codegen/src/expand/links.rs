@@ -11,7 +11,7 @@
 
 use heck::ToSnakeCase;
 use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote};
 
 use super::api::{Generic, Method, Param};
 use super::ctx::{Ctx, ident, param, respan, with_description};
@@ -215,20 +215,8 @@ fn link(cx: &Ctx<'_>, template: &KeyTemplate, l: &Link) -> Option<LinkMethods> {
             ..Method::repo(format!("count_{inverse}"), quote!(#[doc = #inv_count_doc]))
         },
     ];
-    let expiring = format!(
-        "link `{lname}` of `{ename}` goes to `{tname}`, whose records expire (`ttl` or an expiry field); links join records that do not expire"
-    );
     let spec_doc = format!(" Link `{lname}` of `{ename}`, as both its ends see it.");
-    // Spanned at `to`, so a far entity with a TTL is an error there.
-    let items = quote_spanned! {l.to.origin.span()=>
-        const _: () = ::core::assert!(
-            <#to as #p::Entity>::META.ttl.is_none() && <#to as #p::Entity>::META.expiry.is_none(),
-            #expiring
-        );
-    };
     let items = quote! {
-        #items
-
         #[automatically_derived]
         impl #keys {
             #[doc = #spec_doc]

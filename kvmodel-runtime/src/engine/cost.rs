@@ -155,8 +155,9 @@ impl Access {
                                (one write transaction on memory and redb)"
                 .into(),
             Access::ListLinked => "range of the link collection and its records, together; \
-                                   get_many of the edges and far link registries (a stale \
-                                   entry met adds a conditional commit removing it)"
+                                   get_many of the edges and far link registries (and the \
+                                   record itself when its entity expires; a stale entry \
+                                   met adds a conditional commit removing it)"
                 .into(),
             Access::CountLinked => "get link count".into(),
         }

@@ -43,16 +43,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
             /// No record, but the receipt of an expired one.
             Leftover,
         }
-        // The record's link registry is read with it (an expiring entity
-        // takes part in no link): its link collections go in the same commit.
-        let linked = !Self::expiring();
+        // The record's link registry is read with it: its link collections
+        // go in the same commit.
         let mut keys = Self::stored_keys(key);
-        if linked {
-            keys.push(crate::engine::links::registry_key(E::space(), key));
-        }
+        keys.push(crate::engine::links::registry_key(E::space(), key));
         let (outcome, (found, guards, left)) = self
             .commit_after_read(&keys, |mut values, _| {
-                let registry = if linked { values.pop().flatten() } else { None };
+                let registry = values.pop().flatten();
                 let mut stored = stored_from::<E>(key, values);
                 let Some(old_bytes) = stored.bytes.take() else {
                     let found = match stored.receipt {
@@ -107,9 +104,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     None,
                     receipt,
                 )?;
-                if linked {
-                    crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
-                }
+                crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
                 let mut guards = Vec::new();
                 for (i, d, expected, goes) in counts {
                     guards.push((b.conditions().len(), i, d.clone()));

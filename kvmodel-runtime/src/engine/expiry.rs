@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec::key::Space;
 use crate::codec::time::Timestamp;
 use crate::engine::entity::{ClaimFact, Entity, Facts, Ttl};
+use crate::engine::links::registry_key;
 use crate::engine::repo::Engine;
 use crate::engine::skipped::Skipped;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
@@ -357,6 +358,17 @@ impl<E: Entity, S: Store> Engine<E, S> {
         lifetime.at_now(key, self.store().now_ms().await?)
     }
 
+    /// Adds to a create of the record at `key` due at `due` the condition
+    /// that no expired record left its receipt there, when the write's own
+    /// receipt move does not: a record of an expiring entity written not to
+    /// expire (its expiry field not set, and no `ttl`) moves no receipt, but
+    /// must not take over the entries of an expired one all the same.
+    pub(crate) fn require_no_leftover(b: &mut Batch, key: &str, due: Option<u64>) {
+        if Self::expiring() && due.is_none() {
+            b.absent(E::receipt_key(key));
+        }
+    }
+
     /// The keys a write of the record at `key` reads: the record and, when
     /// the entity expires, its receipt ([`stored_from`] reads them back).
     pub(crate) fn stored_keys(key: &str) -> Vec<String> {
@@ -447,7 +459,32 @@ pub(crate) async fn expire_receipt_in<S: Store>(
 ) -> Result<bool> {
     let mut b = Batch::new();
     expire_ops(Upkeep::on(space, store), &mut b, key, bytes, receipt)?;
+    crate::engine::links::expiry::expire_links(store, space, key, &mut b).await?;
     Ok(crate::engine::walk::commit(store, b).await?.is_applied())
+}
+
+/// [`expire_receipt_in`] for a record with links, whose commit also
+/// conditions on its edges and the far registries: tried again while only
+/// those changed meanwhile (an unlink or a far delete got there first), not
+/// once the record is back or its receipt changed.
+async fn expire_linked<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    key: &str,
+    bytes: &[u8],
+    receipt: &Receipt,
+) -> Result<bool> {
+    let reads = [key.to_owned(), space.receipt_key(key)];
+    for _ in 0..crate::engine::repo::MAX_ATTEMPTS {
+        if expire_receipt_in(store, space, key, bytes, receipt).await? {
+            return Ok(true);
+        }
+        let now = store.get_many(&reads).await?;
+        if now[0].is_some() || now[1].as_deref() != Some(bytes) {
+            return Ok(false);
+        }
+    }
+    Ok(false)
 }
 
 /// [`Engine::sweep_expired`] for the entity whose derived keys live in
@@ -525,10 +562,13 @@ async fn sweep_plans<S: Store>(
         .collect();
     let mut reads: Vec<String> = keys.clone();
     reads.extend(keys.iter().map(|k| space.receipt_key(k)));
+    reads.extend(keys.iter().map(|k| registry_key(space, k)));
     let mut values = store.get_many(&reads).await?;
+    let registries = values.split_off(2 * keys.len());
     let receipts = values.split_off(keys.len());
     let mut plans: Vec<(Batch, bool)> = Vec::new();
-    for (((entry, key), record), stored) in entries.iter().zip(&keys).zip(values).zip(receipts) {
+    let rows = entries.iter().zip(&keys).zip(values).zip(receipts);
+    for ((((entry, key), record), stored), registry) in rows.zip(registries) {
         let mut b = Batch::new();
         let stale = |b: &mut Batch, stored: &Option<Vec<u8>>| {
             match stored {
@@ -553,6 +593,20 @@ async fn sweep_plans<S: Store>(
                     continue; // due by the estimate, not yet expired
                 }
                 let bytes = stored.as_deref().unwrap_or_default();
+                if registry.is_some() {
+                    // Linked: its links are read and removed in a commit
+                    // of its own, so that two linked records expiring
+                    // together each see the other's entries as they are.
+                    match expire_linked(store, space, key, bytes, &r).await {
+                        Ok(true) => out.expired += 1,
+                        Ok(false) => {}
+                        Err(e @ Error::InvalidBatch { .. }) => {
+                            out.skipped.push(Skipped::new(key.clone(), e));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    continue;
+                }
                 expire_ops(Upkeep::on(space, store), &mut b, key, bytes, &r)?;
                 plans.push((b, true));
             }

@@ -118,6 +118,7 @@ pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Resu
             }),
         ) => {
             expire_ops(upkeep, &mut b, key, bytes, r)?;
+            crate::engine::links::expiry::expire_links(store, space, key, &mut b).await?;
             let mut facts = r.facts.clone();
             facts.claims.clear();
             (facts, true)

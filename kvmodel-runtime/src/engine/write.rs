@@ -55,6 +55,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             let (ttl, due) = self.lifetime_now(&key, value).await?;
             let mut b = Batch::new();
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
+            Self::require_no_leftover(&mut b, &key, due);
             let receipt = ReceiptMove::Record { old: None, due };
             let checked = transition(
                 Upkeep::of::<E, S>(self.store()),
@@ -339,6 +340,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
             };
             b.absent(key.as_str()).put(key.as_str(), bytes, ttl);
             guards.push(Guard::Record(index));
+            Self::require_no_leftover(&mut b, &key, due);
             let receipt = ReceiptMove::Record { old: None, due };
             let checked = transition(
                 Upkeep::of::<E, S>(self.store()),

@@ -5,6 +5,7 @@ mod buckets;
 mod compress;
 mod keep;
 mod kept;
+mod link_expiry;
 mod links;
 mod on_delete;
 mod protobuf;
@@ -16,6 +17,7 @@ use buckets::*;
 use compress::*;
 use keep::*;
 use kept::*;
+use link_expiry::*;
 use links::*;
 use on_delete::*;
 use protobuf::*;
@@ -59,6 +61,10 @@ kvmodel_runtime::on_every_backend!(
     verify_judges_link_entries_and_counts_and_reconcile_repairs_them,
     reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
     the_model_walk_agrees_on_every_link_key,
+    links_of_an_expired_record_are_listed_nowhere_and_swept,
+    moving_the_expiry_moves_the_links,
+    unlink_delete_ttl_and_a_key_written_again,
+    the_model_reconcile_sweeps_the_links_of_expired_records,
     a_child_of_a_missing_parent_is_refused,
     a_contended_parent_condition_is_retried_not_refused,
     restrict_refuses_a_parent_with_children,

@@ -28,7 +28,12 @@
 //! skipped by listings (which remove them, with their count and edge, in a
 //! conditional commit) and removed by `reconcile`. A record created again
 //! under the same key is a new incarnation: the old links do not come back.
+//!
+//! A record that expires keeps its links, without a TTL, until the sweep
+//! of its receipt removes them with the far entries naming it; until then
+//! reads skip them ([`expiry`]).
 
+pub mod expiry;
 mod ops;
 
 use std::collections::BTreeMap;

@@ -189,7 +189,10 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// trips). An entry whose far record is gone, or is another
     /// incarnation than the one linked, is not listed and is removed with
     /// its count and edge (conditionally: a pair linked again meanwhile
-    /// keeps it). A record that cannot be decoded is reported in
+    /// keeps it), unless the far record expired: the sweep of its receipt
+    /// removes that entry. The links of a record of an expiring entity that
+    /// is gone are not listed (its record is read in the second round
+    /// trip). A record that cannot be decoded is reported in
     /// [`Page::skipped`].
     pub async fn list_linked<F: Entity>(
         &self,
@@ -208,6 +211,12 @@ impl<E: Entity, S: Store> Engine<E, S> {
         let far_space = link.side(far_end).0;
         let own_reg = registry_key(link.side(end).0, key);
         let mut keys = vec![own_reg.clone()];
+        // A record that expires may be gone while its links await the
+        // sweep: it is read with the registry, and lists nothing then.
+        let own_expires = Self::expiring();
+        if own_expires {
+            keys.push(key.to_owned());
+        }
         for m in &range.members {
             let far = String::from_utf8_lossy(&m.member);
             keys.push(String::from_utf8_lossy(&m.sort).into_owned());
@@ -215,6 +224,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         let mut read = self.store().get_many(&keys).await?.into_iter();
         let own = read_registry(&own_reg, read.next().flatten())?;
+        if own_expires && read.next().flatten().is_none() {
+            return Ok(Page {
+                items: Vec::new(),
+                next: None,
+                skipped: Vec::new(),
+            });
+        }
         let mut items = Vec::with_capacity(values.len());
         let mut skipped = Vec::new();
         let mut sweep = Batch::new();

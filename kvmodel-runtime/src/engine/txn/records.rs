@@ -152,10 +152,8 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         let Some(o) = old else {
             return Ok(false);
         };
-        if !Engine::<E, S>::expiring() {
-            let registry = crate::engine::links::registry_key(E::space(), key);
-            self.tx.read(E::META.name, &[registry]).await?;
-        }
+        let registry = crate::engine::links::registry_key(E::space(), key);
+        self.tx.read(E::META.name, &[registry]).await?;
         if !o.value.dependents().is_empty() {
             return Err(Error::InvalidBatch {
                 key: key.to_owned(),
@@ -258,7 +256,7 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
                 guards.push(Guard::Parent { entity, parent: p });
             }
         }
-        if new.is_none() && !Engine::<E, S>::expiring() {
+        if new.is_none() {
             // The record's link collections go with it; `delete` read the
             // registry, so the commit conditions on it.
             let registry_key = crate::engine::links::registry_key(E::space(), key);

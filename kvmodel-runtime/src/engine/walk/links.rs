@@ -16,10 +16,16 @@
 //!   from its collection is a missing member, which `reconcile` adds;
 //! - a **registry** whose record is gone is an orphan; `reconcile` removes
 //!   it with the collections and counts it names.
+//!
+//! A record that expired and awaits the sweep (its receipt is there) is
+//! judged as live on both sides: its collections, counts, registry and the
+//! far entries naming it are the sweep's to remove (see
+//! `engine::links::expiry`), and its walk counts it as `expired`.
 
 use super::{WalkState, Walker, commit, inward::page};
 use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
+use crate::engine::links::expiry::receipt_of_registry;
 use crate::engine::links::{
     End, Read, Registry, add_entry_at, keep_as_read, read_edge, read_registry, registry_key,
     remove_entry_at, stands,
@@ -77,17 +83,23 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let reg_key = registry_key(space, &owner);
         let mut read = self
             .store
-            .get_many(&[owner.clone(), reg_key.clone()])
+            .get_many(&[owner.clone(), reg_key.clone(), space.receipt_key(&owner)])
             .await?
             .into_iter();
-        let (record, reg_bytes) = (read.next().flatten(), read.next().flatten());
+        let (record, reg_bytes, receipt) = (
+            read.next().flatten(),
+            read.next().flatten(),
+            read.next().flatten(),
+        );
+        // An expired owner awaiting the sweep keeps its links until then.
+        let live = record.is_some() || receipt.is_some();
         let Some(reg) = self.registry(state, &reg_key, reg_bytes.clone()) else {
             return Ok(());
         };
         let listed = reg
             .as_ref()
             .is_some_and(|(_, r)| r.links.iter().any(|n| n == name));
-        let Some((_, reg)) = reg.filter(|_| record.is_some() && listed) else {
+        let Some((_, reg)) = reg.filter(|_| live && listed) else {
             // No record, or one that does not have this collection.
             state
                 .drift
@@ -124,7 +136,8 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                     }
                 }
             }
-            // The far records and their registries, as the edges name them.
+            // The far records, their registries and their receipts, as the
+            // edges name them.
             let mut far_keys = Vec::new();
             for ((m, e), edge_key) in range.members.iter().zip(&checked).zip(&edge_keys) {
                 let far = String::from_utf8_lossy(&m.member).into_owned();
@@ -133,13 +146,20 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                     Some(Some((_, v))) => v.keys(end.other()).1.to_owned(),
                     _ => registry_key(space, &far),
                 };
-                far_keys.push(far);
-                far_keys.push(far_reg);
+                let far_receipt =
+                    receipt_of_registry(&far_reg).unwrap_or_else(|| space.receipt_key(&far));
+                far_keys.extend([far, far_reg, far_receipt]);
             }
             let mut far_read = self.reader().get_many(&far_keys).await?.into_iter();
             for ((m, edge_key), e) in range.members.iter().zip(&edge_keys).zip(checked) {
-                let (far_rec, far_reg_bytes) =
-                    (far_read.next().flatten(), far_read.next().flatten());
+                let (far_rec, far_reg_bytes, far_receipt) = (
+                    far_read.next().flatten(),
+                    far_read.next().flatten(),
+                    far_read.next().flatten(),
+                );
+                // A far record that expired and awaits the sweep (which
+                // removes this entry) is judged as live.
+                let far_live = far_rec.is_some() || far_receipt.is_some();
                 let Some(e) = e else { continue };
                 let far = String::from_utf8_lossy(&m.member).into_owned();
                 let end = end_of(self.def, name, &owner, edge_key);
@@ -151,7 +171,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 };
                 let own_stands = stands(ev, Some(&reg), end);
                 let far_stands = stands(ev, far_reg.as_ref().map(|r| &r.1), end.other());
-                if own_stands && far_stands && far_rec.is_some() {
+                if own_stands && far_stands && far_live {
                     continue;
                 }
                 state
@@ -284,11 +304,12 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
             };
             let mut read = self
                 .store
-                .get_many(&[owner.clone(), reg_key.clone()])
+                .get_many(&[owner.clone(), reg_key.clone(), space.receipt_key(&owner)])
                 .await?
                 .into_iter();
             let (record, bytes) = (read.next().flatten(), read.next().flatten());
-            let (None, Some(bytes)) = (record, bytes) else {
+            // Kept until the sweep of an expired record (its receipt).
+            let (None, Some(bytes), None) = (record, bytes, read.next().flatten()) else {
                 continue;
             };
             state
