@@ -7,11 +7,8 @@ use std::ops::Bound;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::read::backoff;
-use super::{
-    BACKEND, DynamoStore, Head, Item, Kind, OnIo, PK, SK, build_error, member_sk, sdk_error,
-};
-use crate::error::{Error, Result};
+use super::{DynamoStore, Head, Item, Kind, PK, SK, member_sk};
+use crate::error::Result;
 use crate::store::batch::{Batch, Op};
 use crate::store::clock::deadline;
 use crate::store::counter::{add_to_counter, parse_counter};
@@ -314,48 +311,11 @@ impl DynamoStore {
             .map(|(k, e)| member_key(k, generation(k), e))
             .collect();
         let mut found: HashSet<(String, Vec<u8>)> = HashSet::new();
-        let mut pending = wanted;
-        let mut attempt = 0;
-        while !pending.is_empty() {
-            let request = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
-                .set_keys(Some(std::mem::take(&mut pending)))
-                .consistent_read(true)
-                .build()
-                .map_err(build_error)?;
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&*self.table, request)
-                .send()
-                .on_io()
-                .await
-                .map_err(|e| sdk_error("read collection members", e))?;
-            for item in out
-                .responses()
-                .and_then(|r| r.get(&*self.table))
-                .into_iter()
-                .flatten()
+        for item in self.batch_get(wanted, "read collection members").await? {
+            if let (Some(AttributeValue::S(k)), Some(AttributeValue::B(sk))) =
+                (item.get(PK), item.get(SK))
             {
-                if let (Some(AttributeValue::S(k)), Some(AttributeValue::B(sk))) =
-                    (item.get(PK), item.get(SK))
-                {
-                    found.insert((k.clone(), sk.as_ref().to_vec()));
-                }
-            }
-            if let Some(left) = out.unprocessed_keys().and_then(|u| u.get(&*self.table)) {
-                pending = left.keys().to_vec();
-            }
-            if !pending.is_empty() {
-                attempt += 1;
-                if attempt > 20 {
-                    return Err(Error::backend(
-                        BACKEND,
-                        "read collection members",
-                        "DynamoDB left keys unprocessed 20 times (the table's read capacity \
-                         is exhausted); try again later",
-                    ));
-                }
-                tokio::time::sleep(backoff(attempt)).await;
+                found.insert((k.clone(), sk.as_ref().to_vec()));
             }
         }
         Ok(probes

@@ -55,9 +55,34 @@ impl DynamoStore {
                 unique.push(k);
             }
         }
+        let wanted: Vec<Item> = unique.iter().map(|k| head_key(k)).collect();
         let mut found: HashMap<String, Head> = HashMap::new();
-        for chunk in unique.chunks(BATCH_GET) {
-            let mut pending: Vec<Item> = chunk.iter().map(|k| head_key(k)).collect();
+        for item in self.batch_get(wanted, "read many keys").await? {
+            let key = match item.get(PK) {
+                Some(AttributeValue::S(k)) => k.clone(),
+                _ => continue,
+            };
+            let head = Head::parse(&key, &item)?;
+            found.insert(key, head);
+        }
+        Ok(keys
+            .iter()
+            .map(|k| found.get(k.as_str()).cloned())
+            .collect())
+    }
+
+    /// The items at `wanted` that exist, by `BatchGetItem` (strongly
+    /// consistent), at most [`BATCH_GET`] keys per request, keys DynamoDB
+    /// leaves unprocessed asked again with a backoff; `what` names the read
+    /// in errors.
+    pub(super) async fn batch_get(
+        &self,
+        wanted: Vec<Item>,
+        what: &'static str,
+    ) -> Result<Vec<Item>> {
+        let mut found = Vec::with_capacity(wanted.len());
+        for chunk in wanted.chunks(BATCH_GET) {
+            let mut pending = chunk.to_vec();
             let mut attempt = 0;
             while !pending.is_empty() {
                 let request = KeysAndAttributes::builder()
@@ -72,20 +97,14 @@ impl DynamoStore {
                     .send()
                     .on_io()
                     .await
-                    .map_err(|e| sdk_error("read many keys", e))?;
-                for item in out
-                    .responses()
-                    .and_then(|r| r.get(&*self.table))
-                    .into_iter()
-                    .flatten()
-                {
-                    let key = match item.get(PK) {
-                        Some(AttributeValue::S(k)) => k.clone(),
-                        _ => continue,
-                    };
-                    let head = Head::parse(&key, item)?;
-                    found.insert(key, head);
-                }
+                    .map_err(|e| sdk_error(what, e))?;
+                found.extend(
+                    out.responses()
+                        .and_then(|r| r.get(&*self.table))
+                        .into_iter()
+                        .flatten()
+                        .cloned(),
+                );
                 if let Some(left) = out.unprocessed_keys().and_then(|u| u.get(&*self.table)) {
                     pending = left.keys().to_vec();
                 }
@@ -94,7 +113,7 @@ impl DynamoStore {
                     if attempt > UNPROCESSED_ATTEMPTS {
                         return Err(Error::backend(
                             BACKEND,
-                            "read many keys",
+                            what,
                             format!(
                                 "DynamoDB left keys unprocessed {UNPROCESSED_ATTEMPTS} times \
                                  (the table's read capacity is exhausted); try again later"
@@ -105,10 +124,7 @@ impl DynamoStore {
                 }
             }
         }
-        Ok(keys
-            .iter()
-            .map(|k| found.get(k.as_str()).cloned())
-            .collect())
+        Ok(found)
     }
 
     /// A page of the collection at `key`.
