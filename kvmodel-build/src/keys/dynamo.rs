@@ -163,8 +163,9 @@ fn accesses(e: &Entity, model: &Model, shape: &DynamoShape) -> Vec<Priced> {
         out.push(data(
             "delete (on_delete)".into(),
             "as delete",
-            "each dependent's count of children checked (counted above); a cascade deletes each \
-             child with its own delete first, one transaction each",
+            "each dependent's count of children deleted on the condition that it is 0, with its \
+             stamp (counted above); a cascade first deletes each child with its own delete, one \
+             transaction each",
         ));
     }
     for ix in &e.indexes {
@@ -231,7 +232,8 @@ fn accesses(e: &Entity, model: &Model, shape: &DynamoShape) -> Vec<Priced> {
         out.push(data(
             "sweep_expired".into(),
             "per page: 1 GetItem + 1 Query (the ledger) + 1 BatchGetItem + per record a commit",
-            "each expired record's commit as a delete",
+            "each expired record's commit as a delete; one write in 8 is followed by a sweep \
+             step (1 GetItem + 1 Query when nothing is due), which the writes above leave out",
         ));
     }
     out

@@ -51,7 +51,8 @@ pub struct DynamoShape {
     /// checks the parent record.
     pub parents: usize,
     /// Relations of other entities that name this one with an enforced
-    /// `on_delete`: a delete checks each count of children.
+    /// `on_delete`: a delete removes each count of children (conditioned
+    /// on it being 0) and raises its stamp.
     pub dependents: usize,
     /// Records expire: writes keep a receipt item and a ledger entry.
     pub expires: bool,
@@ -202,11 +203,11 @@ impl DynamoShape {
 
     /// A delete: the record (and receipt), its claims, its member items and
     /// their heads, its counters (but those kept on delete) and their
-    /// stamps; a check of its link registry, and of each dependent's count
-    /// of children.
+    /// stamps; each dependent's count of children, deleted on the condition
+    /// that it is 0, and its stamp; a check of its link registry.
     pub fn delete(&self) -> DynamoCost {
         let e = u32::from(self.expires);
-        let registry = 1 - e;
+        let registry = 1;
         let counters = n(self.counters - self.kept_on_delete.min(self.counters));
         DynamoCost {
             requests: Requests {
@@ -222,8 +223,13 @@ impl DynamoShape {
                 + n(self.claims)
                 + self.added_to()
                 + n(self.dependents),
-            writes: 1 + e + n(self.claims) + 2 * self.added_to() + 2 * counters,
-            checks: registry + n(self.dependents),
+            writes: 1
+                + e
+                + n(self.claims)
+                + 2 * self.added_to()
+                + 2 * counters
+                + 2 * n(self.dependents),
+            checks: registry,
             note: "",
         }
     }
