@@ -247,3 +247,159 @@ async fn relations_dependents_and_expiry_send_what_the_table_says() {
     invites.delete("i9").await.unwrap();
     check(&invite, Access::Delete, "an expiring delete");
 }
+
+// W006's bound, as DynamoDB draws it: an update that moves every one of 24
+// summed counters to another group is 99 actions and commits; one of 25 is
+// 103 and is refused, which `kvmodel check` warns of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "c", key = "wide24:{id}")]
+#[kv(counter(name = "c0", sum = f0, group_by(team)))]
+#[kv(counter(name = "c1", sum = f1, group_by(team)))]
+#[kv(counter(name = "c2", sum = f2, group_by(team)))]
+#[kv(counter(name = "c3", sum = f3, group_by(team)))]
+#[kv(counter(name = "c4", sum = f4, group_by(team)))]
+#[kv(counter(name = "c5", sum = f5, group_by(team)))]
+#[kv(counter(name = "c6", sum = f6, group_by(team)))]
+#[kv(counter(name = "c7", sum = f7, group_by(team)))]
+#[kv(counter(name = "c8", sum = f8, group_by(team)))]
+#[kv(counter(name = "c9", sum = f9, group_by(team)))]
+#[kv(counter(name = "c10", sum = f10, group_by(team)))]
+#[kv(counter(name = "c11", sum = f11, group_by(team)))]
+#[kv(counter(name = "c12", sum = f12, group_by(team)))]
+#[kv(counter(name = "c13", sum = f13, group_by(team)))]
+#[kv(counter(name = "c14", sum = f14, group_by(team)))]
+#[kv(counter(name = "c15", sum = f15, group_by(team)))]
+#[kv(counter(name = "c16", sum = f16, group_by(team)))]
+#[kv(counter(name = "c17", sum = f17, group_by(team)))]
+#[kv(counter(name = "c18", sum = f18, group_by(team)))]
+#[kv(counter(name = "c19", sum = f19, group_by(team)))]
+#[kv(counter(name = "c20", sum = f20, group_by(team)))]
+#[kv(counter(name = "c21", sum = f21, group_by(team)))]
+#[kv(counter(name = "c22", sum = f22, group_by(team)))]
+#[kv(counter(name = "c23", sum = f23, group_by(team)))]
+struct Wide24 {
+    id: String,
+    team: String,
+    f0: i64,
+    f1: i64,
+    f2: i64,
+    f3: i64,
+    f4: i64,
+    f5: i64,
+    f6: i64,
+    f7: i64,
+    f8: i64,
+    f9: i64,
+    f10: i64,
+    f11: i64,
+    f12: i64,
+    f13: i64,
+    f14: i64,
+    f15: i64,
+    f16: i64,
+    f17: i64,
+    f18: i64,
+    f19: i64,
+    f20: i64,
+    f21: i64,
+    f22: i64,
+    f23: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "c", key = "wide25:{id}")]
+#[kv(counter(name = "c0", sum = f0, group_by(team)))]
+#[kv(counter(name = "c1", sum = f1, group_by(team)))]
+#[kv(counter(name = "c2", sum = f2, group_by(team)))]
+#[kv(counter(name = "c3", sum = f3, group_by(team)))]
+#[kv(counter(name = "c4", sum = f4, group_by(team)))]
+#[kv(counter(name = "c5", sum = f5, group_by(team)))]
+#[kv(counter(name = "c6", sum = f6, group_by(team)))]
+#[kv(counter(name = "c7", sum = f7, group_by(team)))]
+#[kv(counter(name = "c8", sum = f8, group_by(team)))]
+#[kv(counter(name = "c9", sum = f9, group_by(team)))]
+#[kv(counter(name = "c10", sum = f10, group_by(team)))]
+#[kv(counter(name = "c11", sum = f11, group_by(team)))]
+#[kv(counter(name = "c12", sum = f12, group_by(team)))]
+#[kv(counter(name = "c13", sum = f13, group_by(team)))]
+#[kv(counter(name = "c14", sum = f14, group_by(team)))]
+#[kv(counter(name = "c15", sum = f15, group_by(team)))]
+#[kv(counter(name = "c16", sum = f16, group_by(team)))]
+#[kv(counter(name = "c17", sum = f17, group_by(team)))]
+#[kv(counter(name = "c18", sum = f18, group_by(team)))]
+#[kv(counter(name = "c19", sum = f19, group_by(team)))]
+#[kv(counter(name = "c20", sum = f20, group_by(team)))]
+#[kv(counter(name = "c21", sum = f21, group_by(team)))]
+#[kv(counter(name = "c22", sum = f22, group_by(team)))]
+#[kv(counter(name = "c23", sum = f23, group_by(team)))]
+#[kv(counter(name = "c24", sum = f24, group_by(team)))]
+struct Wide25 {
+    id: String,
+    team: String,
+    f0: i64,
+    f1: i64,
+    f2: i64,
+    f3: i64,
+    f4: i64,
+    f5: i64,
+    f6: i64,
+    f7: i64,
+    f8: i64,
+    f9: i64,
+    f10: i64,
+    f11: i64,
+    f12: i64,
+    f13: i64,
+    f14: i64,
+    f15: i64,
+    f16: i64,
+    f17: i64,
+    f18: i64,
+    f19: i64,
+    f20: i64,
+    f21: i64,
+    f22: i64,
+    f23: i64,
+    f24: i64,
+}
+
+/// A record `w` of team `a` whose `n` summed fields are all 1: a move to
+/// another team moves every counter (an amount of 0 moves none).
+fn every_sum_one<T: serde::de::DeserializeOwned>(n: usize) -> T {
+    let mut record = serde_json::json!({ "id": "w", "team": "a" });
+    for i in 0..n {
+        record[format!("f{i}")] = serde_json::json!(1);
+    }
+    serde_json::from_value(record).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_update_fits_one_transaction_up_to_100_actions() {
+    let emulator = DynamoEmulator::start().await;
+    emulator.store("app").await;
+    let store = DynamoStore::from_client(emulator.client(), "app");
+    let fits = Wide24Repo::new(store.clone());
+    let mut w: Wide24 = every_sum_one(24);
+    fits.create(&w).await.unwrap();
+    w.team = "b".into();
+    fits.update(&w).await.unwrap();
+    let shape = DynamoShape {
+        counters: 24,
+        moving_counters: 48,
+        ..DynamoShape::default()
+    };
+    assert_eq!(shape.update().actions(), 99);
+
+    let beyond = Wide25Repo::new(store);
+    let mut w: Wide25 = every_sum_one(25);
+    beyond.create(&w).await.unwrap();
+    w.team = "b".into();
+    let err = beyond.update(&w).await.unwrap_err().to_string();
+    assert!(err.contains("beyond DynamoDB's limit of 100"), "{err}");
+    let shape = DynamoShape {
+        counters: 25,
+        moving_counters: 50,
+        ..DynamoShape::default()
+    };
+    assert_eq!(shape.update().actions(), 103);
+}
