@@ -103,15 +103,15 @@ fn unknown_codes_are_errors_with_a_did_you_mean() {
         [
             (
                 "E010",
-                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`; did you mean `W004`?"
+                "unknown lint `W0004`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `W006`, `I001` or `I002`; did you mean `W004`?"
             ),
             (
                 "E010",
-                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`; did you mean `W002`?"
+                "unknown lint `w002`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `W006`, `I001` or `I002`; did you mean `W002`?"
             ),
             (
                 "E010",
-                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `I001` or `I002`"
+                "unknown lint `W9`; expected `W001`, `W002`, `W003`, `W004`, `W005`, `W006`, `I001` or `I002`"
             ),
         ]
     );

@@ -44,6 +44,24 @@ fn keys_snapshots() {
     });
 }
 
+/// `kvmodel keys --store dynamodb`: every schema's DynamoDB items and
+/// costs, as text and Markdown; the default report is not this one.
+#[test]
+fn dynamodb_keys_snapshots() {
+    use kvmodel_build::keys::{Format, Store, report, report_for};
+    insta::glob!("../../schemas", "*.yaml", |path| {
+        let model = load(path).model;
+        let text = report_for(&model, Format::Text, Store::Dynamodb);
+        let md = report_for(&model, Format::Markdown, Store::Dynamodb);
+        assert_eq!(
+            report_for(&model, Format::Text, Store::Redis),
+            report(&model, Format::Text)
+        );
+        assert_ne!(text, report(&model, Format::Text));
+        insta::assert_snapshot!(format!("{text}\n----- markdown -----\n{md}"));
+    });
+}
+
 /// `kvmodel keys --format mermaid`: the shop as the diagram in README.md,
 /// and the social schema for its links.
 #[test]

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use kvmodel_build::{Project, keys::Format};
+use kvmodel_build::{
+    Project,
+    keys::{Format, Store},
+};
 
 use crate::exit::{self, Code, Fail, fail};
 
@@ -29,6 +32,13 @@ enum Color {
     Auto,
     Always,
     Never,
+}
+
+/// The store `kvmodel keys` shows the layout and costs of.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KeysStore {
+    Redis,
+    Dynamodb,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -131,6 +141,13 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = KeysFormat::Text)]
         format: KeysFormat,
+        /// The store whose layout and costs to show: redis (Redis and Redis
+        /// Cluster keys and round trips; redb and memory make as many
+        /// in-process calls unless noted) or dynamodb (the items of each key,
+        /// and the requests, capacity units and transaction actions of each
+        /// access pattern). The Mermaid diagram is the same for both.
+        #[arg(long, value_enum, default_value_t = KeysStore::Redis)]
+        store: KeysStore,
     },
     /// Print the .proto (proto3) of the entities encoded with protobuf, so
     /// that services in other languages can read their records.
@@ -374,14 +391,23 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                 args.cluster,
             ))
         }
-        Command::Keys { schemas, format } => {
+        Command::Keys {
+            schemas,
+            format,
+            store,
+        } => {
             let format = match format {
                 KeysFormat::Text => Format::Text,
                 KeysFormat::Markdown => Format::Markdown,
                 KeysFormat::Mermaid => Format::Mermaid,
             };
             for s in load_all(&schemas, color, false)?.schemas {
-                write_stdout(&kvmodel_build::keys::report(&s.model, format))?;
+                write_stdout(&match store {
+                    KeysStore::Redis => kvmodel_build::keys::report(&s.model, format),
+                    KeysStore::Dynamodb => {
+                        kvmodel_build::keys::report_for(&s.model, format, Store::Dynamodb)
+                    }
+                })?;
             }
             Ok(())
         }

@@ -212,6 +212,30 @@ fn expand_and_keys_print_to_stdout() {
         "{}",
         text(&o.stdout)
     );
+    let o = kvmodel(&["keys", "--store", "dynamodb", "schemas/shop.yaml"]);
+    assert_eq!(code(&o), 0);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("User (DynamoDB)")
+            && out.contains("pk shop:user#uniq:by_email:<email>")
+            && out.contains(
+                "create                 3 (1 BatchGetItem + 1 TransactGetItems + 1 TransactWriteItems)"
+            ),
+        "{out}"
+    );
+    let default = kvmodel(&["keys", "schemas/shop.yaml"]);
+    let redis = kvmodel(&["keys", "--store", "redis", "schemas/shop.yaml"]);
+    assert_eq!(default.stdout, redis.stdout, "redis is the default view");
+    assert!(!text(&default.stdout).contains("DynamoDB)"));
+    assert_eq!(
+        code(&kvmodel(&[
+            "keys",
+            "--store",
+            "cassandra",
+            "schemas/shop.yaml"
+        ])),
+        2
+    );
     let o = kvmodel(&["keys", "--format", "mermaid", "schemas/shop.yaml"]);
     assert_eq!(code(&o), 0);
     assert!(

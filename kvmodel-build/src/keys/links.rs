@@ -118,20 +118,28 @@ fn expires(e: &Entity) -> bool {
     e.ttl.is_some() || e.expiry_field().is_some()
 }
 
+/// The link methods of `e`, with the access pattern each is.
+pub(super) fn methods(e: &Entity, model: &Model) -> Vec<(String, Cost)> {
+    let mut out = Vec::new();
+    for (name, _, _, own) in sides(e, model) {
+        if own {
+            out.push((format!("link_{name}"), Cost::Link));
+            out.push((format!("unlink_{name}"), Cost::Unlink));
+        }
+        out.push((format!("list_{name}"), Cost::ListLinked));
+        out.push((format!("count_{name}"), Cost::CountLinked));
+    }
+    out
+}
+
 /// The link methods of `e` and what they cost.
 pub(super) fn accesses(
     e: &Entity,
     model: &Model,
     row: &dyn Fn(String, Cost) -> Access,
 ) -> Vec<Access> {
-    let mut out = Vec::new();
-    for (name, _, _, own) in sides(e, model) {
-        if own {
-            out.push(row(format!("link_{name}"), Cost::Link));
-            out.push(row(format!("unlink_{name}"), Cost::Unlink));
-        }
-        out.push(row(format!("list_{name}"), Cost::ListLinked));
-        out.push(row(format!("count_{name}"), Cost::CountLinked));
-    }
-    out
+    methods(e, model)
+        .into_iter()
+        .map(|(m, c)| row(m, c))
+        .collect()
 }

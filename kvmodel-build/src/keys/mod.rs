@@ -1,6 +1,7 @@
 //! `kvmodel keys`: the key layout of a model and what each access pattern
 //! costs, as text or Markdown.
 
+mod dynamo;
 mod links;
 mod mermaid;
 mod tallies;
@@ -546,7 +547,36 @@ fn column_width(lengths: impl Iterator<Item = usize>) -> usize {
     lengths.max().unwrap_or(0).min(80)
 }
 
-/// The report for a whole model.
+/// The store whose layout and costs the report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Store {
+    /// Redis and Redis Cluster keys and round trips, with the in-process
+    /// calls of redb and memory.
+    #[default]
+    Redis,
+    /// DynamoDB (`DynamoStore`): the items of each key, the requests,
+    /// capacity units and transaction actions of each access pattern.
+    Dynamodb,
+}
+
+/// The report for a whole model, for `store`. The Mermaid diagram is the
+/// same for every store.
+pub fn report_for(model: &Model, format: Format, store: Store) -> String {
+    match (store, format) {
+        (Store::Dynamodb, Format::Text | Format::Markdown) => dynamo::report(model, format),
+        _ => report(model, format),
+    }
+}
+
+/// The largest write of `e` on DynamoDB (`create`, `update` or `delete`)
+/// and the actions of its one `TransactWriteItems`: an update counted as
+/// moving every derived value it can, a delete without the link
+/// collections its record may be in.
+pub(crate) fn dynamo_largest_write(e: &Entity, model: &Model) -> (&'static str, u32) {
+    dynamo::largest_write(&dynamo::shape(e, model))
+}
+
+/// The report for a whole model (Redis, redb and memory).
 pub fn report(model: &Model, format: Format) -> String {
     if format == Format::Mermaid {
         return mermaid::diagram(model);

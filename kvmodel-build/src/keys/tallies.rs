@@ -9,7 +9,7 @@ use super::{Format, column_width, sample_of};
 
 /// The key pattern (`site:views#tally:{<page>:<day>}`) and an example key
 /// of a standalone counter, both spelled by the runtime's key builder.
-fn key(t: &Tally, model: &Model) -> (String, String) {
+pub(super) fn key(t: &Tally, model: &Model) -> (String, String) {
     let ns = t
         .namespace
         .as_ref()

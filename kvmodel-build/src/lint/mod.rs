@@ -125,6 +125,53 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
     ));
 }
 
+/// W006: an entity whose largest write cannot be one DynamoDB transaction:
+/// more actions than `TransactWriteItems` holds, or a `max_size` beyond an
+/// item's 400 KB (uncompressed). `DynamoStore` refuses such a write with
+/// `InvalidBatch`, writing nothing; other stores take it.
+fn dynamo_transaction(e: &Entity, model: &Model, diags: &mut Diagnostics) {
+    use kvmodel_runtime::engine::dynamo_cost::{MAX_ACTIONS, MAX_ITEM_BYTES};
+    if e.key.is_none() || allowed(Lint::DynamoTransaction, &[&e.allow]) {
+        return;
+    }
+    let (write, actions) = crate::keys::dynamo_largest_write(e, model);
+    if actions as usize > MAX_ACTIONS {
+        diags.push(warn(
+            Lint::DynamoTransaction,
+            &e.name.origin,
+            format!(
+                "on DynamoDB, `{}`'s {write} needs {actions} actions in one TransactWriteItems \
+                 (its record, claims, index and relation members with their heads, counters \
+                 with their change stamps, discovery member), beyond DynamoDB's limit of \
+                 {MAX_ACTIONS}: DynamoStore refuses it with `InvalidBatch`, writing nothing",
+                *e.name
+            ),
+            "declare fewer unique or ordered indexes, relations or counters on this entity \
+             (move some to an entity of their own), or keep it on another store; \
+             `kvmodel keys --store dynamodb` shows each write's actions",
+            "the entity",
+        ));
+    }
+    if let Some(max) = e.max_size.as_ref().filter(|_| e.compress.is_none()) {
+        if max.value > MAX_ITEM_BYTES {
+            diags.push(warn(
+                Lint::DynamoTransaction,
+                &max.origin,
+                format!(
+                    "on DynamoDB, a `{}` record may be up to {} encoded, beyond DynamoDB's limit \
+                     of 400 KB per item: DynamoStore refuses a larger one with `InvalidBatch`, \
+                     writing nothing",
+                    *e.name,
+                    vocab::format_size(max.value)
+                ),
+                "lower `max_size` below 400KiB (the key and attributes take a few bytes more), \
+                 or compress the records (`compress:`)",
+                "the entity",
+            ));
+        }
+    }
+}
+
 /// I001: an entity that co-locates its keys on a Redis Cluster, but whose
 /// claims, index or relation entries or counters still lie in other slots,
 /// so its creates and updates take the cross-slot commit (safe, but more
@@ -184,6 +231,7 @@ fn cross_slot(e: &Entity, model: &Model, diags: &mut Diagnostics) {
 pub fn lint(model: &Model, diags: &mut Diagnostics) {
     for e in &model.entities {
         unbounded_record(e, model, diags);
+        dynamo_transaction(e, model, diags);
         // I002 on an entity that co-locates by another field names the
         // keys I001 would, with the setting that brings them home.
         if !hot::finding(e, model).is_some_and(|f| hot::report(e, &f, diags)) {

@@ -15,6 +15,9 @@ pub enum Lint {
     EphemeralWithoutTtl,
     /// W005: fields that grow without bound and no `max_size`.
     BigRecord,
+    /// W006: a write that cannot fit one DynamoDB transaction (more than
+    /// 100 actions, or a record larger than an item holds).
+    DynamoTransaction,
     /// I001 (information): a co-located entity whose claims, entries or
     /// counters still lie in other slots of a Redis Cluster.
     CrossSlot,

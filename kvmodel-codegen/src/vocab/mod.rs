@@ -230,12 +230,13 @@ impl fmt::Display for Codec {
 
 impl Lint {
     /// Every lint, in code order.
-    pub const ALL: [Lint; 7] = [
+    pub const ALL: [Lint; 8] = [
         Lint::HotCounter,
         Lint::UnboundedIndex,
         Lint::LongKey,
         Lint::EphemeralWithoutTtl,
         Lint::BigRecord,
+        Lint::DynamoTransaction,
         Lint::CrossSlot,
         Lint::HotCollections,
     ];
@@ -248,6 +249,7 @@ impl Lint {
             Lint::LongKey => "W003",
             Lint::EphemeralWithoutTtl => "W004",
             Lint::BigRecord => "W005",
+            Lint::DynamoTransaction => "W006",
             Lint::CrossSlot => "I001",
             Lint::HotCollections => "I002",
         }

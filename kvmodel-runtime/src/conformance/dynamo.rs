@@ -124,10 +124,14 @@ impl Harness for DynamoHarness {
 }
 
 /// Counts the requests a DynamoDB client sends, by operation
-/// (`TransactWriteItems`, `GetItem`, …), retries included: install it with
+/// (`TransactWriteItems`, `GetItem`, …), retries included, and the actions
+/// of its transactions by kind: install it with
 /// [`DynamoEmulator::counted_client`].
 #[derive(Debug, Clone, Default)]
-pub struct DynamoRequests(Arc<Mutex<BTreeMap<String, u64>>>);
+pub struct DynamoRequests {
+    requests: Arc<Mutex<BTreeMap<String, u64>>>,
+    actions: Arc<Mutex<BTreeMap<String, u64>>>,
+}
 
 impl DynamoRequests {
     /// A counter at zero.
@@ -138,7 +142,14 @@ impl DynamoRequests {
     /// The requests counted since the last call, by operation; the counter
     /// starts again from zero.
     pub fn take(&self) -> BTreeMap<String, u64> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.requests.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The actions of the `TransactWriteItems` sent since the last call, by
+    /// kind (`Put`, `Update`, `Delete`, `ConditionCheck`); the counter
+    /// starts again from zero.
+    pub fn take_actions(&self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut *self.actions.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -161,8 +172,22 @@ impl Intercept for DynamoRequests {
             .and_then(|t| t.rsplit('.').next())
             .unwrap_or("unknown")
             .to_owned();
+        if operation == "TransactWriteItems" {
+            let body: serde_json::Value = context
+                .request()
+                .body()
+                .bytes()
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or_default();
+            let mut actions = self.actions.lock().unwrap_or_else(|e| e.into_inner());
+            for item in body["TransactItems"].as_array().into_iter().flatten() {
+                for kind in item.as_object().into_iter().flat_map(|o| o.keys()) {
+                    *actions.entry(kind.clone()).or_default() += 1;
+                }
+            }
+        }
         *self
-            .0
+            .requests
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(operation)

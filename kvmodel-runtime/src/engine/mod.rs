@@ -10,6 +10,7 @@
 pub mod cost;
 pub mod def;
 mod delete;
+pub mod dynamo_cost;
 pub mod entity;
 pub mod expiry;
 pub mod feed;
