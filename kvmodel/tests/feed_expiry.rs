@@ -213,7 +213,28 @@ pub async fn racing_sweepers_append_one_event_each<H: Harness>(h: &H) {
     assert_eq!(repo.count_total().await.unwrap(), 1);
 }
 
+/// `reconcile` sweeps an expired record with its event, as the sweep does.
+pub async fn reconcile_sweeps_with_the_event<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = LeaseRepo::new(store.clone());
+    if refused_without_feeds(&repo, &store).await {
+        return;
+    }
+    let r = lease("r", "ray", Some(at(&store, 1_000).await));
+    repo.create(&r).await.unwrap();
+    h.pass(Duration::from_millis(1_500)).await;
+    let drift = repo.reconcile(100).await.unwrap();
+    assert_eq!(drift.records, 0, "{drift:?}");
+    assert_eq!(repo.sweep_expired(100).await.unwrap().expired, 0);
+    repo.create(&lease("m", "mo", None)).await.unwrap();
+    let changes = first(&repo, 3).await;
+    assert_eq!(changes[0].event, Event::Created(r.clone()));
+    assert_eq!(changes[1].event, Event::Expired(r));
+    assert!(matches!(changes[2].event, Event::Created(ref m) if m.id == "m"));
+}
+
 kvmodel_runtime::on_every_backend!(
+    reconcile_sweeps_with_the_event,
     an_expired_record_has_one_expired_event,
     a_key_created_again_has_its_expiry_first,
     refused_sweep_commits_append_nothing,
