@@ -92,7 +92,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             };
             let sku = match &change.event {
-                Event::Created(p) | Event::Deleted(p) => p.sku.clone(),
+                Event::Created(p) | Event::Deleted(p) | Event::Expired(p) => p.sku.clone(),
                 Event::Updated { after, .. } => after.sku.clone(),
             };
             follower.forget(&sku);

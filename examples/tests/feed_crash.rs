@@ -131,6 +131,7 @@ async fn check<S: Store>(store: S, log: &[String]) {
                     image = None;
                     kinds.push("deleted");
                 }
+                Event::Expired(t) => panic!("{id}: no tick expires, yet {t:?} did"),
             }
         }
         // Every acknowledged write has its event; beyond them, at most the

@@ -78,3 +78,68 @@ async fn tail_prints_each_change_as_a_json_line() {
     let rest = tail(&schema, &url, first, "2");
     assert_eq!(rest, lines[1..]);
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(
+    namespace = "shop",
+    key = "lease:{id}",
+    ttl = "300ms",
+    feed(retain = "7d")
+)]
+pub struct Lease {
+    pub id: String,
+    pub holder: String,
+}
+
+const LEASE_SCHEMA: &str = r#"
+kvmodel: 1
+namespace: shop
+entities:
+  Lease:
+    key: "lease:{id}"
+    ttl: { after: 300ms }
+    feed: { retain: 7d }
+    fields:
+      id: string
+      holder: string
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_an_expiry_with_the_record_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("shop.yaml");
+    std::fs::write(&schema, LEASE_SCHEMA).unwrap();
+    let path = dir.path().join("shop.redb");
+    {
+        let leases = LeaseRepo::new(RedbStore::open(&path).unwrap());
+        let l = Lease {
+            id: "l1".into(),
+            holder: "ann".into(),
+        };
+        leases.create(&l).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        assert_eq!(leases.get("l1").await.unwrap(), None);
+        assert_eq!(leases.sweep_expired(10).await.unwrap().expired, 1);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_kvmodel"))
+        .args(["tail", "--schema", &schema.display().to_string()])
+        .args(["--store", &format!("redb:{}", path.display()), "Lease"])
+        .args(["--from", "start", "--count", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["created", "expired"]);
+    assert_eq!(lines[1]["before"]["holder"], "ann");
+    assert!(lines[1]["after"].is_null());
+    assert_eq!(lines[1]["key"], "shop:lease:l1");
+}

@@ -130,6 +130,7 @@ async fn check_changes<S: Store>(repo: &AcctRepo<S>, changes: &[Change<Acct>]) {
                 assert_eq!(a.n, (WRITERS * UPDATES) as u64);
                 *slot = None;
             }
+            Event::Expired(a) => panic!("no account expires: {a:?}"),
         }
         assert!(!c.key.contains(":t"), "a refused create has no event");
     }
@@ -395,6 +396,7 @@ async fn a_reader_filtered_by_a_value_sees_records_enter_and_leave() {
             Event::Created(a) => format!("+{}{}", a.id, a.n),
             Event::Updated { before, after } => format!("{}{}>{}", after.id, before.n, after.n),
             Event::Deleted(a) => format!("-{}{}", a.id, a.n),
+            Event::Expired(a) => format!("~{}{}", a.id, a.n),
         });
     }
     assert_eq!(seen, ["x0>5", "x5>6", "x6>2", "y1>9", "-y9"]);

@@ -268,7 +268,12 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
             ..fixed(
                 "feed",
                 format!(
-                    " The change feed of `{ename}`: `.from(Position::Start | Position::Now | Position::After(p))` replays the retained changes, then follows new ones, each record's in its commit order."
+                    " The change feed of `{ename}`: `.from(Position::Start | Position::Now | Position::After(p))` replays the retained changes, then follows new ones, each record's in its commit order{}.",
+                    if cx.e.expires() {
+                        " (`Event::Expired` when the expiry sweep takes a record back)"
+                    } else {
+                        ""
+                    }
                 ),
             )
         });

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use crate::codec::key::{Derived, RecordKeys, Space};
 use crate::codec::time::Timestamp;
-use crate::engine::entity::{self, CounterKeep, Entity, Facts, Ttl};
+use crate::engine::entity::{self, CounterKeep, Entity, Facts, FeedMeta, Ttl};
 use crate::engine::records::Records;
 use crate::error::Result;
 use crate::model::{EntityModel, Record};
@@ -43,6 +43,13 @@ pub trait EntityDef: Send + Sync {
 
     /// The field that sets each record's own expiry, if one does.
     fn expiry_field(&self) -> Option<&str> {
+        None
+    }
+
+    /// The entity's change feed, if it keeps one (the run-time model knows
+    /// none: maintenance through it keeps no record image for `Expired`
+    /// events and appends none).
+    fn feed(&self) -> Option<FeedMeta> {
         None
     }
 
@@ -144,6 +151,10 @@ impl<E: Entity> EntityDef for Typed<E> {
 
     fn ttl(&self) -> Option<Ttl> {
         E::META.ttl
+    }
+
+    fn feed(&self) -> Option<FeedMeta> {
+        E::FEED
     }
 
     fn expiry_field(&self) -> Option<&str> {

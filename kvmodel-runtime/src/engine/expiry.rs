@@ -77,6 +77,10 @@ pub(crate) struct Receipt {
     pub(crate) at: u64,
     /// The entries the write contributed.
     pub(crate) facts: Facts,
+    /// The record as the write stored it, kept only for an entity with a
+    /// change feed: the sweep's `Expired` event carries it, the record
+    /// itself being gone by then.
+    pub(crate) image: Option<Vec<u8>>,
 }
 
 /// The stored form: JSON, readable with `redis-cli GET`; sort keys in hex.
@@ -86,16 +90,21 @@ struct Wire {
     claims: Vec<String>,
     members: Vec<(String, String)>,
     counters: Vec<(String, i64)>,
+    /// The record's stored bytes in hex (entities with a feed only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    image: Option<String>,
 }
 
 impl Receipt {
     /// The receipt of a write contributing `facts`, due at `at`: it lists
     /// what the expiry takes back, so not the amounts of counters that keep
-    /// them on expiry ([`Facts::owed_on_expiry`]).
-    pub(crate) fn new(at: u64, facts: &Facts) -> Receipt {
+    /// them on expiry ([`Facts::owed_on_expiry`]); with the record's stored
+    /// `image` when the entity has a change feed.
+    pub(crate) fn new(at: u64, facts: &Facts, image: Option<&[u8]>) -> Receipt {
         Receipt {
             at,
             facts: facts.owed_on_expiry(),
+            image: image.map(<[u8]>::to_vec),
         }
     }
 
@@ -125,6 +134,7 @@ impl Receipt {
                 .map(|m| (m.collection.clone(), crate::codec::hex::encode(&m.sort)))
                 .collect(),
             counters,
+            image: self.image.as_deref().map(crate::codec::hex::encode),
         };
         serde_json::to_vec(&wire).map_err(|e| Error::Encode {
             key: key.to_owned(),
@@ -153,7 +163,17 @@ impl Receipt {
         for (counter, delta) in wire.counters {
             facts.count(1, counter, i128::from(delta));
         }
-        Ok(Receipt { at: wire.at, facts })
+        let image = match wire.image {
+            Some(hex) => Some(crate::codec::hex::decode(&hex).ok_or_else(|| {
+                Error::decode(key, "the record image in the receipt is not hex", None)
+            })?),
+            None => None,
+        };
+        Ok(Receipt {
+            at: wire.at,
+            facts,
+            image,
+        })
     }
 }
 
@@ -308,7 +328,10 @@ pub(crate) fn move_receipt_in(
 
 /// Adds to `b` the undoing of the expired write of the record at `key`
 /// whose receipt is `stored` (read as `receipt`): conditional on the record
-/// being absent and the receipt unchanged.
+/// being absent and the receipt unchanged. On an entity with a change feed
+/// it appends the record's `Expired` event, with the image the receipt
+/// kept (a receipt written before the entity had a feed keeps none: that
+/// record's expiry appends no event, as its writes appended none).
 pub(crate) fn expire_ops(
     upkeep: Upkeep<'_>,
     b: &mut Batch,
@@ -317,6 +340,9 @@ pub(crate) fn expire_ops(
     receipt: &Receipt,
 ) -> Result<()> {
     b.absent(key);
+    if let (Some(feed), Some(image)) = (upkeep.feed, &receipt.image) {
+        crate::engine::feed::append_expired(upkeep.space, feed, upkeep.feeds, b, key, image)?;
+    }
     let mut facts = receipt.facts.clone();
     // Claims carry the record's TTL and expired with it; one may belong to
     // another record by now.
@@ -421,7 +447,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
         bytes: &[u8],
         receipt: &Receipt,
     ) -> Result<bool> {
-        expire_receipt_in(self.store(), E::space(), key, bytes, receipt).await
+        expire_receipt_in(
+            self.store(),
+            Upkeep::of::<E, S>(self.store()),
+            key,
+            bytes,
+            receipt,
+        )
+        .await
     }
 
     /// A sweep step after a write of an expiring entity: one in
@@ -443,23 +476,24 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// holds an expired member.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "sweep_expired", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn sweep_expired(&self, limit: usize) -> Result<Sweep> {
-        sweep_in(self.store(), E::space(), limit).await
+        sweep_in(self.store(), Upkeep::of::<E, S>(self.store()), limit).await
     }
 }
 
 /// Undoes the expired write of the record at `key` whose receipt is
 /// stored as `bytes` (read as `receipt`), if the record is still absent
-/// and the receipt unchanged; whether it did.
+/// and the receipt unchanged; whether it did. `upkeep` names the entity's
+/// key space and feed.
 pub(crate) async fn expire_receipt_in<S: Store>(
     store: &S,
-    space: Space<'_>,
+    upkeep: Upkeep<'_>,
     key: &str,
     bytes: &[u8],
     receipt: &Receipt,
 ) -> Result<bool> {
     let mut b = Batch::new();
-    expire_ops(Upkeep::on(space, store), &mut b, key, bytes, receipt)?;
-    crate::engine::links::expiry::expire_links(store, space, key, &mut b).await?;
+    expire_ops(upkeep, &mut b, key, bytes, receipt)?;
+    crate::engine::links::expiry::expire_links(store, upkeep.space, key, &mut b).await?;
     Ok(crate::engine::walk::commit(store, b).await?.is_applied())
 }
 
@@ -469,14 +503,14 @@ pub(crate) async fn expire_receipt_in<S: Store>(
 /// once the record is back or its receipt changed.
 async fn expire_linked<S: Store>(
     store: &S,
-    space: Space<'_>,
+    upkeep: Upkeep<'_>,
     key: &str,
     bytes: &[u8],
     receipt: &Receipt,
 ) -> Result<bool> {
-    let reads = [key.to_owned(), space.receipt_key(key)];
+    let reads = [key.to_owned(), upkeep.space.receipt_key(key)];
     for _ in 0..crate::engine::repo::MAX_ATTEMPTS {
-        if expire_receipt_in(store, space, key, bytes, receipt).await? {
+        if expire_receipt_in(store, upkeep, key, bytes, receipt).await? {
             return Ok(true);
         }
         let now = store.get_many(&reads).await?;
@@ -488,8 +522,13 @@ async fn expire_linked<S: Store>(
 }
 
 /// [`Engine::sweep_expired`] for the entity whose derived keys live in
-/// `space`.
-pub(crate) async fn sweep_in<S: Store>(store: &S, space: Space<'_>, limit: usize) -> Result<Sweep> {
+/// `upkeep.space` (and whose feed, if any, is `upkeep.feed`).
+pub(crate) async fn sweep_in<S: Store>(
+    store: &S,
+    upkeep: Upkeep<'_>,
+    limit: usize,
+) -> Result<Sweep> {
+    let space = upkeep.space;
     let mut out = Sweep::default();
     let now = store.now_ms().await?;
     let ledger = space.ledger_key();
@@ -502,7 +541,7 @@ pub(crate) async fn sweep_in<S: Store>(store: &S, space: Space<'_>, limit: usize
         let range = store.range(&ledger, req).await?;
         left = left.saturating_sub(range.members.len());
         out.examined += range.members.len() as u64;
-        sweep_entries(store, space, &range.members, &mut out).await?;
+        sweep_entries(store, upkeep, &range.members, &mut out).await?;
         match range.next {
             Some(n) => after = Some(n),
             None => return Ok(out),
@@ -518,12 +557,13 @@ pub(crate) async fn sweep_in<S: Store>(store: &S, space: Space<'_>, limit: usize
 /// again.
 async fn sweep_entries<S: Store>(
     store: &S,
-    space: Space<'_>,
+    upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
 ) -> Result<()> {
+    let space = upkeep.space;
     let reported = out.skipped.len();
-    if sweep_plans(store, space, entries, out, true).await? {
+    if sweep_plans(store, upkeep, entries, out, true).await? {
         return Ok(());
     }
     // The entries are read again below: report what they hold once.
@@ -542,7 +582,7 @@ async fn sweep_entries<S: Store>(
         .filter(|e| now.members.contains(e))
         .cloned()
         .collect();
-    sweep_plans(store, space, &left, out, false).await?;
+    sweep_plans(store, upkeep, &left, out, false).await?;
     Ok(())
 }
 
@@ -550,11 +590,12 @@ async fn sweep_entries<S: Store>(
 /// each; whether the merged commit went through.
 async fn sweep_plans<S: Store>(
     store: &S,
-    space: Space<'_>,
+    upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
     merge: bool,
 ) -> Result<bool> {
+    let space = upkeep.space;
     let ledger = space.ledger_key();
     let keys: Vec<String> = entries
         .iter()
@@ -597,7 +638,7 @@ async fn sweep_plans<S: Store>(
                     // Linked: its links are read and removed in a commit
                     // of its own, so that two linked records expiring
                     // together each see the other's entries as they are.
-                    match expire_linked(store, space, key, bytes, &r).await {
+                    match expire_linked(store, upkeep, key, bytes, &r).await {
                         Ok(true) => out.expired += 1,
                         Ok(false) => {}
                         Err(e @ Error::InvalidBatch { .. }) => {
@@ -607,7 +648,7 @@ async fn sweep_plans<S: Store>(
                     }
                     continue;
                 }
-                expire_ops(Upkeep::on(space, store), &mut b, key, bytes, &r)?;
+                expire_ops(upkeep, &mut b, key, bytes, &r)?;
                 plans.push((b, true));
             }
             // No receipt, or one of a later write: the entry is stale.
@@ -622,13 +663,16 @@ async fn sweep_plans<S: Store>(
     }
     if merge {
         let mut all = Batch::new();
-        for (b, _) in &plans {
+        for (b, _) in &mut plans {
             for c in b.conditions() {
                 all.condition(c.clone());
             }
             for op in b.ops() {
                 all.op(op.clone());
             }
+            // `Expired` events, in ledger order, stamped with the merged
+            // commit's id.
+            crate::engine::feed::carry(b, &mut all);
         }
         if let Ok(Outcome::Applied) = crate::engine::walk::commit(store, all).await {
             out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
@@ -669,10 +713,22 @@ mod tests {
         facts.claim("by_x", 1, "ns:e#uniq:by_x:v".into());
         facts.member(1, "ns:e#idx:by_y:a".into(), vec![0, 1, 0xff]);
         facts.count(1, "ns:e#count:total".into(), -7);
-        let r = Receipt::new(1_700_000_000_123, &facts);
+        let r = Receipt::new(1_700_000_000_123, &facts, Some(b"\x01{}"));
         let bytes = r.encode("k").unwrap();
         let back = Receipt::decode("k", &bytes).unwrap();
         assert_eq!(back.at, r.at);
+        assert_eq!(back.image.as_deref(), Some(&b"\x01{}"[..]));
+        let plain = Receipt::new(7, &facts, None);
+        let bytes = plain.encode("k").unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("image"));
+        assert_eq!(Receipt::decode("k", &bytes).unwrap().image, None);
+        // What keeping the image costs: twice its size, plus the field name.
+        let image = vec![0xab; 100];
+        let kept = Receipt::new(7, &facts, Some(&image)).encode("k").unwrap();
+        assert_eq!(
+            kept.len(),
+            bytes.len() + 2 * image.len() + r#","image":"""#.len()
+        );
         assert!(back.facts.same_entries(&facts));
         assert!(Receipt::decode("k", b"{}").is_err());
         assert!(Receipt::decode("k", b"\x00").is_err());

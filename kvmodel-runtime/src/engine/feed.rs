@@ -30,6 +30,17 @@ enum Kind {
     Created = 1,
     Updated = 2,
     Deleted = 3,
+    Expired = 4,
+}
+
+/// The image of the record at `owner` that `b` writes: `Some(None)` when it
+/// deletes it, `None` when it does not write it.
+pub(crate) fn written<'b>(b: &'b Batch, owner: &str) -> Option<Option<&'b [u8]>> {
+    b.ops().iter().rev().find_map(|op| match op {
+        Op::Put { key, value, .. } if key == owner => Some(Some(value.as_slice())),
+        Op::Delete { key } if key == owner => Some(None),
+        _ => None,
+    })
 }
 
 /// Appends to `b` the event of the write of the record at `owner` whose
@@ -51,25 +62,51 @@ pub(crate) fn append_event(
         Condition::Equals(k, v) if k == owner => Some(v.as_slice()),
         _ => None,
     });
-    let after = b.ops().iter().rev().find_map(|op| match op {
-        Op::Put { key, value, .. } if key == owner => Some(Some(value.as_slice())),
-        Op::Delete { key } if key == owner => Some(None),
-        _ => None,
-    });
-    let kind = match (before, after.flatten()) {
+    let after = written(b, owner).flatten();
+    let kind = match (before, after) {
         (None, Some(_)) => Kind::Created,
         (Some(_), Some(_)) => Kind::Updated,
         (Some(_), None) => Kind::Deleted,
         (None, None) => return Ok(()),
     };
+    let entry = event_entry(kind, owner, before, after);
+    push(space, feed, b, entry);
+    Ok(())
+}
+
+/// Appends to `b` (the expiry sweep's commit of the record at `owner`) its
+/// `Expired` event, carrying `image`, the record as its last write stored
+/// it (kept in its expiry receipt). A store that keeps no feed refuses it.
+pub(crate) fn append_expired(
+    space: Space<'_>,
+    feed: FeedMeta,
+    feeds: bool,
+    b: &mut Batch,
+    owner: &str,
+    image: &[u8],
+) -> Result<()> {
+    if !feeds {
+        return Err(crate::store::feed::no_feed_for(owner));
+    }
+    let entry = event_entry(Kind::Expired, owner, Some(image), None);
+    push(space, feed, b, entry);
+    Ok(())
+}
+
+/// The bytes of an event, its commit id left zero ([`push`] stamps it).
+fn event_entry(kind: Kind, owner: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> Vec<u8> {
     let mut entry = vec![FORMAT, kind as u8, 0, 0, 0, 0, 0, 0, 0, 0];
     put_bytes(&mut entry, Some(owner.as_bytes()));
     put_bytes(&mut entry, before);
-    put_bytes(&mut entry, after.flatten());
+    put_bytes(&mut entry, after);
+    entry
+}
+
+/// Stamps `entry` with `b`'s commit id and appends it to the feed.
+fn push(space: Space<'_>, feed: FeedMeta, b: &mut Batch, mut entry: Vec<u8>) {
     let commit = b.commit_id();
     entry[2..10].copy_from_slice(&commit.to_be_bytes());
     b.append(space.feed_key(), entry, feed.retain);
-    Ok(())
 }
 
 /// Moves the feed entries of `from` (one write staged in a transaction)
@@ -143,6 +180,11 @@ pub enum Event<E> {
     },
     /// The record was deleted.
     Deleted(E),
+    /// The record expired (its expiry field's time or its entity's `ttl`
+    /// passed), as its last write stored it. The event comes from the
+    /// expiry sweep's commit that takes back its derived entries, so it
+    /// is appended when the sweep runs, not at the instant of expiry.
+    Expired(E),
 }
 
 /// One change of a record of `E`, read from its entity's feed.
@@ -165,13 +207,14 @@ pub struct Change<E> {
 /// without the entity's type (the CLI's `kvmodel tail`) reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawEvent {
-    /// `created`, `updated` or `deleted`.
+    /// `created`, `updated`, `deleted` or `expired`.
     pub kind: &'static str,
     /// The commit it belongs to.
     pub commit: u64,
     /// The record's key.
     pub key: String,
-    /// The stored image before the write (none for `created`).
+    /// The stored image before the write (none for `created`; for
+    /// `expired`, the record as its last write stored it).
     pub before: Option<Vec<u8>>,
     /// The stored image after it (none for `deleted`).
     pub after: Option<Vec<u8>>,
@@ -209,6 +252,7 @@ impl RawEvent {
             (k, false, true) if k == Kind::Created as u8 => "created",
             (k, true, true) if k == Kind::Updated as u8 => "updated",
             (k, true, false) if k == Kind::Deleted as u8 => "deleted",
+            (k, true, false) if k == Kind::Expired as u8 => "expired",
             _ => return Err(bad("unknown kind")),
         };
         Ok(RawEvent {
@@ -236,6 +280,7 @@ impl<E: Entity> Change<E> {
                 before: read(raw.before)?,
                 after: read(raw.after)?,
             },
+            "expired" => Event::Expired(read(raw.before)?),
             _ => Event::Deleted(read(raw.before)?),
         };
         Ok(Change {
@@ -292,7 +337,7 @@ impl<E> Filter<E> {
         }
         let matches = |image: &E| self.predicates.iter().all(|p| p(image));
         match &change.event {
-            Event::Created(r) | Event::Deleted(r) => matches(r),
+            Event::Created(r) | Event::Deleted(r) | Event::Expired(r) => matches(r),
             Event::Updated { before, after } => matches(before) || matches(after),
         }
     }

@@ -219,7 +219,7 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                 due,
             };
             let checked = transition(
-                Upkeep::on(space, self.store),
+                Upkeep::rewrite(space, self.def.feed(), self.store),
                 &mut b,
                 key,
                 Some(&old),

@@ -27,6 +27,10 @@ pub(crate) struct Upkeep<'a> {
     pub(crate) feed: Option<FeedMeta>,
     /// Whether the store keeps feeds ([`Store::keeps_feeds`]).
     pub(crate) feeds: bool,
+    /// Whether a write of the record appends its event (not so for a
+    /// migration's rewrite, which changes no record's meaning); its
+    /// receipt keeps the image either way.
+    pub(crate) events: bool,
 }
 
 impl<'a> Upkeep<'a> {
@@ -37,6 +41,18 @@ impl<'a> Upkeep<'a> {
             discovery: !store.orders_keys(),
             feed: None,
             feeds: store.keeps_feeds(),
+            events: true,
+        }
+    }
+
+    /// The upkeep of a maintenance rewrite of a record of the entity spelled
+    /// in `space`, whose feed is `feed`: the receipt keeps the record's
+    /// image for its `Expired` event, but the rewrite appends no event.
+    pub(crate) fn rewrite<S: Store>(space: Space<'a>, feed: Option<FeedMeta>, store: &S) -> Self {
+        Upkeep {
+            feed,
+            events: false,
+            ..Upkeep::on(space, store)
         }
     }
 
@@ -118,7 +134,8 @@ impl Checked {
 /// - on an entity with a change feed, a write of the record itself
 ///   ([`ReceiptMove::Record`]) appends its event to the feed, with the
 ///   images the caller's condition and write of the record carry
-///   ([`feed::append_event`](crate::engine::feed::append_event)).
+///   ([`feed::append_event`](crate::engine::feed::append_event)), and the
+///   new receipt keeps the image written, for the `Expired` event.
 ///
 /// `create` passes no `old`, `delete` no `new`, `update` both; `reconcile`
 /// passes the entries it found as `old` and those the record implies as `new`;
@@ -133,7 +150,7 @@ pub(crate) fn transition(
     receipt: ReceiptMove<'_>,
 ) -> Result<Checked> {
     let space = upkeep.space;
-    if let (Some(feed), ReceiptMove::Record { .. }) = (upkeep.feed, &receipt) {
+    if let (Some(feed), ReceiptMove::Record { .. }, true) = (upkeep.feed, &receipt, upkeep.events) {
         crate::engine::feed::append_event(space, feed, upkeep.feeds, b, owner)?;
     }
     // A write of a record that expired until now (it has a receipt) but
@@ -141,8 +158,14 @@ pub(crate) fn transition(
     // expiring rewrites them with the new one.
     let renew = ttl.is_some() || matches!(receipt, ReceiptMove::Record { old: Some(_), .. });
     if let ReceiptMove::Record { old: stored, due } = receipt {
+        // An entity with a feed keeps the record's image in its receipt,
+        // for the `Expired` event of the sweep that finds it gone.
+        let image = match upkeep.feed {
+            Some(_) => crate::engine::feed::written(b, owner).flatten(),
+            None => None,
+        };
         let next = match (new, due) {
-            (Some(facts), Some(at)) => Some(Receipt::new(at, facts)),
+            (Some(facts), Some(at)) => Some(Receipt::new(at, facts, image)),
             _ => None,
         };
         if stored.is_some() || next.is_some() {

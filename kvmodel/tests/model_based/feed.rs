@@ -201,6 +201,7 @@ pub async fn check_feed<S: Store>(r: &Repos<S>, m: &Model, from: Option<FeedPosi
             Event::Created(e) => (None, Some(e)),
             Event::Updated { before, after } => (Some(before), Some(after)),
             Event::Deleted(e) => (Some(e), None),
+            Event::Expired(e) => panic!("event {i}: no entry expires, yet {e:?} did"),
         };
         assert_eq!(got, (want.before.clone(), want.after.clone()), "event {i}");
         let model = *commits.entry(change.commit).or_insert(want.commit);

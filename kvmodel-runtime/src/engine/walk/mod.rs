@@ -238,6 +238,15 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
     }
 
+    /// The upkeep of the walked entity's sweeps: its key space and feed,
+    /// so a record the walk sweeps has its `Expired` event.
+    pub(crate) fn upkeep(&self) -> crate::engine::transition::Upkeep<'_> {
+        crate::engine::transition::Upkeep {
+            feed: self.def.feed(),
+            ..crate::engine::transition::Upkeep::on(self.def.space(), self.store)
+        }
+    }
+
     /// The view, if the walker has one.
     fn view(&self) -> Option<Arc<(u64, S)>> {
         self.view
@@ -316,7 +325,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         if state.repair && self.def.expiring() {
             loop {
                 let sweep =
-                    crate::engine::expiry::sweep_in(self.store, self.def.space(), 10_000).await?;
+                    crate::engine::expiry::sweep_in(self.store, self.upkeep(), 10_000).await?;
                 if !sweep.more {
                     break;
                 }

@@ -296,7 +296,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         // counters it measures.
         self.count_receipt(state, &r.facts);
         let sweep = state.repair && state.basis != Basis::Stamps;
-        if sweep && expire_receipt_in(self.store, self.def.space(), key, bytes, r).await? {
+        if sweep && expire_receipt_in(self.store, self.upkeep(), key, bytes, r).await? {
             return Ok(());
         }
         state.drift.expired += 1;
@@ -389,7 +389,8 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             return Ok(());
         };
         let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
-        let receipt = Receipt::new(now.saturating_add(ms), facts);
+        let image = self.def.feed().map(|_| bytes);
+        let receipt = Receipt::new(now.saturating_add(ms), facts, image);
         let mut b = Batch::new();
         b.equals(key, bytes.to_vec());
         move_receipt_in(self.def.space(), &mut b, key, old, Some(&receipt))?;
