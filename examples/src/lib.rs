@@ -36,6 +36,14 @@ pub mod social;
 #[path = "generated/forum.rs"]
 pub mod forum;
 
+/// `schemas/links.yaml`: a multi-tenant link shortener with per-link
+/// expiry, tags, expiring clicks and hourly and daily counts that outlive
+/// them.
+#[allow(missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/links.rs"]
+pub mod links;
+
 pub mod workload;
 
 /// Counters with a change feed, written by the feed crash tests' writer

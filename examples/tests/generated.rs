@@ -11,7 +11,7 @@ use kvmodel_runtime::conformance::Harness;
 #[test]
 fn committed_files_are_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for name in ["shop", "sessions", "activity", "social"] {
+    for name in ["shop", "sessions", "activity", "social", "links"] {
         let schema =
             kvmodel_build::load_file(&root.join(format!("../schemas/{name}.yaml"))).unwrap();
         let files = kvmodel_build::generate(&[schema]).unwrap();

@@ -52,7 +52,8 @@ fn check_variants(model: &Model, diags: &mut Diagnostics) {
     }
 }
 
-/// Every entity, type, repository (`XRepo`) and key builder (`XKeys`) is an
+/// Every entity, type, repository (`XRepo`), key builder (`XKeys`) and
+/// transaction view (`XTx`, of an entity with links) is an
 /// item of the generated module, so no two may share a name, and no model
 /// type may take the name of a type the declarations use for fields.
 fn check_names(model: &Model, diags: &mut Diagnostics) {
@@ -67,6 +68,15 @@ fn check_names(model: &Model, diags: &mut Diagnostics) {
             format!("{}Keys", *e.name),
             format!("the key builders generated for the entity `{}`", *e.name),
         );
+        if !e.links.is_empty() {
+            generated.insert(
+                format!("{}Tx", *e.name),
+                format!(
+                    "the transaction view generated for the entity `{}`",
+                    *e.name
+                ),
+            );
+        }
     }
     let entities: BTreeSet<&str> = model.entities.iter().map(|e| e.name.as_str()).collect();
     let declared = model

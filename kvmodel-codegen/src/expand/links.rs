@@ -97,6 +97,9 @@ pub(crate) struct LinkMethods {
     pub own: Vec<Method>,
     /// `list_{inverse}` and `count_{inverse}`, on the far one.
     pub far: Vec<Method>,
+    /// `link_x` and `unlink_x`, on this entity's transaction view
+    /// (`XTx`, what `XRepo::in_tx` returns).
+    pub tx: Vec<Method>,
     /// The link's `Link`, spelled once for all of them (a private function
     /// of `XKeys`), and the check that the far entity does not expire.
     pub items: TokenStream,
@@ -164,21 +167,30 @@ fn link(cx: &Ctx<'_>, template: &KeyTemplate, l: &Link) -> Option<LinkMethods> {
     let inv_count_doc = format!(
         " The number of entries in this `{tname}`'s `{inverse}` link collection: its links, including any to `{ename}` records deleted since whose entries no listing or `reconcile` has removed yet."
     );
+    let tx_link_doc = format!(
+        " Stages the link of this `{ename}` with the `{tname}` (link `{lname}`, inverse `{inverse}`) in the transaction: both entries, both counts and the registries, committed with its other writes. Sees what the transaction staged before (a record it created, an earlier link). `true` when they were not linked; `NotFound` at once when either record does not exist."
+    );
+    let tx_unlink_doc = format!(
+        " Stages the unlink of this `{ename}` and the `{tname}` in the transaction, both directions and both counts; `true` when they were linked, as the transaction sees it."
+    );
+    let link_method = |doc: TokenStream, on: TokenStream, name: &str| Method {
+        generics: vec![lifetime()],
+        params: [own_params(), vec![far_param()]].concat(),
+        ret: quote!(#k::Result<bool>),
+        body: if name == "link" {
+            quote!(#on.link::<#to>(#spec, #own_key, #far_key).await)
+        } else {
+            quote!(#on.unlink(#spec, #own_key, #far_key).await)
+        },
+        ..Method::repo(format!("{name}_{lname}"), doc)
+    };
+    let tx = vec![
+        link_method(quote!(#[doc = #tx_link_doc]), quote!(self.0), "link"),
+        link_method(quote!(#[doc = #tx_unlink_doc]), quote!(self.0), "unlink"),
+    ];
     let own = vec![
-        Method {
-            generics: vec![lifetime()],
-            params: [own_params(), vec![far_param()]].concat(),
-            ret: quote!(#k::Result<bool>),
-            body: quote!(self.engine.link::<#to>(#spec, #own_key, #far_key).await),
-            ..Method::repo(format!("link_{lname}"), link_doc)
-        },
-        Method {
-            generics: vec![lifetime()],
-            params: [own_params(), vec![far_param()]].concat(),
-            ret: quote!(#k::Result<bool>),
-            body: quote!(self.engine.unlink(#spec, #own_key, #far_key).await),
-            ..Method::repo(format!("unlink_{lname}"), quote!(#[doc = #unlink_doc]))
-        },
+        link_method(link_doc, quote!(self.engine), "link"),
+        link_method(quote!(#[doc = #unlink_doc]), quote!(self.engine), "unlink"),
         Method {
             params: [
                 own_params(),
@@ -235,15 +247,75 @@ fn link(cx: &Ctx<'_>, template: &KeyTemplate, l: &Link) -> Option<LinkMethods> {
         far_repo,
         own,
         far,
+        tx,
         items,
     })
+}
+
+/// The transaction view `XTx<'t, S>` of an entity that declares links:
+/// the runtime's `TxRepo` (which it dereferences to, for the record
+/// writes) with the links' `link_x` and `unlink_x`. `methods` writes each
+/// method (real or stand-in).
+pub(crate) fn tx_view(cx: &Ctx<'_>, methods: impl Iterator<Item = TokenStream>) -> TokenStream {
+    let (k, vis, name) = (&cx.krate, &cx.vis, &cx.name);
+    let tx = tx_ident(cx);
+    let ename = cx.e.name.as_str();
+    let doc = format!(
+        " The `{ename}` records inside a transaction, as `{ename}Repo::in_tx` gives them: the writes of [`TxRepo`]({}::TxRepo) (which it dereferences to) and the links' `link_*` and `unlink_*`.",
+        k.to_string().replace(' ', "")
+    );
+    quote! {
+        #[doc = #doc]
+        #vis struct #tx<'__t, __S>(#k::TxRepo<'__t, #name, __S>);
+
+        #[automatically_derived]
+        impl<'__t, __S> #tx<'__t, __S> {
+            /// The view over the runtime's transaction repository.
+            #[doc(hidden)]
+            #vis fn __new(inner: #k::TxRepo<'__t, #name, __S>) -> Self {
+                #tx(inner)
+            }
+        }
+
+        #[automatically_derived]
+        impl<'__t, __S> ::core::ops::Deref for #tx<'__t, __S> {
+            type Target = #k::TxRepo<'__t, #name, __S>;
+            fn deref(&self) -> &Self::Target {
+                &self.0
+            }
+        }
+
+        #[automatically_derived]
+        impl<'__t, __S: ::core::fmt::Debug> ::core::fmt::Debug for #tx<'__t, __S> {
+            fn fmt(&self, __f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::fmt::Debug::fmt(&self.0, __f)
+            }
+        }
+
+        #[automatically_derived]
+        impl<'__t, __S: #k::Store> #tx<'__t, __S> {
+            #(#methods)*
+        }
+    }
+}
+
+/// `XTx`: the name of the entity's transaction view.
+pub(crate) fn tx_ident(cx: &Ctx<'_>) -> syn::Ident {
+    format_ident!("{}Tx", cx.name)
 }
 
 /// The methods of every link of the entity, on both repositories.
 pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
     let (k, vis, repo) = (&cx.krate, &cx.vis, &cx.repo);
     let mut out = TokenStream::new();
-    for l in methods(cx, template) {
+    let all = methods(cx, template);
+    if !all.is_empty() {
+        out.extend(tx_view(
+            cx,
+            all.iter().flat_map(|l| &l.tx).map(|m| m.real(vis)),
+        ));
+    }
+    for l in all {
         let LinkMethods {
             far_repo,
             own,

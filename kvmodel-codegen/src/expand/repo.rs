@@ -75,6 +75,20 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
     let closure = || Param::fixed(f.clone(), quote!(__F));
     let value = || Param::fixed(format_ident!("value"), quote!(&#name));
     let page_size = || Param::fixed(format_ident!("page_size"), quote!(usize));
+    // An entity that declares links views a transaction through `XTx`,
+    // which adds the links' `link_x` and `unlink_x` to `TxRepo`.
+    let (in_tx_ret, in_tx_body) = if super::links::methods(cx, template).is_empty() {
+        (
+            quote!(#k::TxRepo<'__t, #name, __S>),
+            quote!(#k::TxRepo::new(&self.engine, tx)),
+        )
+    } else {
+        let tx = super::links::tx_ident(cx);
+        (
+            quote!(#tx<'__t, __S>),
+            quote!(#tx::__new(#k::TxRepo::new(&self.engine, tx))),
+        )
+    };
     let (many_generics, many, many_map) =
         many_keys(cx, &template.placeholders().collect::<Vec<_>>());
 
@@ -123,8 +137,8 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
                 format_ident!("tx"),
                 quote!(&'__t #k::Transaction<__S>),
             )],
-            ret: quote!(#k::TxRepo<'__t, #name, __S>),
-            body: quote!(#k::TxRepo::new(&self.engine, tx)),
+            ret: in_tx_ret.clone(),
+            body: in_tx_body,
             ..fixed(
                 "in_tx",
                 format!(

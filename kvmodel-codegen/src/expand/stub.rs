@@ -42,6 +42,11 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
     // entity to itself adds its inverse's methods to its own repository.
     let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let links = links::methods(&cx, &template);
+    let tx_view = (!links.is_empty()).then(|| {
+        let tx = links.iter().flat_map(|l| &l.tx);
+        let methods = stubs(vis, tx, &mut BTreeSet::new());
+        links::tx_view(&cx, methods.into_iter())
+    });
     let own = repo::methods(&cx, &template);
     let own = own.iter().chain(links.iter().flat_map(|l| &l.own));
     let methods = stubs(vis, own, seen.entry(e.name.as_str()).or_default());
@@ -73,5 +78,7 @@ pub(crate) fn expand(e: &Entity, errors: TokenStream) -> TokenStream {
         }
 
         #(#far)*
+
+        #tx_view
     }
 }

@@ -195,6 +195,12 @@ async fn check_leases<S: Store>(r: &Repos<S>, m: &Model) {
             want,
             "count_per_owner({owner})"
         );
+        let kept = m.issued.get(*owner).copied().unwrap_or(0);
+        assert_eq!(
+            repo.count_issued_per_owner(owner).await.unwrap(),
+            kept,
+            "count_issued_per_owner({owner}), kept when leases expire"
+        );
     }
     let weight: i64 = leases.iter().map(|l| l.weight).sum();
     assert_eq!(repo.sum_weight().await.unwrap(), weight, "sum_weight");

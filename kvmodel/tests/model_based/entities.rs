@@ -34,11 +34,15 @@ pub struct Item {
 }
 
 /// An expiring record: a unique index, an ordered relation, a count
-/// grouped by a field and an ungrouped sum.
+/// grouped by a field, an ungrouped sum, and a count kept when leases
+/// expire (`keep = "on_expiry"`: a delete takes it back, expiry does not).
+// Two counters grouped by the same field repeat `group_by(owner)`.
+#[allow(clippy::duplicated_attributes)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "mb", key = "lease:{id}", ttl = "1s")]
 #[kv(relation(name = "owner", belongs_to = Owner, by = owner, order_by = rank))]
 #[kv(counter(name = "per_owner", group_by(owner)))]
+#[kv(counter(name = "issued_per_owner", group_by(owner), keep = "on_expiry"))]
 #[kv(counter(name = "weight", sum = weight))]
 pub struct Lease {
     pub id: String,
@@ -105,6 +109,9 @@ pub struct Model {
     pub step_started: Option<Instant>,
     /// When each lease was last written, on the real clock.
     pub written: BTreeMap<String, Instant>,
+    /// The kept count of leases per owner: moved by writes and deletes,
+    /// never by expiry.
+    pub issued: BTreeMap<String, i64>,
 }
 
 impl Model {
@@ -134,7 +141,23 @@ impl Model {
     pub fn put_lease(&mut self, lease: Lease) {
         let at = self.step_started.unwrap_or_else(Instant::now);
         self.written.insert(lease.id.clone(), at);
-        self.leases.insert(lease.id.clone(), (lease, self.now));
+        *self.issued.entry(lease.owner.clone()).or_default() += 1;
+        let id = lease.id.clone();
+        if let Some((old, _)) = self.leases.insert(id, (lease, self.now)) {
+            *self.issued.entry(old.owner).or_default() -= 1;
+        }
+    }
+
+    /// Deletes the lease `id`: its kept count goes with it (a delete, not
+    /// an expiry). Whether there was one.
+    pub fn delete_lease(&mut self, id: &str) -> bool {
+        match self.leases.remove(id) {
+            Some((old, _)) => {
+                *self.issued.entry(old.owner).or_default() -= 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The longest a live lease of the model has lived on the real clock:

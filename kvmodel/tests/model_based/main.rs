@@ -4,7 +4,8 @@
 //! the writes the model applied), store time passing (on an injected clock where the store has
 //! one), and concurrent writers, checked after every step against a plain
 //! in-memory model (records, unique lookups, every listing page by page in
-//! both directions, counters, the number of records); after every sequence
+//! both directions, counters, a counter kept when leases expire, the number
+//! of records); after every sequence
 //! `verify` is clean. On the in-memory, redb, Redis and Redis Cluster
 //! stores.
 //!

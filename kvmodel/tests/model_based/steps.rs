@@ -353,7 +353,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             )
         }
         Step::DeleteLease(id) => {
-            let want = Outcome::Flag(m.leases.remove(*id).is_some());
+            let want = Outcome::Flag(m.delete_lease(id));
             (outcome(r.leases.delete(id).await, Some), want)
         }
         Step::Pass { long } => {
@@ -405,7 +405,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
                         Outcome::Unique
                     } else {
                         m.items.insert(v.id.clone(), v);
-                        m.leases.remove(*lease);
+                        m.delete_lease(lease);
                         Outcome::Done
                     }
                 }

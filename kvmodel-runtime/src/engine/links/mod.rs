@@ -34,7 +34,7 @@
 //! reads skip them ([`expiry`]).
 
 pub mod expiry;
-mod ops;
+pub(crate) mod ops;
 
 use std::collections::BTreeMap;
 

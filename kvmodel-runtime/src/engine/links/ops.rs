@@ -16,9 +16,107 @@ use crate::store::batch::{Batch, Outcome, Planned};
 
 /// The registries of a pair as written by a link: the one of `from`, and
 /// the one of `to` (the same key for a record linked to itself).
-struct Registries {
-    from: Read<Registry>,
-    to: Read<Registry>,
+pub(crate) struct Registries {
+    pub from: Read<Registry>,
+    pub to: Read<Registry>,
+}
+
+/// The operations that link `from_key` and `to_key` given both registries
+/// and the pair's edge as read (no conditions: the caller conditions on
+/// what it read); `None` when both entries stand already.
+pub(crate) fn plan_link(
+    link: &Link<'_>,
+    from_key: &str,
+    to_key: &str,
+    regs: &Registries,
+    edge_read: Option<&(Vec<u8>, EdgeValue)>,
+) -> Result<Option<Batch>> {
+    let (rf, rt) = (
+        registry_key(link.from, from_key),
+        registry_key(link.to, to_key),
+    );
+    let edge = link.edge_key(from_key, to_key);
+    let e = edge_read.map(|(_, v)| v);
+    let from_stands = stands(e, regs.from.as_ref().map(|r| &r.1), End::From);
+    let to_stands = stands(e, regs.to.as_ref().map(|r| &r.1), End::To);
+    if from_stands && to_stands {
+        return Ok(None);
+    }
+    let mut b = Batch::new();
+    let self_link = rf == rt;
+    let new_from = with_name(regs.from.as_ref().map(|r| &r.1), link.name);
+    let from_now = new_from
+        .clone()
+        .or_else(|| regs.from.as_ref().map(|r| r.1.clone()));
+    let to_base = if self_link {
+        from_now.as_ref()
+    } else {
+        regs.to.as_ref().map(|r| &r.1)
+    };
+    let new_to = with_name(to_base, link.inverse);
+    let to_now = new_to.clone().or_else(|| to_base.cloned());
+    let (Some(from_now), Some(to_now)) = (from_now, to_now) else {
+        return Err(Error::decode(
+            &rf,
+            "the link registry could not be written",
+            None,
+        ));
+    };
+    if self_link {
+        if let Some(r) = new_to.or(new_from) {
+            b.put(rf.as_str(), r.bytes(), None);
+        }
+    } else {
+        if let Some(r) = new_from {
+            b.put(rf.as_str(), r.bytes(), None);
+        }
+        if let Some(r) = new_to {
+            b.put(rt.as_str(), r.bytes(), None);
+        }
+    }
+    let value = EdgeValue {
+        from: from_now.incarnation,
+        to: to_now.incarnation,
+        from_key: from_key.to_owned(),
+        to_key: to_key.to_owned(),
+        from_registry: rf,
+        to_registry: rt,
+        name: link.name.to_owned(),
+        inverse: link.inverse.to_owned(),
+    };
+    b.put(edge.as_str(), value.bytes(), None);
+    if !from_stands {
+        add_entry(&mut b, link, End::From, from_key, to_key, &edge);
+    }
+    if !to_stands {
+        add_entry(&mut b, link, End::To, to_key, from_key, &edge);
+    }
+    Ok(Some(b))
+}
+
+/// The operations that unlink `from_key` and `to_key` given both
+/// registries and the pair's edge as read (no conditions): the edge goes,
+/// and each entry that stands with one from its count; `true` when an
+/// entry was removed.
+pub(crate) fn plan_unlink(
+    link: &Link<'_>,
+    from_key: &str,
+    to_key: &str,
+    regs: &Registries,
+    edge: &EdgeValue,
+) -> (Batch, bool) {
+    let edge_key = link.edge_key(from_key, to_key);
+    let from_stands = stands(Some(edge), regs.from.as_ref().map(|r| &r.1), End::From);
+    let to_stands = stands(Some(edge), regs.to.as_ref().map(|r| &r.1), End::To);
+    let mut b = Batch::new();
+    b.delete(edge_key.as_str());
+    if from_stands {
+        remove_entry(&mut b, link, End::From, from_key, to_key, &edge_key);
+    }
+    if to_stands {
+        remove_entry(&mut b, link, End::To, to_key, from_key, &edge_key);
+    }
+    (b, from_stands || to_stands)
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -70,64 +168,17 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         from: read_registry(&rf, from_reg)?,
                         to: read_registry(&rt, to_reg)?,
                     };
-                    let e = edge_read.as_ref().map(|(_, v)| v);
-                    let from_stands = stands(e, regs.from.as_ref().map(|r| &r.1), End::From);
-                    let to_stands = stands(e, regs.to.as_ref().map(|r| &r.1), End::To);
-                    if from_stands && to_stands {
+                    let Some(ops) = plan_link(link, from_key, to_key, &regs, edge_read.as_ref())?
+                    else {
                         return Ok(Planned::Skip(false));
-                    }
+                    };
                     let mut b = Batch::new();
                     b.equals(from_key, from_rec).equals(to_key, to_rec);
                     keep_as_read(&mut b, &rf, regs.from.as_ref().map(|r| &r.0));
                     keep_as_read(&mut b, &rt, regs.to.as_ref().map(|r| &r.0));
                     keep_as_read(&mut b, &edge, edge_read.as_ref().map(|r| &r.0));
-                    let self_link = rf == rt;
-                    let new_from = with_name(regs.from.as_ref().map(|r| &r.1), link.name);
-                    let from_now = new_from
-                        .clone()
-                        .or_else(|| regs.from.as_ref().map(|r| r.1.clone()));
-                    let to_base = if self_link {
-                        from_now.as_ref()
-                    } else {
-                        regs.to.as_ref().map(|r| &r.1)
-                    };
-                    let new_to = with_name(to_base, link.inverse);
-                    let to_now = new_to.clone().or_else(|| to_base.cloned());
-                    let (Some(from_now), Some(to_now)) = (from_now, to_now) else {
-                        return Err(Error::decode(
-                            &rf,
-                            "the link registry could not be written",
-                            None,
-                        ));
-                    };
-                    if self_link {
-                        if let Some(r) = new_to.or(new_from) {
-                            b.put(rf.as_str(), r.bytes(), None);
-                        }
-                    } else {
-                        if let Some(r) = new_from {
-                            b.put(rf.as_str(), r.bytes(), None);
-                        }
-                        if let Some(r) = new_to {
-                            b.put(rt.as_str(), r.bytes(), None);
-                        }
-                    }
-                    let value = EdgeValue {
-                        from: from_now.incarnation,
-                        to: to_now.incarnation,
-                        from_key: from_key.to_owned(),
-                        to_key: to_key.to_owned(),
-                        from_registry: rf.clone(),
-                        to_registry: rt.clone(),
-                        name: link.name.to_owned(),
-                        inverse: link.inverse.to_owned(),
-                    };
-                    b.put(edge.as_str(), value.bytes(), None);
-                    if !from_stands {
-                        add_entry(&mut b, link, End::From, from_key, to_key, &edge);
-                    }
-                    if !to_stands {
-                        add_entry(&mut b, link, End::To, to_key, from_key, &edge);
+                    for op in ops.into_parts().1 {
+                        b.op(op);
                     }
                     Ok(Planned::Commit(b, true))
                 })
@@ -156,23 +207,19 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     let Some(edge_read) = read_edge(&edge, values.pop().flatten())? else {
                         return Ok(Planned::Skip(false));
                     };
-                    let to_reg = read_registry(&rt, values.pop().flatten())?;
-                    let from_reg = read_registry(&rf, values.pop().flatten())?;
-                    let e = Some(&edge_read.1);
-                    let from_stands = stands(e, from_reg.as_ref().map(|r| &r.1), End::From);
-                    let to_stands = stands(e, to_reg.as_ref().map(|r| &r.1), End::To);
+                    let regs = Registries {
+                        to: read_registry(&rt, values.pop().flatten())?,
+                        from: read_registry(&rf, values.pop().flatten())?,
+                    };
                     let mut b = Batch::new();
                     b.equals(edge.as_str(), edge_read.0.clone());
-                    keep_as_read(&mut b, &rf, from_reg.as_ref().map(|r| &r.0));
-                    keep_as_read(&mut b, &rt, to_reg.as_ref().map(|r| &r.0));
-                    b.delete(edge.as_str());
-                    if from_stands {
-                        remove_entry(&mut b, link, End::From, from_key, to_key, &edge);
+                    keep_as_read(&mut b, &rf, regs.from.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, &rt, regs.to.as_ref().map(|r| &r.0));
+                    let (ops, changed) = plan_unlink(link, from_key, to_key, &regs, &edge_read.1);
+                    for op in ops.into_parts().1 {
+                        b.op(op);
                     }
-                    if to_stands {
-                        remove_entry(&mut b, link, End::To, to_key, from_key, &edge);
-                    }
-                    Ok(Planned::Commit(b, from_stands || to_stands))
+                    Ok(Planned::Commit(b, changed))
                 })
                 .await?;
             match outcome {

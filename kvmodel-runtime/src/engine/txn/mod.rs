@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Condition, Op, Outcome};
 
+mod links;
 mod records;
 
 pub use records::TxRepo;
@@ -74,6 +75,12 @@ struct State {
     /// Keys a staged write creates (a record put under an `Absent`
     /// condition): a child staged later needs no condition on its parent.
     created: BTreeSet<String>,
+    /// Keys a staged link or unlink puts or deletes (registries, edges):
+    /// a later link of the same transaction reads them back from the
+    /// batch and replaces them.
+    linked: BTreeSet<String>,
+    /// The records at either end of a staged link or unlink.
+    link_ends: BTreeSet<String>,
 }
 
 /// Reads and writes of several repositories of one store, committed
@@ -267,6 +274,119 @@ impl<S: Store> Transaction<S> {
             .collect())
     }
 
+    /// The values at `keys` as this transaction will leave them: a key a
+    /// staged write puts or deletes reads back from the batch (no
+    /// condition: the write that staged it conditions on what it replaced),
+    /// any other as [`read`](Self::read) sees it.
+    async fn read_own(
+        &self,
+        entity: &'static str,
+        keys: &[String],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let (staged, others) = {
+            let state = self.lock();
+            let staged: Vec<Staged> = keys.iter().map(|k| state.staged(k)).collect();
+            let others: Vec<String> = keys
+                .iter()
+                .zip(&staged)
+                .filter(|(_, s)| s.is_none())
+                .map(|(k, _)| k.clone())
+                .collect();
+            (staged, others)
+        };
+        let mut read = self.read(entity, &others).await?.into_iter();
+        Ok(staged
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| read.next().flatten()))
+            .collect())
+    }
+
+    /// Refuses the deletion of `record` when a link or unlink of the same
+    /// transaction names it: the delete would not see what the link
+    /// staged (its registry, its entries).
+    fn refuse_linked(&self, record: &str) -> Result<()> {
+        if self.lock().link_ends.contains(record) {
+            return Err(Error::InvalidBatch {
+                key: record.to_owned(),
+                reason: "the transaction links or unlinks this record before deleting it; \
+                         delete it in another transaction"
+                    .to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a link's or an unlink's operations (`batch`, without
+    /// conditions: the keys it read are conditions of the commit already).
+    /// A registry or an edge an earlier link of the transaction wrote is
+    /// replaced (the new value was planned from the staged one); a key
+    /// another write of the transaction changes or depends on is refused.
+    fn stage_links(&self, ends: [&str; 2], batch: Batch) -> Result<()> {
+        let record = ends[0];
+        let mut state = self.lock();
+        let writes: BTreeSet<String> = written_keys(&batch);
+        for key in &writes {
+            let earlier = state.written.get(key);
+            if let Some(other) = earlier.filter(|_| !state.linked.contains(key)) {
+                return Err(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!(
+                        "the link of `{record}` changes a key the write of `{other}` in the \
+                         same transaction changes; link in another transaction"
+                    ),
+                });
+            }
+            if state.conditioned.contains(key) {
+                return Err(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!(
+                        "the link of `{record}` changes a key an earlier write of the same \
+                         transaction depends on; link in another transaction"
+                    ),
+                });
+            }
+        }
+        let superseded: BTreeSet<&String> = writes
+            .iter()
+            .filter(|k| state.written.contains_key(*k))
+            .collect();
+        if !superseded.is_empty() {
+            for part in &mut state.parts {
+                if !part
+                    .batch
+                    .ops()
+                    .iter()
+                    .any(|o| superseded.contains(&o.key().to_owned()))
+                {
+                    continue;
+                }
+                let (conditions, ops) = std::mem::take(&mut part.batch).into_parts();
+                let mut kept = Batch::with_capacity(conditions.len(), ops.len());
+                for c in conditions {
+                    kept.condition(c);
+                }
+                for op in ops {
+                    let replaced = matches!(op, Op::Put { .. } | Op::Delete { .. })
+                        && superseded.contains(&op.key().to_owned());
+                    if !replaced {
+                        kept.op(op);
+                    }
+                }
+                part.batch = kept;
+            }
+        }
+        for key in writes {
+            state.written.insert(key.clone(), record.to_owned());
+            state.linked.insert(key);
+        }
+        state.link_ends.extend(ends.map(str::to_owned));
+        state.parts.push(Part {
+            batch,
+            guards: Vec::new(),
+        });
+        Ok(())
+    }
+
     /// Drops what the transaction read at `keys`, to read them again.
     fn forget(&self, keys: &[String]) {
         let mut state = self.lock();
@@ -279,13 +399,7 @@ impl<S: Store> Transaction<S> {
     /// parts staged before it.
     fn stage(&self, record: &str, mut part: Part, claims: &[ClaimFact]) -> Result<()> {
         let mut state = self.lock();
-        let writes: BTreeSet<String> = part
-            .batch
-            .ops()
-            .iter()
-            .filter(|o| matches!(o, Op::Put { .. } | Op::Delete { .. }))
-            .map(|o| o.key().to_owned())
-            .collect();
+        let writes = written_keys(&part.batch);
         for key in &writes {
             if let Some(other) = state.written.get(key) {
                 if let Some(c) = claims.iter().find(|c| c.key == *key) {
@@ -369,6 +483,37 @@ impl<S: Store> Transaction<S> {
         });
         Ok(())
     }
+}
+
+impl State {
+    /// The value a staged write leaves at `key` (`Some(None)`: deleted);
+    /// `None` when no staged write puts or deletes it.
+    fn staged(&self, key: &str) -> Staged {
+        if !self.written.contains_key(key) {
+            return None;
+        }
+        self.parts.iter().rev().find_map(|p| {
+            p.batch.ops().iter().rev().find_map(|o| match o {
+                Op::Put { key: k, value, .. } if k == key => Some(Some(value.clone())),
+                Op::Delete { key: k } if k == key => Some(None),
+                _ => None,
+            })
+        })
+    }
+}
+
+/// What a staged write leaves at a key: `Some(None)` when it deletes it,
+/// `None` when no staged write puts or deletes it.
+type Staged = Option<Option<Vec<u8>>>;
+
+/// The keys `batch` puts or deletes.
+fn written_keys(batch: &Batch) -> BTreeSet<String> {
+    batch
+        .ops()
+        .iter()
+        .filter(|o| matches!(o, Op::Put { .. } | Op::Delete { .. }))
+        .map(|o| o.key().to_owned())
+        .collect()
 }
 
 /// Runs `f` as one transaction on `store` and commits what it staged,

@@ -15,8 +15,8 @@ use super::{Guard, Part, Transaction};
 /// A repository's records inside a [`Transaction`]: reads recorded as
 /// conditions of the commit, writes staged with their full upkeep.
 pub struct TxRepo<'t, E, S> {
-    engine: Engine<E, S>,
-    tx: &'t Transaction<S>,
+    pub(super) engine: Engine<E, S>,
+    pub(super) tx: &'t Transaction<S>,
 }
 
 impl<E, S: std::fmt::Debug> std::fmt::Debug for TxRepo<'_, E, S> {
@@ -153,6 +153,7 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             return Ok(false);
         };
         let registry = crate::engine::links::registry_key(E::space(), key);
+        self.tx.refuse_linked(key)?;
         self.tx.read(E::META.name, &[registry]).await?;
         if !o.value.dependents().is_empty() {
             return Err(Error::InvalidBatch {
