@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kvmodel::{Date, Timestamp, Uuid};
-use kvmodel_examples::{activity, forum, sessions, shop, social};
+use kvmodel_examples::{activity, forum, links, sessions, shop, social};
 use kvmodel_runtime::__private::Encoding;
 use kvmodel_runtime::codec::record;
 use kvmodel_runtime::engine::entity::{self, Entity, Facts};
@@ -79,6 +79,9 @@ fn every_entity_is_compared() {
         "Board",
         "Thread",
         "Reply",
+        "Tenant",
+        "ShortLink",
+        "Click",
     ];
     let mut files: Vec<_> = std::fs::read_dir(root().join("../schemas"))
         .unwrap()
@@ -515,6 +518,54 @@ fn reply() -> impl Strategy<Value = forum::Reply> {
     })
 }
 
+fn tenant() -> impl Strategy<Value = links::Tenant> {
+    (text(), text(), timestamp()).prop_map(|(id, name, created_at)| links::Tenant {
+        id,
+        name,
+        created_at,
+    })
+}
+
+fn short_link() -> impl Strategy<Value = links::ShortLink> {
+    (
+        text(),
+        text(),
+        text(),
+        timestamp(),
+        prop::option::of(timestamp()),
+    )
+        .prop_map(
+            |(tenant_id, code, target, created_at, expires_at)| links::ShortLink {
+                tenant_id,
+                code,
+                target,
+                created_at,
+                expires_at,
+            },
+        )
+}
+
+fn tenant_tag() -> impl Strategy<Value = links::Tag> {
+    (text(), text()).prop_map(|(tenant_id, name)| links::Tag { tenant_id, name })
+}
+
+fn click() -> impl Strategy<Value = links::Click> {
+    (
+        text(),
+        uuid(),
+        text(),
+        timestamp(),
+        prop::option::of(text()),
+    )
+        .prop_map(|(tenant_id, id, code, at, referrer)| links::Click {
+            tenant_id,
+            id,
+            code,
+            at,
+            referrer,
+        })
+}
+
 macro_rules! compare {
     ($($test:ident: $schema:expr, $entity:literal, $strategy:expr, $ty:ty;)*) => {$(
         proptest! {
@@ -552,6 +603,10 @@ compare! {
     forum_board: schema("forum"), "Board", board(), forum::Board;
     forum_thread: schema("forum"), "Thread", thread(), forum::Thread;
     forum_reply: schema("forum"), "Reply", reply(), forum::Reply;
+    links_tenant: schema("links"), "Tenant", tenant(), links::Tenant;
+    links_short_link: schema("links"), "ShortLink", short_link(), links::ShortLink;
+    links_tag: schema("links"), "Tag", tenant_tag(), links::Tag;
+    links_click: schema("links"), "Click", click(), links::Click;
 }
 
 /// Old records as old code wrote them: a version 1 user (before `status`
