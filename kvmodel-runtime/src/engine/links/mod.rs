@@ -119,6 +119,43 @@ impl<'a> Link<'a> {
     }
 }
 
+/// The keys of one pair of a link: both records' registries and the
+/// pair's edge, which `link` and `unlink` read (in and out of a
+/// transaction).
+#[derive(Debug, Clone)]
+pub(crate) struct PairKeys {
+    pub(crate) from_reg: String,
+    pub(crate) to_reg: String,
+    pub(crate) edge: String,
+}
+
+impl PairKeys {
+    pub(crate) fn new(link: &Link<'_>, from_key: &str, to_key: &str) -> Self {
+        PairKeys {
+            from_reg: registry_key(link.from, from_key),
+            to_reg: registry_key(link.to, to_key),
+            edge: link.edge_key(from_key, to_key),
+        }
+    }
+
+    /// What a link reads, in this order: both records, both registries,
+    /// the edge.
+    pub(crate) fn link_reads(&self, from_key: &str, to_key: &str) -> Vec<String> {
+        let mut keys = vec![from_key.to_owned(), to_key.to_owned()];
+        keys.extend(self.unlink_reads());
+        keys
+    }
+
+    /// What an unlink reads, in this order: both registries, the edge.
+    pub(crate) fn unlink_reads(&self) -> Vec<String> {
+        vec![
+            self.from_reg.clone(),
+            self.to_reg.clone(),
+            self.edge.clone(),
+        ]
+    }
+}
+
 /// The link registry of the record at `key` of the entity in `space`.
 pub fn registry_key(space: Space<'_>, key: &str) -> String {
     space.of_record(Derived::Registry, "", key)

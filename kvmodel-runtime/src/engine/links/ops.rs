@@ -3,8 +3,8 @@
 //! `list_*` and `count_*`.
 
 use super::{
-    EdgeValue, End, Link, Read, Registry, add_entry, keep_as_read, read_edge, read_registry,
-    registry_key, remove_entry, stands, with_name,
+    EdgeValue, End, Link, PairKeys, Read, Registry, add_entry, keep_as_read, read_edge,
+    read_registry, registry_key, remove_entry, stands, with_name,
 };
 use crate::engine::entity::{self, Entity};
 use crate::engine::page::{ListRequest, Page, PageRequest};
@@ -132,22 +132,13 @@ impl<E: Entity, S: Store> Engine<E, S> {
         from_key: &str,
         to_key: &str,
     ) -> Result<bool> {
-        let (rf, rt) = (
-            registry_key(link.from, from_key),
-            registry_key(link.to, to_key),
-        );
-        let edge = link.edge_key(from_key, to_key);
-        let keys = vec![
-            from_key.to_owned(),
-            to_key.to_owned(),
-            rf.clone(),
-            rt.clone(),
-            edge.clone(),
-        ];
+        let pair = PairKeys::new(link, from_key, to_key);
+        let keys = pair.link_reads(from_key, to_key);
+        let (rf, rt, edge) = (&pair.from_reg, &pair.to_reg, &pair.edge);
         for attempt in 0..MAX_ATTEMPTS {
             let (outcome, changed) = self
                 .commit_after_read(&keys, |mut values, _| {
-                    let edge_read = read_edge(&edge, values.pop().flatten())?;
+                    let edge_read = read_edge(edge, values.pop().flatten())?;
                     let to_reg = values.pop().flatten();
                     let from_reg = values.pop().flatten();
                     let to_rec = values.pop().flatten();
@@ -165,8 +156,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         });
                     };
                     let regs = Registries {
-                        from: read_registry(&rf, from_reg)?,
-                        to: read_registry(&rt, to_reg)?,
+                        from: read_registry(rf, from_reg)?,
+                        to: read_registry(rt, to_reg)?,
                     };
                     let Some(ops) = plan_link(link, from_key, to_key, &regs, edge_read.as_ref())?
                     else {
@@ -174,9 +165,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     };
                     let mut b = Batch::new();
                     b.equals(from_key, from_rec).equals(to_key, to_rec);
-                    keep_as_read(&mut b, &rf, regs.from.as_ref().map(|r| &r.0));
-                    keep_as_read(&mut b, &rt, regs.to.as_ref().map(|r| &r.0));
-                    keep_as_read(&mut b, &edge, edge_read.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, rf, regs.from.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, rt, regs.to.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, edge, edge_read.as_ref().map(|r| &r.0));
                     for op in ops.into_parts().1 {
                         b.op(op);
                     }
@@ -195,26 +186,23 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// directions and both counts in one commit; `true` when an entry was
     /// removed. Either record may be gone.
     pub async fn unlink(&self, link: &Link<'_>, from_key: &str, to_key: &str) -> Result<bool> {
-        let (rf, rt) = (
-            registry_key(link.from, from_key),
-            registry_key(link.to, to_key),
-        );
-        let edge = link.edge_key(from_key, to_key);
-        let keys = vec![rf.clone(), rt.clone(), edge.clone()];
+        let pair = PairKeys::new(link, from_key, to_key);
+        let keys = pair.unlink_reads();
+        let (rf, rt, edge) = (&pair.from_reg, &pair.to_reg, &pair.edge);
         for attempt in 0..MAX_ATTEMPTS {
             let (outcome, changed) = self
                 .commit_after_read(&keys, |mut values, _| {
-                    let Some(edge_read) = read_edge(&edge, values.pop().flatten())? else {
+                    let Some(edge_read) = read_edge(edge, values.pop().flatten())? else {
                         return Ok(Planned::Skip(false));
                     };
                     let regs = Registries {
-                        to: read_registry(&rt, values.pop().flatten())?,
-                        from: read_registry(&rf, values.pop().flatten())?,
+                        to: read_registry(rt, values.pop().flatten())?,
+                        from: read_registry(rf, values.pop().flatten())?,
                     };
                     let mut b = Batch::new();
                     b.equals(edge.as_str(), edge_read.0.clone());
-                    keep_as_read(&mut b, &rf, regs.from.as_ref().map(|r| &r.0));
-                    keep_as_read(&mut b, &rt, regs.to.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, rf, regs.from.as_ref().map(|r| &r.0));
+                    keep_as_read(&mut b, rt, regs.to.as_ref().map(|r| &r.0));
                     let (ops, changed) = plan_unlink(link, from_key, to_key, &regs, &edge_read.1);
                     for op in ops.into_parts().1 {
                         b.op(op);

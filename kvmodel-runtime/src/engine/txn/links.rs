@@ -11,7 +11,7 @@
 use super::TxRepo;
 use crate::engine::entity::Entity;
 use crate::engine::links::ops::{Registries, plan_link, plan_unlink};
-use crate::engine::links::{Link, read_edge, read_registry, registry_key};
+use crate::engine::links::{Link, PairKeys, read_edge, read_registry};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -29,18 +29,8 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
         from_key: &str,
         to_key: &str,
     ) -> Result<bool> {
-        let (rf, rt) = (
-            registry_key(link.from, from_key),
-            registry_key(link.to, to_key),
-        );
-        let edge = link.edge_key(from_key, to_key);
-        let keys = [
-            from_key.to_owned(),
-            to_key.to_owned(),
-            rf.clone(),
-            rt.clone(),
-            edge.clone(),
-        ];
+        let pair = PairKeys::new(link, from_key, to_key);
+        let keys = pair.link_reads(from_key, to_key);
         let mut values = self.tx.read_own(E::META.name, &keys).await?.into_iter();
         let mut next = || values.next().flatten();
         if next().is_none() {
@@ -56,10 +46,10 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
             });
         }
         let regs = Registries {
-            from: read_registry(&rf, next())?,
-            to: read_registry(&rt, next())?,
+            from: read_registry(&pair.from_reg, next())?,
+            to: read_registry(&pair.to_reg, next())?,
         };
-        let edge_read = read_edge(&edge, next())?;
+        let edge_read = read_edge(&pair.edge, next())?;
         match plan_link(link, from_key, to_key, &regs, edge_read.as_ref())? {
             Some(ops) => {
                 self.tx.stage_links([from_key, to_key], ops)?;
@@ -74,19 +64,15 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
     /// `true` when an entry goes (as the transaction sees it); either
     /// record may be gone.
     pub async fn unlink(&self, link: &Link<'_>, from_key: &str, to_key: &str) -> Result<bool> {
-        let (rf, rt) = (
-            registry_key(link.from, from_key),
-            registry_key(link.to, to_key),
-        );
-        let edge = link.edge_key(from_key, to_key);
-        let keys = [rf.clone(), rt.clone(), edge.clone()];
+        let pair = PairKeys::new(link, from_key, to_key);
+        let keys = pair.unlink_reads();
         let mut values = self.tx.read_own(E::META.name, &keys).await?.into_iter();
         let mut next = || values.next().flatten();
         let regs = Registries {
-            from: read_registry(&rf, next())?,
-            to: read_registry(&rt, next())?,
+            from: read_registry(&pair.from_reg, next())?,
+            to: read_registry(&pair.to_reg, next())?,
         };
-        let Some((_, edge_value)) = read_edge(&edge, next())? else {
+        let Some((_, edge_value)) = read_edge(&pair.edge, next())? else {
             return Ok(false);
         };
         let (ops, changed) = plan_unlink(link, from_key, to_key, &regs, &edge_value);
