@@ -2,8 +2,8 @@
 //! a record expires no listing of either side shows it, `verify` counts its
 //! links as awaiting the sweep, and the sweep removes its edges, its
 //! registry, its collections and the far entries naming it, so every count
-//! is exact. Times are ≥ 12 s apart: Redis and its cluster expire in real
-//! time.
+//! is exact. Redis and its cluster expire in real time: each scenario runs
+//! in [`windows`], short ones first.
 
 use std::time::Duration;
 
@@ -12,6 +12,8 @@ use kvmodel::{Drift, KvEntity, PageRequest, Store, Timestamp};
 use kvmodel_runtime::engine::def::{ModelDef, Typed};
 use kvmodel_runtime::engine::walk::Walker;
 use serde::{Deserialize, Serialize};
+
+use crate::window::{Window, windows};
 
 /// A short link with its own expiry date, tags, and links to other short
 /// links (both ends expiring, at different times).
@@ -35,24 +37,20 @@ pub struct Label {
 
 /// Expires by the entity's `ttl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
-#[kv(namespace = "lxp", key = "visit:{id}", ttl = "12s")]
+#[kv(namespace = "lxp", key = "visit:{id}", ttl = "4s")]
 #[kv(link(name = "labels", to = Label, inverse = "visits"))]
 pub struct Visit {
     pub id: String,
 }
 
-/// The two expiries from a test's start, and the waits past each: apart
-/// by far more than a loaded machine takes for the steps between them
-/// (Redis Cluster's cross-slot commits are the slowest).
-const SOON: u64 = 12_000;
-const LATER: u64 = 30_000;
-const PAST_SOON: Duration = Duration::from_millis(13_000);
-const PAST_LATER: Duration = Duration::from_millis(18_000);
+/// The two expiries from a scenario's start at the shortest scale of its
+/// [`windows`], and `Visit`'s `ttl`.
+const SOON: u64 = 1_500;
+const LATER: u64 = 4_000;
+const VISIT_TTL: Duration = Duration::from_secs(4);
 
-async fn at<S: Store>(store: &S, ms: u64) -> Option<Timestamp> {
-    let now = store.now_ms().await.unwrap();
-    Some(Timestamp::from_unix_millis(i64::try_from(now + ms).unwrap()).unwrap())
-}
+/// The namespace's keys, wiped between attempts of a scenario.
+const PREFIX: &str = "lxp:";
 
 fn short(id: &str, expires_at: Option<Timestamp>) -> Short {
     Short {
@@ -197,10 +195,24 @@ async fn derived_naming<S: Store>(store: &S, id: &str) -> Vec<String> {
 /// and the far entries naming it, and every count is exact. Two expiring
 /// ends expire apart: the pair is gone with the earlier.
 pub async fn links_of_an_expired_record_are_listed_nowhere_and_swept<H: Harness>(h: &H) {
+    windows(h, PREFIX, async |w| {
+        links_of_an_expired_record_are_listed_nowhere_and_swept_in(h, w).await
+    })
+    .await;
+}
+
+async fn links_of_an_expired_record_are_listed_nowhere_and_swept_in<H: Harness>(
+    h: &H,
+    w: &Window<'_, H>,
+) {
     let store = h.store();
     let r = Repos::new(&store, &["a", "b"]).await;
-    let (soon, later) = (at(&store, SOON).await, at(&store, LATER).await);
-    for s in [short("s1", soon), short("s2", later), short("s3", None)] {
+    let (soon, later) = (w.expiry(SOON), w.expiry(LATER));
+    for s in [
+        short("s1", soon.at),
+        short("s2", later.at),
+        short("s3", None),
+    ] {
         r.shorts.create(&s).await.unwrap();
     }
     for (s, l) in [("s1", "a"), ("s1", "b"), ("s2", "a"), ("s3", "a")] {
@@ -217,7 +229,7 @@ pub async fn links_of_an_expired_record_are_listed_nowhere_and_swept<H: Harness>
     );
     verify_both(&store).await;
 
-    h.pass(PAST_SOON).await;
+    w.pass(&[soon]).await;
     assert_eq!(r.shorts.get("s1").await.unwrap(), None);
     // Neither side lists it: not its own links, not the far entries.
     assert_eq!(tags(&r, "s1").await, Vec::<String>::new());
@@ -243,7 +255,7 @@ pub async fn links_of_an_expired_record_are_listed_nowhere_and_swept<H: Harness>
     let (s, l) = verify_both(&store).await;
     assert_eq!((s.expired, s.records, l.records), (0, 2, 2));
 
-    h.pass(PAST_LATER).await;
+    w.pass(&[later]).await;
     assert_eq!(shorts(&r, "a").await, ["s3"]);
     assert_eq!(related(&r, "s3").await, (vec![], vec![]));
     assert_eq!(r.shorts.sweep_expired(100).await.unwrap().expired, 1);
@@ -259,21 +271,28 @@ pub async fn links_of_an_expired_record_are_listed_nowhere_and_swept<H: Harness>
 /// An update moves a record's expiry, and its links follow: later, earlier,
 /// and away.
 pub async fn moving_the_expiry_moves_the_links<H: Harness>(h: &H) {
+    windows(h, PREFIX, async |w| {
+        moving_the_expiry_moves_the_links_in(h, w).await
+    })
+    .await;
+}
+
+async fn moving_the_expiry_moves_the_links_in<H: Harness>(h: &H, w: &Window<'_, H>) {
     let store = h.store();
     let r = Repos::new(&store, &["a"]).await;
-    let (soon, later) = (at(&store, SOON).await, at(&store, LATER).await);
-    r.shorts.create(&short("s1", soon)).await.unwrap();
-    r.shorts.create(&short("s2", later)).await.unwrap();
-    r.shorts.create(&short("s3", soon)).await.unwrap();
+    let (soon, later) = (w.expiry(SOON), w.expiry(LATER));
+    r.shorts.create(&short("s1", soon.at)).await.unwrap();
+    r.shorts.create(&short("s2", later.at)).await.unwrap();
+    r.shorts.create(&short("s3", soon.at)).await.unwrap();
     for s in ["s1", "s2", "s3"] {
         r.shorts.link_tags(s, "a").await.unwrap();
     }
     r.shorts
-        .modify("s1", |s| s.expires_at = later)
+        .modify("s1", |s| s.expires_at = later.at)
         .await
         .unwrap();
     r.shorts
-        .modify("s2", |s| s.expires_at = soon)
+        .modify("s2", |s| s.expires_at = soon.at)
         .await
         .unwrap();
     r.shorts
@@ -281,7 +300,7 @@ pub async fn moving_the_expiry_moves_the_links<H: Harness>(h: &H) {
         .await
         .unwrap();
 
-    h.pass(PAST_SOON).await;
+    w.pass(&[soon]).await;
     assert_eq!(shorts(&r, "a").await, ["s1", "s3"]);
     assert_eq!(tags(&r, "s1").await, ["a"]);
     assert_eq!(tags(&r, "s2").await, Vec::<String>::new());
@@ -289,7 +308,7 @@ pub async fn moving_the_expiry_moves_the_links<H: Harness>(h: &H) {
     assert_eq!(r.labels.count_shorts("a").await.unwrap(), 2);
     verify_both(&store).await;
 
-    h.pass(PAST_LATER).await;
+    w.pass(&[later]).await;
     assert_eq!(shorts(&r, "a").await, ["s3"]);
     assert_eq!(r.shorts.sweep_expired(100).await.unwrap().expired, 1);
     assert_eq!(r.labels.count_shorts("a").await.unwrap(), 1);
@@ -302,14 +321,24 @@ pub async fn moving_the_expiry_moves_the_links<H: Harness>(h: &H) {
 /// written again after its record expired: the old links do not come
 /// back, and the create sweeps them.
 pub async fn unlink_delete_ttl_and_a_key_written_again<H: Harness>(h: &H) {
+    windows(h, PREFIX, async |w| {
+        unlink_delete_ttl_and_a_key_written_again_in(h, w).await
+    })
+    .await;
+}
+
+async fn unlink_delete_ttl_and_a_key_written_again_in<H: Harness>(h: &H, w: &Window<'_, H>) {
     let store = h.store();
     let r = Repos::new(&store, &["a"]).await;
-    let soon = at(&store, SOON).await;
+    let soon = w.expiry(SOON);
     for id in ["s1", "s2", "s3"] {
-        r.shorts.create(&short(id, soon)).await.unwrap();
+        r.shorts.create(&short(id, soon.at)).await.unwrap();
         r.shorts.link_tags(id, "a").await.unwrap();
     }
-    r.visits.create(&Visit { id: "v1".into() }).await.unwrap();
+    let (created, visit) = w
+        .expiring(VISIT_TTL, r.visits.create(&Visit { id: "v1".into() }))
+        .await;
+    created.unwrap();
     assert!(r.visits.link_labels("v1", "a").await.unwrap());
     assert!(r.shorts.unlink_tags("s1", "a").await.unwrap());
     r.shorts.delete("s2").await.unwrap();
@@ -317,7 +346,7 @@ pub async fn unlink_delete_ttl_and_a_key_written_again<H: Harness>(h: &H) {
     assert_eq!(r.labels.count_shorts("a").await.unwrap(), 1);
     assert_eq!(r.labels.count_visits("a").await.unwrap(), 1);
 
-    h.pass(PAST_SOON).await;
+    w.pass(&[soon, visit]).await;
     assert_eq!(shorts(&r, "a").await, Vec::<String>::new());
     let visits = r.labels.list_visits("a", page()).await.unwrap().items;
     assert!(visits.is_empty(), "{visits:?}");
@@ -344,15 +373,25 @@ pub async fn unlink_delete_ttl_and_a_key_written_again<H: Harness>(h: &H) {
 /// sweeps expired records with their links, and leaves what the generated
 /// code's `verify` finds clean.
 pub async fn the_model_reconcile_sweeps_the_links_of_expired_records<H: Harness>(h: &H) {
+    windows(h, PREFIX, async |w| {
+        the_model_reconcile_sweeps_the_links_of_expired_records_in(h, w).await
+    })
+    .await;
+}
+
+async fn the_model_reconcile_sweeps_the_links_of_expired_records_in<H: Harness>(
+    h: &H,
+    w: &Window<'_, H>,
+) {
     let store = h.store();
     let r = Repos::new(&store, &["a"]).await;
-    let soon = at(&store, SOON).await;
-    r.shorts.create(&short("s1", soon)).await.unwrap();
+    let soon = w.expiry(SOON);
+    r.shorts.create(&short("s1", soon.at)).await.unwrap();
     r.shorts.create(&short("s2", None)).await.unwrap();
     r.shorts.link_tags("s1", "a").await.unwrap();
     r.shorts.link_related("s2", "s1").await.unwrap();
     r.labels.link_featured("a", "s1").await.unwrap();
-    h.pass(PAST_SOON).await;
+    w.pass(&[soon]).await;
     let (short_model, label_model) = models();
     let drift = Walker::new(&short_model, &store)
         .run(true, 3)

@@ -12,6 +12,7 @@ mod protobuf;
 mod shards;
 mod size;
 mod trees;
+mod window;
 
 use buckets::*;
 use compress::*;
