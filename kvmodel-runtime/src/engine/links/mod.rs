@@ -119,29 +119,33 @@ impl<'a> Link<'a> {
     }
 }
 
-/// The keys of one pair of a link: both records' registries and the
-/// pair's edge, which `link` and `unlink` read (in and out of a
+/// The keys of one pair of a link: both records, their registries and the
+/// pair's edge, which `link` and `unlink` read and write (in and out of a
 /// transaction).
 #[derive(Debug, Clone)]
-pub(crate) struct PairKeys {
+pub(crate) struct PairKeys<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) to: &'a str,
     pub(crate) from_reg: String,
     pub(crate) to_reg: String,
     pub(crate) edge: String,
 }
 
-impl PairKeys {
-    pub(crate) fn new(link: &Link<'_>, from_key: &str, to_key: &str) -> Self {
+impl<'a> PairKeys<'a> {
+    pub(crate) fn new(link: &Link<'_>, from: &'a str, to: &'a str) -> Self {
         PairKeys {
-            from_reg: registry_key(link.from, from_key),
-            to_reg: registry_key(link.to, to_key),
-            edge: link.edge_key(from_key, to_key),
+            from,
+            to,
+            from_reg: registry_key(link.from, from),
+            to_reg: registry_key(link.to, to),
+            edge: link.edge_key(from, to),
         }
     }
 
     /// What a link reads, in this order: both records, both registries,
     /// the edge.
-    pub(crate) fn link_reads(&self, from_key: &str, to_key: &str) -> Vec<String> {
-        let mut keys = vec![from_key.to_owned(), to_key.to_owned()];
+    pub(crate) fn link_reads(&self) -> Vec<String> {
+        let mut keys = vec![self.from.to_owned(), self.to.to_owned()];
         keys.extend(self.unlink_reads());
         keys
     }

@@ -21,21 +21,17 @@ pub(crate) struct Registries {
     pub to: Read<Registry>,
 }
 
-/// The operations that link `from_key` and `to_key` given both registries
+/// The operations that link the records of `pair` given both registries
 /// and the pair's edge as read (no conditions: the caller conditions on
 /// what it read); `None` when both entries stand already.
 pub(crate) fn plan_link(
     link: &Link<'_>,
-    from_key: &str,
-    to_key: &str,
+    pair: &PairKeys<'_>,
     regs: &Registries,
     edge_read: Option<&(Vec<u8>, EdgeValue)>,
 ) -> Result<Option<Batch>> {
-    let (rf, rt) = (
-        registry_key(link.from, from_key),
-        registry_key(link.to, to_key),
-    );
-    let edge = link.edge_key(from_key, to_key);
+    let (from_key, to_key) = (pair.from, pair.to);
+    let (rf, rt, edge) = (&pair.from_reg, &pair.to_reg, &pair.edge);
     let e = edge_read.map(|(_, v)| v);
     let from_stands = stands(e, regs.from.as_ref().map(|r| &r.1), End::From);
     let to_stands = stands(e, regs.to.as_ref().map(|r| &r.1), End::To);
@@ -57,7 +53,7 @@ pub(crate) fn plan_link(
     let to_now = new_to.clone().or_else(|| to_base.cloned());
     let (Some(from_now), Some(to_now)) = (from_now, to_now) else {
         return Err(Error::decode(
-            &rf,
+            rf,
             "the link registry could not be written",
             None,
         ));
@@ -79,42 +75,41 @@ pub(crate) fn plan_link(
         to: to_now.incarnation,
         from_key: from_key.to_owned(),
         to_key: to_key.to_owned(),
-        from_registry: rf,
-        to_registry: rt,
+        from_registry: rf.clone(),
+        to_registry: rt.clone(),
         name: link.name.to_owned(),
         inverse: link.inverse.to_owned(),
     };
     b.put(edge.as_str(), value.bytes(), None);
     if !from_stands {
-        add_entry(&mut b, link, End::From, from_key, to_key, &edge);
+        add_entry(&mut b, link, End::From, from_key, to_key, edge);
     }
     if !to_stands {
-        add_entry(&mut b, link, End::To, to_key, from_key, &edge);
+        add_entry(&mut b, link, End::To, to_key, from_key, edge);
     }
     Ok(Some(b))
 }
 
-/// The operations that unlink `from_key` and `to_key` given both
+/// The operations that unlink the records of `pair` given both
 /// registries and the pair's edge as read (no conditions): the edge goes,
 /// and each entry that stands with one from its count; `true` when an
 /// entry was removed.
 pub(crate) fn plan_unlink(
     link: &Link<'_>,
-    from_key: &str,
-    to_key: &str,
+    pair: &PairKeys<'_>,
     regs: &Registries,
     edge: &EdgeValue,
 ) -> (Batch, bool) {
-    let edge_key = link.edge_key(from_key, to_key);
+    let (from_key, to_key, edge_key) = (pair.from, pair.to, &pair.edge);
     let from_stands = stands(Some(edge), regs.from.as_ref().map(|r| &r.1), End::From);
     let to_stands = stands(Some(edge), regs.to.as_ref().map(|r| &r.1), End::To);
     let mut b = Batch::new();
     b.delete(edge_key.as_str());
     if from_stands {
-        remove_entry(&mut b, link, End::From, from_key, to_key, &edge_key);
+        remove_entry(&mut b, link, End::From, from_key, to_key, edge_key);
     }
     if to_stands {
-        remove_entry(&mut b, link, End::To, to_key, from_key, &edge_key);
+        remove_entry(&mut b, link, End::To, to_key, from_key, edge_key);
     }
     (b, from_stands || to_stands)
 }
@@ -133,7 +128,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
         to_key: &str,
     ) -> Result<bool> {
         let pair = PairKeys::new(link, from_key, to_key);
-        let keys = pair.link_reads(from_key, to_key);
+        let keys = pair.link_reads();
         let (rf, rt, edge) = (&pair.from_reg, &pair.to_reg, &pair.edge);
         for attempt in 0..MAX_ATTEMPTS {
             let (outcome, changed) = self
@@ -159,8 +154,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         from: read_registry(rf, from_reg)?,
                         to: read_registry(rt, to_reg)?,
                     };
-                    let Some(ops) = plan_link(link, from_key, to_key, &regs, edge_read.as_ref())?
-                    else {
+                    let Some(ops) = plan_link(link, &pair, &regs, edge_read.as_ref())? else {
                         return Ok(Planned::Skip(false));
                     };
                     let mut b = Batch::new();
@@ -203,7 +197,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     b.equals(edge.as_str(), edge_read.0.clone());
                     keep_as_read(&mut b, rf, regs.from.as_ref().map(|r| &r.0));
                     keep_as_read(&mut b, rt, regs.to.as_ref().map(|r| &r.0));
-                    let (ops, changed) = plan_unlink(link, from_key, to_key, &regs, &edge_read.1);
+                    let (ops, changed) = plan_unlink(link, &pair, &regs, &edge_read.1);
                     for op in ops.into_parts().1 {
                         b.op(op);
                     }

@@ -30,7 +30,7 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
         to_key: &str,
     ) -> Result<bool> {
         let pair = PairKeys::new(link, from_key, to_key);
-        let keys = pair.link_reads(from_key, to_key);
+        let keys = pair.link_reads();
         let mut values = self.tx.read_own(E::META.name, &keys).await?.into_iter();
         let mut next = || values.next().flatten();
         if next().is_none() {
@@ -50,7 +50,7 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
             to: read_registry(&pair.to_reg, next())?,
         };
         let edge_read = read_edge(&pair.edge, next())?;
-        match plan_link(link, from_key, to_key, &regs, edge_read.as_ref())? {
+        match plan_link(link, &pair, &regs, edge_read.as_ref())? {
             Some(ops) => {
                 self.tx.stage_links([from_key, to_key], ops)?;
                 Ok(true)
@@ -75,7 +75,7 @@ impl<E: Entity, S: Store> TxRepo<'_, E, S> {
         let Some((_, edge_value)) = read_edge(&pair.edge, next())? else {
             return Ok(false);
         };
-        let (ops, changed) = plan_unlink(link, from_key, to_key, &regs, &edge_value);
+        let (ops, changed) = plan_unlink(link, &pair, &regs, &edge_value);
         self.tx.stage_links([from_key, to_key], ops)?;
         Ok(changed)
     }
