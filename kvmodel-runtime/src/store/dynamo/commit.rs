@@ -108,8 +108,9 @@ impl DynamoStore {
             return Err(limit_error(
                 keys[MAX_ACTIONS],
                 format!(
-                    "the batch meets {} keys, beyond DynamoDB's limit of {MAX_ACTIONS} items \
-                     in one TransactWriteItems",
+                    "the batch meets {} keys, so it needs at least as many item writes and \
+                     checks, beyond DynamoDB's limit of {MAX_ACTIONS} actions in one \
+                     TransactWriteItems",
                     keys.len()
                 ),
             ));
