@@ -404,3 +404,42 @@ kvmodel_runtime::on_every_backend!(
     writes_that_do_not_compose_are_refused,
     unique_claims_in_transactions_race,
 );
+
+/// A transaction conditions each record it read once: an update of a
+/// record read in the transaction commits with as many conditions as the
+/// same update outside a transaction (the read's condition pins the value
+/// the write's own would check again).
+#[tokio::test]
+async fn a_write_of_a_record_read_in_the_transaction_adds_no_second_condition() {
+    use kvmodel::conformance::{CountingStore, Harness, MemoryHarness};
+    let h = MemoryHarness::new();
+    let store = CountingStore::new(h.store());
+    let accounts = AccountRepo::new(store.clone());
+    let account = |email: &str| Account {
+        id: "a1".into(),
+        email: email.into(),
+    };
+    accounts.create(&account("a@x")).await.unwrap();
+
+    let before = store.conditions();
+    accounts.update(&account("b@x")).await.unwrap();
+    let plain = store.conditions() - before;
+
+    let before = store.conditions();
+    let a = &accounts;
+    kvmodel::transaction(&store, |tx| async move {
+        let view = a.in_tx(&tx);
+        let read = view.get(&AccountKeys::record("a1")).await?;
+        assert_eq!(read.map(|r| r.email), Some("b@x".to_owned()));
+        view.update(&account("c@x")).await
+    })
+    .await
+    .unwrap();
+    let in_tx = store.conditions() - before;
+    assert!(plain > 0);
+    assert_eq!(
+        in_tx, plain,
+        "plain update: {plain}, in a transaction: {in_tx}"
+    );
+    assert_eq!(accounts.get("a1").await.unwrap().unwrap().email, "c@x");
+}

@@ -14,6 +14,7 @@ use crate::store::{Batch, Outcome, Planned, RangeRequest, RangeResult, ScanPage,
 pub struct CountingStore<S> {
     inner: S,
     calls: Arc<AtomicU64>,
+    conditions: Arc<AtomicU64>,
 }
 
 impl<S: Store> CountingStore<S> {
@@ -22,12 +23,19 @@ impl<S: Store> CountingStore<S> {
         CountingStore {
             inner,
             calls: Arc::default(),
+            conditions: Arc::default(),
         }
     }
 
     /// The calls made so far.
     pub fn calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
+    }
+
+    /// The conditions of every batch committed so far (by `commit`, or
+    /// planned by `commit_after_read`).
+    pub fn conditions(&self) -> u64 {
+        self.conditions.load(Ordering::Relaxed)
     }
 
     /// The store underneath.
@@ -46,6 +54,8 @@ impl<S: Store> Store for CountingStore<S> {
         self.inner.backend()
     }
     async fn commit(&self, batch: Batch) -> Result<Outcome> {
+        let conditions = u64::try_from(batch.conditions().len()).unwrap_or(u64::MAX);
+        self.conditions.fetch_add(conditions, Ordering::Relaxed);
         self.call().commit(batch).await
     }
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
@@ -110,6 +120,15 @@ impl<S: Store> Store for CountingStore<S> {
         T: Send,
         F: FnOnce(Vec<Option<Vec<u8>>>, u64) -> Result<Planned<T>> + Send,
     {
+        let conditions = self.conditions.clone();
+        let plan = move |values, now| {
+            let planned = plan(values, now)?;
+            if let Planned::Commit(batch, _) = &planned {
+                let n = u64::try_from(batch.conditions().len()).unwrap_or(u64::MAX);
+                conditions.fetch_add(n, Ordering::Relaxed);
+            }
+            Ok(planned)
+        };
         self.call().commit_after_read(keys, plan).await
     }
     async fn get_via(&self, key: &str) -> Result<Option<Via>> {
@@ -133,6 +152,7 @@ impl<S: Store> Store for CountingStore<S> {
         Ok(self.call().snapshot().await?.map(|inner| CountingStore {
             inner,
             calls: Arc::clone(&self.calls),
+            conditions: Arc::clone(&self.conditions),
         }))
     }
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {

@@ -197,17 +197,31 @@ impl<S: Store> Transaction<S> {
                 });
             }
             // The staged writes move into the one commit: a transaction
-            // commits once.
-            for mut part in std::mem::take(&mut state.parts) {
+            // commits once. A write's condition on a key the transaction
+            // read is implied by the read's (which pins the value) when it
+            // holds for what was read, and goes.
+            let parts = std::mem::take(&mut state.parts);
+            for mut part in parts {
                 crate::engine::feed::carry(&mut part.batch, &mut batch);
                 let (conditions, ops) = part.batch.into_parts();
+                let guarded = conditions.len() == part.guards.len();
+                let mut part_guards = part.guards.into_iter();
                 for c in conditions {
-                    batch.condition(c);
+                    let guard = part_guards.next();
+                    let implied = guarded
+                        && state
+                            .reads
+                            .get(c.key())
+                            .is_some_and(|(_, read)| c.holds(read.as_deref()));
+                    if !implied {
+                        batch.condition(c);
+                        guards.extend(guard);
+                    }
                 }
+                guards.extend(part_guards);
                 for op in ops {
                     batch.op(op);
                 }
-                guards.extend(part.guards);
             }
             (batch, guards)
         };
