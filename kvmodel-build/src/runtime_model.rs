@@ -76,6 +76,10 @@ fn entity(
         jitter_permille: t.jitter_permille.as_ref().map_or(0, |j| j.value),
     });
     out.expiry = e.expiry_field().map(|f| f.name.value.clone());
+    out.feed = e
+        .feed
+        .as_ref()
+        .map(|f| std::time::Duration::from_millis(f.retain_ms.value));
     out.colocate = e.colocate.as_ref().map(|c| c.value.clone());
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     out.storage = Storage {

@@ -101,8 +101,10 @@ fn every_entity_is_compared() {
 }
 
 /// A record written by generated code reads, keys, derives and encodes
-/// the same through the model.
+/// the same through the model, which keeps the same expiry and feed.
 fn agree<E: Entity + std::fmt::Debug>(m: &EntityModel, v: &E) -> Result<(), TestCaseError> {
+    prop_assert_eq!(m.feed, E::FEED.map(|f| f.retain));
+    prop_assert_eq!(m.ttl, E::META.ttl);
     let key = v.record_key();
     let bytes = entity::encode(&key, v).unwrap();
     let rec = m

@@ -46,9 +46,9 @@ pub trait EntityDef: Send + Sync {
         None
     }
 
-    /// The entity's change feed, if it keeps one (the run-time model knows
-    /// none: maintenance through it keeps no record image for `Expired`
-    /// events and appends none).
+    /// The entity's change feed, if it keeps one: a sweep appends the
+    /// `Expired` events of the records it takes back, and writes of
+    /// expiring records keep their image for them.
     fn feed(&self) -> Option<FeedMeta> {
         None
     }
@@ -240,6 +240,10 @@ impl EntityDef for ModelDef {
 
     fn expiry_field(&self) -> Option<&str> {
         self.model.expiry.as_deref()
+    }
+
+    fn feed(&self) -> Option<FeedMeta> {
+        self.model.feed.map(|retain| FeedMeta { retain })
     }
 
     fn expires_at(&self, record: &Record) -> Option<Timestamp> {

@@ -276,6 +276,11 @@ pub struct EntityModel {
     pub expiry: Option<String>,
     /// The size limit applied to every record written.
     pub storage: Storage,
+    /// How long the entity's change feed keeps events, if it keeps one
+    /// (`feed: { retain: … }`): maintenance through the model then keeps
+    /// each expiring record's image in its receipt and appends its
+    /// `Expired` event when it sweeps it.
+    pub feed: Option<std::time::Duration>,
     /// The field whose value is the Redis Cluster hash tag.
     pub colocate: Option<String>,
     /// The fields, in order.
@@ -334,6 +339,7 @@ impl EntityModel {
             ttl: None,
             expiry: None,
             storage: Storage::PLAIN,
+            feed: None,
             colocate: None,
             fields: Vec::new(),
             indexes: Vec::new(),
