@@ -4,7 +4,7 @@
 //! per call, two for a write that reads first, and one more the first time
 //! the server runs each script.
 
-#[path = "repo/model.rs"]
+#[path = "../repo/model.rs"]
 #[allow(dead_code, unused_imports)]
 mod model;
 

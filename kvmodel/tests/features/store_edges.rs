@@ -139,12 +139,13 @@ async fn a_killed_burst_loses_no_acknowledged_create() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("burst.redb");
+    // This test's name in its binary: its module path without the crate.
+    let name = module_path!()
+        .split_once("::")
+        .map_or(String::new(), |(_, module)| format!("{module}::"))
+        + "a_killed_burst_loses_no_acknowledged_create";
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_killed_burst_loses_no_acknowledged_create",
-            "--nocapture",
-        ])
+        .args(["--exact", &name, "--nocapture"])
         .env(CHILD, &path)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -4,7 +4,7 @@
 //! none is retried. On a current-thread runtime redb falls back to the
 //! optimistic protocol, which still loses nothing.
 
-#[path = "repo/model.rs"]
+#[path = "../repo/model.rs"]
 #[allow(dead_code, unused_imports)]
 mod model;
 

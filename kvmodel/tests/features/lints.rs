@@ -82,14 +82,18 @@ mod renamed {
     use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, kvmodel::KvEnum)]
-    #[kv(crate = "crate::reexport::kvm")]
+    #[kv(crate = "crate::lints::reexport::kvm")]
     pub enum Tier {
         Free,
         Paid,
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, kvmodel::KvEntity)]
-    #[kv(crate = "crate::reexport::kvm", namespace = "re", key = "acct:{id}")]
+    #[kv(
+        crate = "crate::lints::reexport::kvm",
+        namespace = "re",
+        key = "acct:{id}"
+    )]
     #[kv(counter(name = "per_tier", group_by(tier)))]
     pub struct Account {
         pub id: u64,
