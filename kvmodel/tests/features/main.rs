@@ -1,6 +1,12 @@
 //! The features of the generated repositories and the stores beyond the
 //! core suites, one module per feature, in one test binary (one link).
 
+/// The repository suite's model, shared by the modules that count round
+/// trips and single-writer commits.
+#[path = "../repo/model.rs"]
+#[allow(dead_code, unused_imports)]
+mod model;
+
 mod added_without_since;
 mod conflict;
 mod counter_arithmetic;

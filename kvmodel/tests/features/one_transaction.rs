@@ -4,16 +4,12 @@
 //! none is retried. On a current-thread runtime redb falls back to the
 //! optimistic protocol, which still loses nothing.
 
-#[path = "../repo/model.rs"]
-#[allow(dead_code, unused_imports)]
-mod model;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::model::*;
 use kvmodel::conformance::{Harness, MemoryHarness, RedbHarness};
-use model::*;
 
 /// Four tasks × five `modify` calls whose change takes a while; returns
 /// how often the change ran.

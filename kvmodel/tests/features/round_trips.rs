@@ -4,15 +4,11 @@
 //! per call, two for a write that reads first, and one more the first time
 //! the server runs each script.
 
-#[path = "../repo/model.rs"]
-#[allow(dead_code, unused_imports)]
-mod model;
-
+use crate::model::*;
 use kvmodel::__private::Store;
 use kvmodel::PageRequest;
 use kvmodel::conformance::{CountingStore, Harness, RedisHarness};
 use kvmodel_runtime::engine::cost::{Access, STATE_CHECK, STATE_FIRST_LOOK};
-use model::*;
 
 /// Runs every access pattern of `UserRepo` once on `store`, calling
 /// `check(access, what)` after each.
