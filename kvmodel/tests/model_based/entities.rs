@@ -71,9 +71,13 @@ pub struct Entry {
 
 /// The lease's time to live, in milliseconds.
 pub const TTL_MS: u64 = 1_000;
-/// How long a lease whose own expiry is soon lives, in milliseconds: less
-/// than the time to live, so a long pass ends both.
+/// How long a lease whose own expiry is soon lives, in milliseconds, on an
+/// injected clock: less than the time to live, so a long pass ends both.
 pub const SOON_MS: u64 = 600;
+/// The same where time passes for real: long enough that a write and a
+/// few steps on a loaded machine leave it more than the margin to live,
+/// still less than a long pass.
+pub const SOON_REAL_MS: u64 = 900;
 /// How long a lease whose own expiry is later lives: past any sequence.
 pub const LATER_MS: u64 = 3_600_000;
 
@@ -87,22 +91,23 @@ pub enum Life {
 }
 
 impl Life {
-    /// Milliseconds from the write to the lease's expiry.
-    pub fn ms(self) -> u64 {
+    /// Milliseconds from the write to the lease's expiry, where a soon one
+    /// lives `soon_ms`.
+    pub fn ms(self, soon_ms: u64) -> u64 {
         match self {
             Life::Ttl => TTL_MS,
-            Life::Soon => SOON_MS,
+            Life::Soon => soon_ms,
             Life::Later => LATER_MS,
         }
     }
 
     /// The lease's `ends` for a write at `now_ms` on the store's clock.
-    pub fn ends(self, now_ms: u64) -> Option<Timestamp> {
+    pub fn ends(self, now_ms: u64, soon_ms: u64) -> Option<Timestamp> {
         let at =
             |ms: u64| Timestamp::from_unix_millis(i64::try_from(now_ms + ms).unwrap()).unwrap();
         match self {
             Life::Ttl => None,
-            Life::Soon | Life::Later => Some(at(self.ms())),
+            Life::Soon | Life::Later => Some(at(self.ms(soon_ms))),
         }
     }
 }
@@ -156,6 +161,8 @@ pub struct Model {
     /// Whether the store keeps feeds: where it does not, every write of an
     /// entry is refused.
     pub feeds: bool,
+    /// Whether time passes for real on the store (no injected clock).
+    pub real_time: bool,
     /// Milliseconds passed since the case started.
     pub now: u64,
     /// When the running step started, on the real clock: a lease it writes
@@ -197,6 +204,15 @@ impl Model {
             .extend(gone.into_iter().map(|(id, h)| (id, h.lease)));
     }
 
+    /// How long a lease whose own expiry is soon lives.
+    pub fn soon_ms(&self) -> u64 {
+        if self.real_time {
+            SOON_REAL_MS
+        } else {
+            SOON_MS
+        }
+    }
+
     /// The sweep ran to the end: no expired lease counts any more.
     pub fn swept(&mut self) {
         self.pending.clear();
@@ -213,7 +229,7 @@ impl Model {
         let (expires, deadline) = match (life, old) {
             (None, Some(old)) if old.lease.ends.is_some() => (old.expires, old.deadline),
             (life, _) => {
-                let ms = life.unwrap_or(Life::Ttl).ms();
+                let ms = life.unwrap_or(Life::Ttl).ms(self.soon_ms());
                 (self.now + ms, at + Duration::from_millis(ms))
             }
         };
@@ -238,6 +254,15 @@ impl Model {
             }
             None => false,
         }
+    }
+
+    /// Each live lease of the model and when it expires on the real clock
+    /// (at the earliest).
+    pub fn deadlines(&self) -> Vec<(String, Instant)> {
+        self.leases
+            .iter()
+            .map(|(id, h)| (id.clone(), h.deadline))
+            .collect()
     }
 
     /// How long until the first live lease of the model expires, on the

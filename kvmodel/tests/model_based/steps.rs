@@ -258,10 +258,10 @@ pub fn pass_ms(long: bool) -> u64 {
 }
 
 /// `v` with the `ends` of `life`, from the store's clock now.
-async fn dated<S: Store>(r: &Repos<S>, v: &Lease, life: Life) -> Lease {
+async fn dated<S: Store>(r: &Repos<S>, m: &Model, v: &Lease, life: Life) -> Lease {
     let now = r.leases.store().now_ms().await.unwrap();
     Lease {
-        ends: life.ends(now),
+        ends: life.ends(now, m.soon_ms()),
         ..v.clone()
     }
 }
@@ -324,7 +324,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             (outcome(r.items.delete(id).await, Some), want)
         }
         Step::CreateLease(v, life) => {
-            let v = &dated(r, v, *life).await;
+            let v = &dated(r, m, v, *life).await;
             let want = if m.leases.contains_key(&v.id) {
                 Outcome::AlreadyExists
             } else if m.token_holder(&v.token, &v.id).is_some() {
@@ -336,7 +336,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             (outcome(r.leases.create(v).await, done), want)
         }
         Step::UpdateLease(v, life) => {
-            let v = &dated(r, v, *life).await;
+            let v = &dated(r, m, v, *life).await;
             let want = if !m.leases.contains_key(&v.id) {
                 Outcome::NotFound
             } else if m.token_holder(&v.token, &v.id).is_some() {
@@ -348,7 +348,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             (outcome(r.leases.update(v).await, done), want)
         }
         Step::UpsertLease(v, life) => {
-            let v = &dated(r, v, *life).await;
+            let v = &dated(r, m, v, *life).await;
             let want = if m.token_holder(&v.token, &v.id).is_some() {
                 Outcome::Unique
             } else {
@@ -360,7 +360,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
         }
         Step::ModifyLease(id, c, life) => {
             let now = r.leases.store().now_ms().await.unwrap();
-            let ends = life.map(|l| l.ends(now));
+            let ends = life.map(|l| l.ends(now, m.soon_ms()));
             let change = |v: &mut Lease| {
                 c.apply(v);
                 if let Some(ends) = ends {
@@ -408,7 +408,7 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             (Outcome::Done, Outcome::Done)
         }
         Step::TxUpsert(item, lease, life) => {
-            let lease = &dated(r, lease, *life).await;
+            let lease = &dated(r, m, lease, *life).await;
             let want = if m.sku_holder(&item.sku, &item.id).is_some()
                 || m.token_holder(&lease.token, &lease.id).is_some()
             {
