@@ -110,10 +110,12 @@ pub fn load_project(inputs: &[(String, String)]) -> Project {
                 others.types.extend(m.types.iter().cloned());
                 if j < i {
                     others.before = others.entities.len();
+                    others.tallies.extend(m.tallies.iter().cloned());
                 }
             }
             if rust(file) {
                 across(&mut schemas[i], &models[..i]);
+                tallies_across(&mut schemas[i], &others);
             } else {
                 schemas[i] = load_among(file, source, &others);
             }
@@ -156,6 +158,33 @@ fn across(schema: &mut Schema, before: &[Model]) {
             known.remove(at);
         } else if matches!(d.origin, Origin::Span(_)) {
             let origin = crate::rust_source::located(&d.origin, &schema.file);
+            schema.diagnostics.push(Diagnostic { origin, ..d });
+        }
+    }
+    schema
+        .diagnostics
+        .sort_by_key(|d| crate::schema::line_col(&d.origin));
+}
+
+/// The rules of standalone counters for a Rust source file beside the
+/// other files: its counters against every other file's entities and types
+/// and the counters of the files before it (E153, E154), reported in this
+/// file. What the file's own check found already is not repeated.
+fn tallies_across(schema: &mut Schema, others: &Others) {
+    if schema.model.tallies.is_empty() {
+        return;
+    }
+    let model = others.around(&schema.model);
+    let mut found = Diagnostics::new();
+    kvmodel_codegen::check::tally::check_across_from(&model, others.tallies.len(), &mut found);
+    for d in found.into_vec() {
+        let origin = crate::rust_source::located(&d.origin, &schema.file);
+        let known = schema.diagnostics.iter().any(|k| {
+            k.code == d.code
+                && k.message == d.message
+                && crate::schema::line_col(&k.origin) == crate::schema::line_col(&origin)
+        });
+        if !known {
             schema.diagnostics.push(Diagnostic { origin, ..d });
         }
     }

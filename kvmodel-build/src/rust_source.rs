@@ -91,6 +91,12 @@ pub fn load_rust(file: &str, source: &str) -> Schema {
             for e in &model.entities {
                 kvmodel_codegen::check::check_entity(e, None, &mut diags);
             }
+            // Each counter as its derive checks it, then the counters of
+            // the file against each other and its entities and types.
+            for t in &model.tallies {
+                kvmodel_codegen::check::tally::check(t, None, &mut diags);
+            }
+            kvmodel_codegen::check::tally::check_across(&model, &mut diags);
             if !diags.has_errors() {
                 crate::lint::lint(&model, &mut diags);
             }

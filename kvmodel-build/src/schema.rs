@@ -199,18 +199,22 @@ pub(crate) struct Others {
     pub(crate) before: usize,
     /// The named types of the other files.
     pub(crate) types: Vec<kvmodel_codegen::ir::TypeDef>,
+    /// The standalone counters of the files before it: a clash of two
+    /// counters is reported in the file of the later one.
+    pub(crate) tallies: Vec<kvmodel_codegen::ir::Tally>,
 }
 
 impl Others {
     /// Whether there are no other files.
     pub(crate) fn is_empty(&self) -> bool {
-        self.entities.is_empty() && self.types.is_empty()
+        self.entities.is_empty() && self.types.is_empty() && self.tallies.is_empty()
     }
 
-    /// `own` with the other files' entities around it, in file order, and
-    /// their types after its own: the rules between entities report a
+    /// `own` with the other files' entities around it, in file order, their
+    /// types after its own, and the counters of the files before it before
+    /// its own: the rules between entities (and between counters) report a
     /// problem of two on the later one, so each is reported once, in the
-    /// file of the later entity.
+    /// file of the later declaration.
     pub(crate) fn around(&self, own: &Model) -> Model {
         let (before, after) = self.entities.split_at(self.before);
         let mut types = own.types.clone();
@@ -227,7 +231,7 @@ impl Others {
                 .cloned()
                 .collect(),
             types,
-            tallies: own.tallies.clone(),
+            tallies: self.tallies.iter().chain(&own.tallies).cloned().collect(),
         }
     }
 }

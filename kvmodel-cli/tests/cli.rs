@@ -392,6 +392,56 @@ fn collisions_across_files_are_found() {
     );
 }
 
+/// Standalone counters of two files (a schema file's `counters:` and a
+/// Rust source's `#[derive(KvCounter)]`) are checked against each other:
+/// one key space (E153) or one name (E154) is reported in the file of the
+/// later counter, at its key or its name, in either order and for
+/// `--schema` too; a counter named like another file's entity is E154 in
+/// the counter's file, whichever file comes first.
+#[test]
+fn counter_clashes_across_files_are_found() {
+    let yaml = "kvmodel-cli/tests/mixed/counters.yaml";
+    let rust = "kvmodel-cli/tests/mixed/counters.rs";
+    let o = kvmodel(&["check", rust]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let in_rust = [
+        "kvmodel-cli/tests/mixed/counters.rs:9:31: error[E153]: the counter `PageVisits` has the key space `visits` of counter `Visits`",
+        "kvmodel-cli/tests/mixed/counters.rs:17:12: error[E154]: the counter `Signups` clashes with another counter `Signups`",
+    ];
+    let in_yaml = [
+        "kvmodel-cli/tests/mixed/counters.yaml:7:10: error[E153]: the counter `Visits` has the key space `visits` of counter `PageVisits`",
+        "kvmodel-cli/tests/mixed/counters.yaml:10:3: error[E154]: the counter `Signups` clashes with another counter `Signups`",
+    ];
+    for (args, found, not) in [
+        (&["check", yaml, rust][..], &in_rust, &in_yaml),
+        (&["check", rust, yaml], &in_yaml, &in_rust),
+        (&["acl", "--schema", yaml, rust], &in_rust, &in_yaml),
+        (&["acl", "--schema", rust, yaml], &in_yaml, &in_rust),
+    ] {
+        let o = kvmodel(args);
+        assert_eq!(code(&o), 1, "{args:?}");
+        let stderr = text(&o.stderr);
+        for line in found {
+            assert!(stderr.contains(line), "{args:?}: {line}\n{stderr}");
+        }
+        for line in not {
+            assert!(!stderr.contains(line), "{args:?}: {line}\n{stderr}");
+        }
+        assert!(stderr.contains("kvmodel: 2 error(s)"), "{args:?}: {stderr}");
+    }
+    let clash = "kvmodel-cli/tests/mixed/clash.yaml";
+    for args in [["check", clash, rust], ["check", rust, clash]] {
+        let o = kvmodel(&args);
+        assert_eq!(code(&o), 1, "{args:?}");
+        let stderr = text(&o.stderr);
+        assert!(
+            stderr.contains("kvmodel-cli/tests/mixed/counters.rs:24:12: error[E154]: the counter `Login` clashes with an entity `Login`"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("kvmodel: 1 error(s)"), "{args:?}: {stderr}");
+    }
+}
+
 /// A relation of a schema file's entity whose delete a derived parent
 /// enforces needs the parent's `dependent(…)`: the message says so in
 /// the parent's file, in attribute syntax.

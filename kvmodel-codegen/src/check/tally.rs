@@ -95,7 +95,16 @@ pub fn check(t: &Tally, model: Option<&Model>, diags: &mut Diagnostics) {
 
 /// The rules between standalone counters and the other names of a model.
 pub fn check_across(model: &Model, diags: &mut Diagnostics) {
-    for (i, t) in model.tallies.iter().enumerate() {
+    check_across_from(model, 0, diags);
+}
+
+/// [`check_across`] for the counters from index `from` on, each against
+/// every entity and type and the counters before it: what a file's
+/// counters (`model.tallies[from..]`) add to those of the files before it
+/// (`model.tallies[..from]`), beside the entities and types of all files.
+/// A clash of two counters is reported on the later one.
+pub fn check_across_from(model: &Model, from: usize, diags: &mut Diagnostics) {
+    for (i, t) in model.tallies.iter().enumerate().skip(from) {
         // Each counter generates a struct and a handle named after it.
         let taken = model
             .entities

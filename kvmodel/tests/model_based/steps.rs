@@ -61,22 +61,26 @@ pub enum Step {
     UpsertItem(Item),
     ModifyItem(&'static str, Change),
     DeleteItem(&'static str),
-    CreateLease(Lease),
-    UpdateLease(Lease),
-    UpsertLease(Lease),
-    ModifyLease(&'static str, LeaseChange),
+    /// Lease writes say when the lease expires; `modify` may leave its
+    /// expiry as it was (`None`).
+    CreateLease(Lease, Life),
+    UpdateLease(Lease, Life),
+    UpsertLease(Lease, Life),
+    ModifyLease(&'static str, LeaseChange, Option<Life>),
     DeleteLease(&'static str),
-    /// Store time passes (past the lease TTL when `long`), then the expiry
-    /// sweep runs.
+    /// Store time passes (past every lease's expiry but a later one when
+    /// `long`); leases it ends await the sweep.
     Pass {
         long: bool,
     },
+    /// The expiry sweep of leases runs to the end.
+    Sweep,
     /// Writers modify one item at once, each with its own change.
     ConcurrentModify(&'static str, Vec<Change>),
     /// Writers create items with one unique value at once.
     ConcurrentCreate(Vec<Item>),
     /// One transaction upserts an item and a lease: both or neither.
-    TxUpsert(Item, Lease),
+    TxUpsert(Item, Lease, Life),
     /// One transaction modifies an item and deletes a lease: both or
     /// neither.
     TxModifyDelete(&'static str, Change, &'static str),
@@ -122,7 +126,12 @@ fn lease() -> impl Strategy<Value = Lease> {
             owner: owner.into(),
             rank,
             weight,
+            ends: None,
         })
+}
+
+fn life() -> impl Strategy<Value = Life> {
+    select(&[Life::Ttl, Life::Soon, Life::Later][..])
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -183,16 +192,18 @@ pub fn step() -> impl Strategy<Value = Step> {
         2 => item().prop_map(Step::UpsertItem),
         3 => (select(IDS), change()).prop_map(|(id, c)| Step::ModifyItem(id, c)),
         2 => select(IDS).prop_map(Step::DeleteItem),
-        3 => lease().prop_map(Step::CreateLease),
-        1 => lease().prop_map(Step::UpdateLease),
-        2 => lease().prop_map(Step::UpsertLease),
-        2 => (select(IDS), lease_change()).prop_map(|(id, c)| Step::ModifyLease(id, c)),
+        3 => (lease(), life()).prop_map(|(l, t)| Step::CreateLease(l, t)),
+        1 => (lease(), life()).prop_map(|(l, t)| Step::UpdateLease(l, t)),
+        2 => (lease(), life()).prop_map(|(l, t)| Step::UpsertLease(l, t)),
+        2 => (select(IDS), lease_change(), proptest::option::of(life()))
+            .prop_map(|(id, c, t)| Step::ModifyLease(id, c, t)),
         1 => select(IDS).prop_map(Step::DeleteLease),
         2 => any::<bool>().prop_map(|long| Step::Pass { long }),
+        2 => Just(Step::Sweep),
         1 => (select(IDS), proptest::collection::vec(free_change(), 2..=4))
             .prop_map(|(id, cs)| Step::ConcurrentModify(id, cs)),
         1 => rivals().prop_map(Step::ConcurrentCreate),
-        2 => (item(), lease()).prop_map(|(i, l)| Step::TxUpsert(i, l)),
+        2 => (item(), lease(), life()).prop_map(|(i, l, t)| Step::TxUpsert(i, l, t)),
         2 => (select(IDS), change(), select(IDS))
             .prop_map(|(id, c, lease)| Step::TxModifyDelete(id, c, lease)),
         3 => entry().prop_map(Step::CreateEntry),
@@ -240,9 +251,19 @@ pub struct Repos<S: Store> {
     pub entries: EntryRepo<S>,
 }
 
-/// How much store time a pass lets go by.
+/// How much store time a pass lets go by: a long one past the time to
+/// live (and so past a soon expiry).
 pub fn pass_ms(long: bool) -> u64 {
     if long { TTL_MS + 100 } else { 130 }
+}
+
+/// `v` with the `ends` of `life`, from the store's clock now.
+async fn dated<S: Store>(r: &Repos<S>, m: &Model, v: &Lease, life: Life) -> Lease {
+    let now = r.leases.store().now_ms().await.unwrap();
+    Lease {
+        ends: life.ends(now, m.soon_ms()),
+        ..v.clone()
+    }
 }
 
 /// Runs `step` on the repositories and on the model; panics when the
@@ -302,55 +323,67 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             let want = Outcome::Flag(m.items.remove(*id).is_some());
             (outcome(r.items.delete(id).await, Some), want)
         }
-        Step::CreateLease(v) => {
+        Step::CreateLease(v, life) => {
+            let v = &dated(r, m, v, *life).await;
             let want = if m.leases.contains_key(&v.id) {
                 Outcome::AlreadyExists
             } else if m.token_holder(&v.token, &v.id).is_some() {
                 Outcome::Unique
             } else {
-                m.put_lease(v.clone());
+                m.put_lease(v.clone(), Some(*life));
                 Outcome::Done
             };
             (outcome(r.leases.create(v).await, done), want)
         }
-        Step::UpdateLease(v) => {
+        Step::UpdateLease(v, life) => {
+            let v = &dated(r, m, v, *life).await;
             let want = if !m.leases.contains_key(&v.id) {
                 Outcome::NotFound
             } else if m.token_holder(&v.token, &v.id).is_some() {
                 Outcome::Unique
             } else {
-                m.put_lease(v.clone());
+                m.put_lease(v.clone(), Some(*life));
                 Outcome::Done
             };
             (outcome(r.leases.update(v).await, done), want)
         }
-        Step::UpsertLease(v) => {
+        Step::UpsertLease(v, life) => {
+            let v = &dated(r, m, v, *life).await;
             let want = if m.token_holder(&v.token, &v.id).is_some() {
                 Outcome::Unique
             } else {
                 let created = !m.leases.contains_key(&v.id);
-                m.put_lease(v.clone());
+                m.put_lease(v.clone(), Some(*life));
                 Outcome::Flag(created)
             };
             (outcome(r.leases.upsert(v).await, Some), want)
         }
-        Step::ModifyLease(id, c) => {
+        Step::ModifyLease(id, c, life) => {
+            let now = r.leases.store().now_ms().await.unwrap();
+            let ends = life.map(|l| l.ends(now, m.soon_ms()));
+            let change = |v: &mut Lease| {
+                c.apply(v);
+                if let Some(ends) = ends {
+                    v.ends = ends;
+                }
+            };
             let want = match m.lease(id).cloned() {
                 None => Outcome::NotFound,
                 Some(mut v) => {
-                    c.apply(&mut v);
+                    change(&mut v);
                     if m.token_holder(&v.token, id).is_some() {
                         Outcome::Unique
                     } else {
-                        m.put_lease(v);
+                        m.put_lease(v, *life);
                         Outcome::Done
                     }
                 }
             };
-            (
-                outcome(r.leases.modify(id, |v| c.apply(v)).await, done),
-                want,
-            )
+            let got = r.leases.modify(id, change).await;
+            if let Ok(v) = &got {
+                assert_eq!(Some(v), m.lease(id), "modify returned another lease");
+            }
+            (outcome(got, done), want)
         }
         Step::DeleteLease(id) => {
             let want = Outcome::Flag(m.delete_lease(id));
@@ -360,13 +393,10 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             let ms = pass_ms(*long);
             h.pass(std::time::Duration::from_millis(ms)).await;
             m.pass(ms);
-            loop {
-                let sweep = r.leases.sweep_expired(1_000).await.unwrap();
-                assert!(sweep.skipped.is_empty(), "{sweep:?}");
-                if !sweep.more {
-                    break;
-                }
-            }
+            (Outcome::Done, Outcome::Done)
+        }
+        Step::Sweep => {
+            sweep(r, m).await;
             (Outcome::Done, Outcome::Done)
         }
         Step::ConcurrentModify(id, changes) => {
@@ -377,14 +407,15 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
             concurrent_create(r, m, rivals).await;
             (Outcome::Done, Outcome::Done)
         }
-        Step::TxUpsert(item, lease) => {
+        Step::TxUpsert(item, lease, life) => {
+            let lease = &dated(r, m, lease, *life).await;
             let want = if m.sku_holder(&item.sku, &item.id).is_some()
                 || m.token_holder(&lease.token, &lease.id).is_some()
             {
                 Outcome::Unique
             } else {
                 m.items.insert(item.id.clone(), item.clone());
-                m.put_lease(lease.clone());
+                m.put_lease(lease.clone(), Some(*life));
                 Outcome::Done
             };
             let (items, leases) = (&r.items, &r.leases);
@@ -429,6 +460,24 @@ pub async fn run<H: Harness>(h: &H, r: &Repos<H::Store>, m: &mut Model, step: &S
         | Step::TxCreateEntries(..) => super::feed::run(r, m, step).await,
     };
     assert_eq!(got, want, "the outcome of {step:?}");
+}
+
+/// Sweeps expired leases until none is due: every expired lease is swept
+/// (none skipped), and `verify` then finds none awaiting the sweep.
+async fn sweep<S: Store>(r: &Repos<S>, m: &mut Model) {
+    loop {
+        let sweep = r.leases.sweep_expired(1_000).await.unwrap();
+        assert!(sweep.skipped.is_empty(), "{sweep:?}");
+        if !sweep.more {
+            break;
+        }
+    }
+    m.swept();
+    let drift = r.leases.verify(3).await.unwrap();
+    assert!(
+        drift.is_clean() && drift.expired == 0,
+        "leases after the sweep: {drift:?}"
+    );
 }
 
 /// Every writer's change lands (no lost update): the stored item is the
