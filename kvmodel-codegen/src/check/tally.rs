@@ -1,6 +1,8 @@
 //! The rules of standalone counters (a schema's `counters:`,
 //! `#[derive(KvCounter)]`).
 
+use heck::ToSnakeCase;
+
 use crate::ir::{Model, Segment, Tally};
 use crate::origin::{Diagnostic, Diagnostics, suggestion};
 use crate::vocab;
@@ -157,7 +159,11 @@ pub fn check_across_from(model: &Model, from: usize, diags: &mut Diagnostics) {
                         *other.name
                     ),
                 )
-                .help("give one of them another literal segment, e.g. \"visits:{page}\""),
+                .help(format!(
+                    "give one of them another literal segment, e.g. \"{}:{}\"",
+                    t.name.to_snake_case(),
+                    k.text
+                )),
             );
         }
     }
