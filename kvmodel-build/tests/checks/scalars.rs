@@ -20,7 +20,7 @@ fn entity<'m>(model: &'m Model, name: &str) -> &'m Entity {
 }
 
 /// Fields, indexes, counters and a migration named with YAML 1.1 words.
-const NAMES: &str = include_str!("scalars/names.yaml");
+const NAMES: &str = include_str!("../scalars/names.yaml");
 
 #[test]
 fn plain_scalars_name_fields_indexes_counters_and_migrations() {

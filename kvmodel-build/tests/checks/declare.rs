@@ -90,7 +90,7 @@ fn only_several_migration_steps_carry_the_clippy_allowance() {
 
 #[test]
 fn names_written_as_yaml_1_1_words_round_trip() {
-    let declared = round_trip(include_str!("scalars/names.yaml"));
+    let declared = round_trip(include_str!("../scalars/names.yaml"));
     assert!(declared.contains("rename(x = on, yes = no)"), "{declared}");
 }
 
