@@ -5,12 +5,15 @@
 //! refused before; a second migration is refused while the first holds the
 //! lease; an interrupted migration resumes; a saved walk resumes; a record
 //! that cannot be read is purged with what points to it; a sharded counter
-//! is inspected whole.
+//! is inspected whole. `kvmodel acl` and `kvmodel tail` have their own
+//! modules.
 
+mod acl;
 mod cases;
 mod click;
 mod mixed;
 mod support;
+mod tail;
 mod visit;
 
 use cases::*;
