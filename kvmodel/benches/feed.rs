@@ -1,14 +1,17 @@
 //! The cost of a change feed on create throughput: the same entity with
-//! and without `feed`, created by concurrent tasks on memory, redb and
-//! Redis (a `redis-server` of its own). Each store alternates the two
-//! entities three times and reports the best run of each, and their ratio.
+//! and without `feed`, created by concurrent tasks on memory, redb, Redis
+//! (a `redis-server` of its own) and Redis Cluster (three masters of its
+//! own). Each store alternates the two entities three times and reports
+//! the best run of each, and their ratio; on the cluster also the requests
+//! per create.
 //!
-//! Run: `cargo bench -p kvmodel --bench feed`
+//! Run: `cargo bench -p kvmodel --bench feed` (`-- cluster` for only the
+//! stores whose name contains `cluster`).
 
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use kvmodel::conformance::RedisServer;
+use kvmodel::conformance::{RedisCluster, RedisServer};
 use kvmodel::{KvEntity, MemoryStore, RedbStore, RedisStore, Store};
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +109,38 @@ async fn compare<S: Store>(name: &str, store: S, tasks: usize, total: usize) {
     );
 }
 
+/// Whether the store `name` is measured: every one, or those whose name
+/// contains the bench's first argument that is not a flag.
+fn wanted(name: &str) -> bool {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    name.to_lowercase().contains(&filter.to_lowercase())
+}
+
+/// Requests per create on the cluster, with and without a feed: one round
+/// of `n` creates by one task each.
+async fn cluster_requests(store: &kvmodel::RedisClusterStore, n: usize) {
+    for (name, fed_too) in [("without feed", false), ("with feed", true)] {
+        let before = store.round_trips();
+        for i in 0..n {
+            let id = format!("q{i}");
+            if fed_too {
+                create_fed(store.clone(), fed(id.clone(), format!("{id}@x"), i as i64)).await;
+            } else {
+                create_plain(
+                    store.clone(),
+                    plain(id.clone(), format!("{id}@x"), i as i64),
+                )
+                .await;
+            }
+        }
+        let per = (store.round_trips() - before) as f64 / n as f64;
+        println!("Redis Cluster, requests per create {name}: {per:.2}");
+    }
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -117,14 +152,29 @@ fn main() {
             "| store | tasks | creates per run | without feed (creates/s) | with feed | ratio |"
         );
         println!("|---|---|---|---|---|---|");
-        compare("memory", MemoryStore::new(), 16, 40_000).await;
-        let dir = tempfile::tempdir().unwrap();
-        let redb = RedbStore::open(dir.path().join("feed.redb")).unwrap();
-        compare("redb", redb, 16, 4_000).await;
-        let server = RedisServer::start();
-        let redis = RedisStore::connect(&server.url()).await.unwrap();
-        compare("Redis", redis, 50, 20_000).await;
-        drop(server);
+        if wanted("memory") {
+            compare("memory", MemoryStore::new(), 16, 40_000).await;
+        }
+        if wanted("redb") {
+            let dir = tempfile::tempdir().unwrap();
+            let redb = RedbStore::open(dir.path().join("feed.redb")).unwrap();
+            compare("redb", redb, 16, 4_000).await;
+        }
+        if wanted("Redis") {
+            let server = RedisServer::start();
+            let redis = RedisStore::connect(&server.url()).await.unwrap();
+            compare("Redis", redis, 50, 20_000).await;
+            drop(server);
+        }
+        if wanted("Redis Cluster") {
+            let cluster = tokio::task::spawn_blocking(RedisCluster::start)
+                .await
+                .unwrap();
+            let store = cluster.store(Duration::from_secs(5)).await;
+            compare("Redis Cluster", store.clone(), 50, 6_000).await;
+            cluster_requests(&store, 200).await;
+            drop(cluster);
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     });
 }
