@@ -37,6 +37,25 @@ struct Fed {
     n: i64,
 }
 
+/// The lean pair: no claim, no index, so on a cluster a create without a
+/// feed adds its discovery member and commits in 2 steps; with a feed it
+/// appends to its stream after the commit point, in 4.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "lean", key = "acct:{id}")]
+struct Lean {
+    id: String,
+    email: String,
+    n: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+#[kv(namespace = "leanfed", key = "acct:{id}", feed(retain = "1h"))]
+struct LeanFed {
+    id: String,
+    email: String,
+    n: i64,
+}
+
 /// A create of one record of an entity on a store.
 type Create<S, T> = fn(S, T) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -87,6 +106,22 @@ fn fed(id: String, email: String, n: i64) -> Fed {
     }
 }
 
+fn lean(id: String, email: String, n: i64) -> Lean {
+    Lean { id, email, n }
+}
+
+fn lean_fed(id: String, email: String, n: i64) -> LeanFed {
+    LeanFed { id, email, n }
+}
+
+fn create_lean<S: Store>(s: S, r: Lean) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move { LeanRepo::new(s).create(&r).await.unwrap() })
+}
+
+fn create_lean_fed<S: Store>(s: S, r: LeanFed) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move { LeanFedRepo::new(s).create(&r).await.unwrap() })
+}
+
 fn create_plain<S: Store>(s: S, r: Plain) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move { PlainRepo::new(s).create(&r).await.unwrap() })
 }
@@ -119,26 +154,38 @@ fn wanted(name: &str) -> bool {
     name.to_lowercase().contains(&filter.to_lowercase())
 }
 
-/// Requests per create on the cluster, with and without a feed: one round
-/// of `n` creates by one task each.
+/// Requests per create on the cluster of each entity: `n` creates, one
+/// after another.
 async fn cluster_requests(store: &kvmodel::RedisClusterStore, n: usize) {
-    for (name, fed_too) in [("without feed", false), ("with feed", true)] {
+    for name in ["claim+index", "claim+index, feed", "lean", "lean, feed"] {
         let before = store.round_trips();
         for i in 0..n {
-            let id = format!("q{i}");
-            if fed_too {
-                create_fed(store.clone(), fed(id.clone(), format!("{id}@x"), i as i64)).await;
-            } else {
-                create_plain(
-                    store.clone(),
-                    plain(id.clone(), format!("{id}@x"), i as i64),
-                )
-                .await;
+            let (id, n) = (format!("q{i}"), i as i64);
+            let email = format!("{id}@x");
+            let s = store.clone();
+            match name {
+                "claim+index" => create_plain(s, plain(id, email, n)).await,
+                "claim+index, feed" => create_fed(s, fed(id, email, n)).await,
+                "lean" => create_lean(s, lean(id, email, n)).await,
+                _ => create_lean_fed(s, lean_fed(id, email, n)).await,
             }
         }
         let per = (store.round_trips() - before) as f64 / n as f64;
-        println!("Redis Cluster, requests per create {name}: {per:.2}");
+        println!("Redis Cluster, requests per create, {name}: {per:.2}");
     }
+}
+
+/// [`compare`] for the lean pair.
+async fn compare_lean<S: Store>(name: &str, store: S, tasks: usize, total: usize) {
+    let (mut without, mut with) = (0f64, 0f64);
+    for round in 0..3 {
+        without = without.max(creates(tasks, total, round, lean, create_lean, &store).await);
+        with = with.max(creates(tasks, total, round, lean_fed, create_lean_fed, &store).await);
+    }
+    println!(
+        "| {name} (lean) | {tasks} | {total} | {without:.0} | {with:.0} | {:.3}× |",
+        with / without
+    );
 }
 
 fn main() {
@@ -172,6 +219,7 @@ fn main() {
                 .unwrap();
             let store = cluster.store(Duration::from_secs(5)).await;
             compare("Redis Cluster", store.clone(), 50, 6_000).await;
+            compare_lean("Redis Cluster", store.clone(), 50, 6_000).await;
             cluster_requests(&store, 200).await;
             drop(cluster);
         }
