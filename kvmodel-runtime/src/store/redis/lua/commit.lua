@@ -92,6 +92,21 @@ if not plain then
   end
 end
 
+-- A feed's key must hold a Stream (or nothing yet): checked before any
+-- write, so an append that could not apply refuses the whole batch.
+local at = first + 4 * m
+if ARGV[at] == '#feed' then
+  local j = at + 2
+  for _ = 1, tonumber(ARGV[at + 1]) do
+    local k = KEYS[tonumber(ARGV[j])]
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'stream' and t ~= 'none' then
+      return {-1, k, 'a change-feed append meets ' .. holds(t)}
+    end
+    j = j + 3
+  end
+end
+
 i = first
 for _ = 1, m do
   apply_op(KEYS[whole(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
