@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kvmodel::feed::{Event, Position};
+use kvmodel::feed::Position;
 use kvmodel::{KvEntity, RedbStore};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -91,10 +91,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     return;
                 }
             };
-            let sku = match &change.event {
-                Event::Created(p) | Event::Deleted(p) | Event::Expired(p) => p.sku.clone(),
-                Event::Updated { after, .. } => after.sku.clone(),
-            };
+            // The record as the change left it (before a delete or an
+            // expiry): its product is the one to forget.
+            let sku = change.event.record().sku.clone();
             follower.forget(&sku);
             let _ = done.send((sku, change.position));
         }

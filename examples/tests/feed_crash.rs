@@ -132,6 +132,7 @@ async fn check<S: Store>(store: S, log: &[String]) {
                     kinds.push("deleted");
                 }
                 Event::Expired(t) => panic!("{id}: no tick expires, yet {t:?} did"),
+                other => panic!("{id}: an unknown kind of change: {other:?}"),
             }
         }
         // Every acknowledged write has its event; beyond them, at most the

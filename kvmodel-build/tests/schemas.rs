@@ -285,6 +285,20 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         ),
         "{global}"
     );
+    // A change feed is a stream in a slot of its own, appended to after the
+    // commit point: co-located writes cross slots again.
+    let (fed, _) = report(&schema("").replace(
+        "    colocate: tenant\n",
+        "    colocate: tenant\n    feed: { retain: 1d }\n",
+    ));
+    assert!(
+        fed.contains(
+            "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
+             discovery (sharded), change feed (stream). Sequential round trips per commit, \
+             after the reads above: create 4, update 4, delete 4"
+        ),
+        "{fed}"
+    );
 }
 
 /// `kvmodel keys` of links whose records expire: the registry of an

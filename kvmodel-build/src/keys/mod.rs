@@ -431,7 +431,9 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
 /// discovery set is sharded over other slots. A commit whose only other
 /// slots gain members takes 2 sequential steps (prepare, commit); any other
 /// commit across slots takes 4 (prepare, commit, apply, finish). Every write
-/// re-adds its discovery member, so it always reaches one other slot.
+/// re-adds its discovery member, so it always reaches one other slot; a
+/// write of an entity with a change feed also appends to its stream, in a
+/// slot of its own, after the commit point.
 pub(crate) struct ClusterLayout {
     /// Keys in the record's slot (`record`, `unique by_email`, …).
     pub home: Vec<String>,
@@ -485,14 +487,21 @@ impl ClusterLayout {
         // or moves it after the commit point; one of an expiring entity
         // always moves its ledger entry and puts its claims again. A delete
         // always removes its discovery member.
-        let create = if kinds.iter().any(|k| *k == "unique" || *k == "counter") {
+        // A change feed is one stream in a slot of its own: every write
+        // appends to it after the commit point (in step 3).
+        let feed = e.feed.is_some();
+        if feed {
+            away.push("change feed (stream)".to_owned());
+        }
+        let create = if feed || kinds.iter().any(|k| *k == "unique" || *k == "counter") {
             4
         } else {
             2
         };
-        let update = match (kinds.is_empty(), e.expires()) {
+        let update = match (kinds.is_empty() && !feed, e.expires()) {
             (true, _) => "2",
             (false, true) => "4",
+            (false, false) if feed => "4",
             (false, false) => "4 (2 when it moves nothing kept in another slot)",
         };
         ClusterLayout {

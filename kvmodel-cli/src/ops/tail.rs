@@ -22,7 +22,8 @@ pub struct TailArgs {
     /// one model (repeat `--schema` for more).
     #[arg(long, value_name = "SCHEMA", required = true)]
     pub schema: Vec<PathBuf>,
-    /// The store: `redb:PATH`, `redis://HOST:PORT` (`rediss://` over TLS).
+    /// The store: `redb:PATH`, `redis://HOST:PORT` (`rediss://` over TLS),
+    /// `redis+cluster://HOST:PORT,…`.
     #[arg(long, value_name = "URL")]
     pub store: String,
     /// The entity (its type name in the schema).

@@ -198,3 +198,40 @@ async fn reconcile_from_the_schema_appends_the_expired_event() {
         expired.as_str().map(str::to_owned)
     );
 }
+
+/// On Redis Cluster: the feed is one stream in its slot, read from the
+/// node that serves it, whichever seed the URL names first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_reads_a_cluster() {
+    use kvmodel_runtime::RedisClusterStore;
+    use kvmodel_runtime::conformance::RedisCluster;
+    let cluster = tokio::task::spawn_blocking(RedisCluster::start)
+        .await
+        .unwrap();
+    let seeds = cluster.seeds();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    let store = RedisClusterStore::connect(&seeds).await.unwrap();
+    let orders = OrderRepo::new(store);
+    let id = "c1".to_owned();
+    let mut o = Order {
+        id: id.clone(),
+        status: "new".into(),
+    };
+    orders.create(&o).await.unwrap();
+    o.status = "paid".into();
+    orders.update(&o).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("shop.yaml");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let nodes: Vec<&str> = seeds
+        .iter()
+        .rev()
+        .map(|s| s.trim_start_matches("redis://"))
+        .collect();
+    let url = format!("redis+cluster://{}", nodes.join(","));
+    let lines = tail(&schema.display().to_string(), &url, "start", "2");
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["created", "updated"]);
+    assert_eq!(lines[0]["key"], format!("shop:order:{id}"));
+    assert_eq!(lines[1]["after"]["status"], "paid");
+}

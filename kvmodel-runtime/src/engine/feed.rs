@@ -167,7 +167,11 @@ impl<'a> Reader<'a> {
 }
 
 /// What one commit did to one record of `E`.
+///
+/// Later versions may add kinds of change, so a `match` on it needs a
+/// wildcard arm; [`record`](Event::record) reads the record of any kind.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Event<E> {
     /// The record was created.
     Created(E),
@@ -185,6 +189,17 @@ pub enum Event<E> {
     /// expiry sweep's commit that takes back its derived entries, so it
     /// is appended when the sweep runs, not at the instant of expiry.
     Expired(E),
+}
+
+impl<E> Event<E> {
+    /// The record as the change left it, or as it was before a delete or
+    /// an expiry.
+    pub fn record(&self) -> &E {
+        match self {
+            Event::Created(r) | Event::Deleted(r) | Event::Expired(r) => r,
+            Event::Updated { after, .. } => after,
+        }
+    }
 }
 
 /// One change of a record of `E`, read from its entity's feed.

@@ -156,7 +156,7 @@ pub(crate) fn no_feed(backend: &'static str) -> Error {
     Error::backend(
         backend,
         "read or append to a change feed",
-        "this store has no change feed: use the memory, redb or Redis store for an \
+        "this store has no change feed: use the memory, redb, Redis or Redis Cluster store for an \
          entity with `feed`, or implement `Store::keeps_feeds` and `Store::feed_read`",
     )
 }
@@ -167,8 +167,8 @@ pub(crate) fn no_feed_for(key: &str) -> Error {
     Error::InvalidBatch {
         key: key.to_owned(),
         reason: "the entity has a change feed (`feed:`), but this store has no change feed, \
-                 so the write would commit without its event; use the memory, redb or Redis \
-                 store"
+                 so the write would commit without its event; use the memory, redb, Redis or \
+                 Redis Cluster store"
             .to_owned(),
     }
 }

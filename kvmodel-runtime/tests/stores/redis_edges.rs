@@ -270,3 +270,38 @@ async fn big_collections_are_unlinked_not_deleted() {
     assert_eq!(calls(&mut admin, "del").await, del, "no DEL ran");
     assert_eq!(calls(&mut admin, "unlink").await, unlink + 2);
 }
+
+/// A change-feed append to a key that holds something other than a Stream
+/// is refused before anything is written, on a server and on a cluster
+/// (within one slot, and across slots, where the append is late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_append_to_a_key_that_is_not_a_stream_writes_nothing() {
+    async fn check<S: Store>(store: S, record: &str, feed: &str) {
+        let mut b = Batch::new();
+        b.put(feed, b"not a stream".to_vec(), None);
+        assert!(store.commit(b).await.unwrap().is_applied());
+        let mut b = Batch::new();
+        b.absent(record).put(record, b"1".to_vec(), None).append(
+            feed,
+            b"event".to_vec(),
+            Duration::from_secs(60),
+        );
+        let err = store.commit(b).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidBatch { reason, .. } if reason.contains("change-feed append")),
+            "{err}"
+        );
+        assert_eq!(store.get(record).await.unwrap(), None, "nothing written");
+    }
+    let server = RedisServer::start();
+    check(
+        RedisStore::connect(&server.url()).await.unwrap(),
+        "r:1",
+        "r#feed",
+    )
+    .await;
+    use kvmodel_runtime::conformance::{ClusterHarness, Harness};
+    let h = ClusterHarness::spread().await;
+    check(h.store(), "r:1", "r#feed").await;
+    check(h.store(), "{t}r:2", "{t}r#feed").await;
+}

@@ -202,6 +202,7 @@ pub async fn check_feed<S: Store>(r: &Repos<S>, m: &Model, from: Option<FeedPosi
             Event::Updated { before, after } => (Some(before), Some(after)),
             Event::Deleted(e) => (Some(e), None),
             Event::Expired(e) => panic!("event {i}: no entry expires, yet {e:?} did"),
+            other => panic!("event {i}: an unknown kind of change: {other:?}"),
         };
         assert_eq!(got, (want.before.clone(), want.after.clone()), "event {i}");
         let model = *commits.entry(change.commit).or_insert(want.commit);

@@ -93,6 +93,11 @@ impl RedisStore {
         self.round_trips.load(Ordering::Relaxed)
     }
 
+    /// Counts one request sent.
+    pub(super) fn count_round_trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) async fn query<T: redis::FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
@@ -341,11 +346,11 @@ impl Store for RedisStore {
         limit: usize,
         wait: std::time::Duration,
     ) -> Result<FeedPage> {
-        self.feed_page(feed, after, limit, wait).await
+        super::feed::feed_page(self, feed, after, limit, wait).await
     }
 
     async fn feed_last(&self, feed: &str) -> Result<Option<FeedPosition>> {
-        self.feed_newest(feed).await
+        super::feed::feed_newest(self, feed).await
     }
 
     async fn feed_group_read(
@@ -356,12 +361,11 @@ impl Store for RedisStore {
         limit: usize,
         wait: std::time::Duration,
     ) -> Result<Vec<crate::store::FeedEntry>> {
-        self.feed_group_page(feed, consumer, read, limit, wait)
-            .await
+        super::feed::feed_group_page(self, feed, consumer, read, limit, wait).await
     }
 
     async fn feed_ack(&self, feed: &str, group: &str, positions: &[FeedPosition]) -> Result<u64> {
-        self.feed_acknowledge(feed, group, positions).await
+        super::feed::feed_acknowledge(self, feed, group, positions).await
     }
 
     async fn time_to_live(&self, key: &str) -> Result<Option<std::time::Duration>> {

@@ -14,6 +14,7 @@ use redis::{ErrorKind, RedisError, Value};
 
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op};
+use crate::store::feed::FeedAppend;
 use crate::store::{Direction, RangeRequest, encode_entry, entry_bounds};
 
 /// The longest TTL sent to Redis (100 years): past it Redis rejects `PX`
@@ -58,6 +59,13 @@ pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
         Op::Trim { keep, .. } => (b"t", keep.to_string().into_bytes(), Vec::new()),
         Op::Expire { ttl, .. } => (b"x", ms(*ttl).into_bytes(), Vec::new()),
     }
+}
+
+/// A change-feed append as the cluster's protocol steps read it, an
+/// operation `f`: the entry, then the retention in ms (prelude.lua's
+/// `feed_append`).
+pub(crate) fn encode_append(a: &FeedAppend) -> (&'static [u8], Vec<u8>, Vec<u8>) {
+    (b"f", a.entry.clone(), ms(a.retain).into_bytes())
 }
 
 /// `batch` as `commit.lua` reads it: `KEYS` every key the batch touches,

@@ -79,12 +79,14 @@ impl RedisClusterStore {
 
     /// `batch` with stored keys: prefixed, and each discovery-set operation
     /// sent to its shard (or, for a delete or an expiry, to every shard).
-    /// Feed entries are refused: this store keeps no feed.
-    pub(crate) fn physical(&self, batch: Batch) -> Result<Batch> {
-        if let Some(a) = batch.appends().first() {
-            return Err(crate::store::feed::no_feed_for(&a.feed));
+    /// A feed's stream is one key under the prefix, like any other.
+    pub(crate) fn physical(&self, mut batch: Batch) -> Result<Batch> {
+        let appends = batch.take_appends();
+        let mut out = spread(batch, self)?;
+        for a in appends {
+            out.append(self.phys(&a.feed), a.entry, a.retain);
         }
-        spread(batch, self)
+        Ok(out)
     }
 
     /// Up to `limit + 1` raw entries of the sorted set at the stored key

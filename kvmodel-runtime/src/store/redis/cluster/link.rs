@@ -150,12 +150,14 @@ impl RedisClusterStoreBuilder {
             crate::store::redis::link::ensure_tls_provider();
         }
         #[cfg(feature = "tls")]
-        let builder = match self.tls_roots {
-            Some(pem) if is_tls(&self.seeds[0]) => builder.certs(redis::TlsCertificates {
+        let tls_roots = self.tls_roots.filter(|_| is_tls(&self.seeds[0]));
+        #[cfg(feature = "tls")]
+        let builder = match &tls_roots {
+            Some(pem) => builder.certs(redis::TlsCertificates {
                 client_tls: None,
-                root_cert: Some(pem),
+                root_cert: Some(pem.clone()),
             }),
-            _ => builder,
+            None => builder,
         };
         let client = builder
             .build()
@@ -176,6 +178,10 @@ impl RedisClusterStoreBuilder {
                 shards: self.shards,
                 scripts: Scripts::new(),
                 round_trips: AtomicU64::new(0),
+                connect_timeout: self.connect_timeout,
+                #[cfg(feature = "tls")]
+                tls_roots,
+                blocking: Default::default(),
             }),
             crash: None,
         })

@@ -14,6 +14,9 @@
 //! - the discovery set of an entity (`…#all`) is sharded over several
 //!   slots, so it is not one giant key on one node, and an expiry receipt
 //!   shares its record's slot (`layout`);
+//! - a change feed is one Stream in its own slot, appended to by each
+//!   write's commit (late, applied once, when it is not the record's
+//!   slot) and read from the node that serves it (`feed`);
 //! - `scan` walks every master; `get_many` is one `MGET` the client splits
 //!   per slot.
 //!
@@ -29,12 +32,17 @@ use redis::cluster_async::ClusterConnection;
 use crate::error::Result;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
+use crate::store::redis::feed as stream;
 use crate::store::redis::scripts::Scripts;
 use crate::store::redis::wire::time_to_live;
 use crate::store::spread::Spread;
-use crate::store::{RangeRequest, RangeResult, ScanPage, Store, Via, page_from_entries};
+use crate::store::{
+    FeedConsumer, FeedEntry, FeedPage, FeedPosition, GroupRead, RangeRequest, RangeResult,
+    ScanPage, Store, Via, page_from_entries,
+};
 
 mod commit;
+mod feed;
 mod layout;
 mod link;
 mod plan;
@@ -79,6 +87,13 @@ struct Inner {
     shards: u16,
     scripts: Scripts,
     round_trips: AtomicU64,
+    /// How long opening a connection to a node may take.
+    connect_timeout: Duration,
+    /// The certificate authorities of `rediss://` seeds, if not the system's.
+    #[cfg(feature = "tls")]
+    tls_roots: Option<Vec<u8>>,
+    /// Connections for blocking feed reads.
+    blocking: feed::Blocking,
 }
 
 impl std::fmt::Debug for RedisClusterStore {
@@ -111,6 +126,14 @@ impl RedisClusterStore {
     /// listing) are one round trip of latency but count one each here.
     pub fn round_trips(&self) -> u64 {
         self.inner.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The prefix every key is stored under
+    /// ([`RedisClusterStoreBuilder::key_prefix`]; empty for none): with
+    /// [`hash_slot`](crate::codec::key::hash_slot), which slot a key is
+    /// stored in.
+    pub fn key_prefix(&self) -> &str {
+        &self.inner.prefix
     }
 
     /// The lease of cross-slot writes.
@@ -244,5 +267,40 @@ impl Store for RedisClusterStore {
 
     async fn unfinished_writes(&self) -> Result<Vec<String>> {
         self.stuck_writes().await
+    }
+
+    /// A feed is one Stream in its own slot, appended to in the commit of
+    /// every write (`docs/feed.md`, "On Redis Cluster").
+    fn keeps_feeds(&self) -> bool {
+        true
+    }
+
+    async fn feed_read(
+        &self,
+        feed: &str,
+        after: Option<FeedPosition>,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<FeedPage> {
+        stream::feed_page(self, &self.phys(feed), after, limit, wait).await
+    }
+
+    async fn feed_last(&self, feed: &str) -> Result<Option<FeedPosition>> {
+        stream::feed_newest(self, &self.phys(feed)).await
+    }
+
+    async fn feed_group_read(
+        &self,
+        feed: &str,
+        consumer: FeedConsumer<'_>,
+        read: GroupRead,
+        limit: usize,
+        wait: Duration,
+    ) -> Result<Vec<FeedEntry>> {
+        stream::feed_group_page(self, &self.phys(feed), consumer, read, limit, wait).await
+    }
+
+    async fn feed_ack(&self, feed: &str, group: &str, positions: &[FeedPosition]) -> Result<u64> {
+        stream::feed_acknowledge(self, &self.phys(feed), group, positions).await
     }
 }

@@ -11,12 +11,19 @@
 //! claim. Every other operation is *late* (applied after the commit point).
 //! Early or late is decided per key, so the operations on one key keep
 //! their order. A slot with nothing but member additions needs no token.
+//!
+//! A change-feed append is an operation (`f`) in its stream's slot: at the
+//! commit point when that is the record's slot, otherwise always late, so
+//! an event is never visible for a write that is undone, and it is applied
+//! once, with its token. Appends take no hold on the stream: concurrent
+//! writes of one entity append side by side.
 
 use crate::store::batch::{Batch, Condition, Op};
+use crate::store::feed::FeedAppend;
 use std::collections::HashMap;
 
 use crate::store::redis::cluster::slots::{intent_key, lock_key, share_key, slot_of, token_key};
-use crate::store::redis::wire::{encode_condition, encode_op};
+use crate::store::redis::wire::{encode_append, encode_condition, encode_op};
 
 /// What a group asks of its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +53,9 @@ pub(crate) struct Group {
     pub(crate) conditions: Vec<(usize, Condition)>,
     /// (operation, early).
     pub(crate) ops: Vec<(Op, bool)>,
+    /// Change-feed appends to streams of this slot, applied after `ops`
+    /// (at the commit point in the primary slot, late elsewhere).
+    pub(crate) appends: Vec<FeedAppend>,
 }
 
 impl Group {
@@ -62,7 +72,8 @@ impl Group {
 
     /// `ARGV` after the write id, lease and the two step arguments: key
     /// count, hold flags (ending in `!` for a batch that never waits),
-    /// conditions, operations.
+    /// conditions, operations (the feed appends last, as operations `f`,
+    /// never early).
     pub(crate) fn script_args(&self, never_wait: bool) -> Vec<Vec<u8>> {
         let mut flags = self.holds.clone();
         if never_wait {
@@ -80,7 +91,8 @@ impl Group {
             argv.push(want.to_vec());
             argv.push(index.to_string().into_bytes());
         }
-        argv.push(self.ops.len().to_string().into_bytes());
+        let count = self.ops.len() + self.appends.len();
+        argv.push(count.to_string().into_bytes());
         for (op, early) in &self.ops {
             let (kind, a, b) = encode_op(op);
             argv.push(kind.to_vec());
@@ -88,6 +100,14 @@ impl Group {
             argv.push(a);
             argv.push(b);
             argv.push(if *early { b"1".to_vec() } else { b"0".to_vec() });
+        }
+        for append in &self.appends {
+            let (kind, a, b) = encode_append(append);
+            argv.push(kind.to_vec());
+            argv.push(self.index(&append.feed).to_string().into_bytes());
+            argv.push(a);
+            argv.push(b);
+            argv.push(b"0".to_vec());
         }
         argv
     }
@@ -108,7 +128,8 @@ pub(crate) fn guard_keys(keys: &[String], prefix: &str) -> Vec<String> {
 /// the key, or both conditions on and increments it; `S` shared when it
 /// only conditions on it; `I` shared when it only increments it (writes
 /// that add to one counter go on together); `-` not at all (collection
-/// members, times to live).
+/// members, times to live, change-feed appends, which are not operations
+/// here and so leave their stream's flag `-`).
 pub(crate) fn hold_flags<'a>(
     keys: &[String],
     conditions: impl IntoIterator<Item = &'a Condition>,
@@ -157,14 +178,15 @@ pub(crate) fn never_waits(batch: &Batch) -> bool {
     !batch.ops().iter().any(|op| op.key() == first.key())
 }
 
-/// The distinct hash slots of a batch's keys.
+/// The distinct hash slots of a batch's keys (its feeds' streams too).
 pub(crate) fn slots(batch: &Batch) -> Vec<u16> {
     let mut out: Vec<u16> = Vec::new();
     let keys = batch
         .conditions()
         .iter()
         .map(Condition::key)
-        .chain(batch.ops().iter().map(Op::key));
+        .chain(batch.ops().iter().map(Op::key))
+        .chain(batch.appends().iter().map(|a| a.feed.as_str()));
     for k in keys {
         let s = slot_of(k);
         if !out.contains(&s) {
@@ -208,6 +230,7 @@ impl Group {
             holds: String::new(),
             conditions: Vec::new(),
             ops: Vec::new(),
+            appends: Vec::new(),
         }
     }
 
@@ -247,7 +270,8 @@ impl Group {
                 .position(|k| k == op.key())
                 .is_some_and(|i| early[i]);
         }
-        let adds_only = self.ops.iter().all(|(op, _)| matches!(op, Op::Add { .. }));
+        let adds_only =
+            self.appends.is_empty() && self.ops.iter().all(|(op, _)| matches!(op, Op::Add { .. }));
         if self.conditions.is_empty() && adds_only {
             self.role = Role::Adds;
         }
@@ -284,6 +308,11 @@ pub(crate) fn plan(batch: &Batch, write: &str, prefix: &str) -> Vec<Group> {
         let g = group_of(&mut groups, slot_of(op.key()), write, prefix);
         g.touch(op.key());
         g.ops.push((op.clone(), false));
+    }
+    for a in batch.appends() {
+        let g = group_of(&mut groups, slot_of(&a.feed), write, prefix);
+        g.touch(&a.feed);
+        g.appends.push(a.clone());
     }
     for g in &mut groups {
         // An increment is held too: a write that conditions on the counter
@@ -336,6 +365,46 @@ mod tests {
         assert_eq!(role_of(&groups, "s:user#idx:status:x"), (Role::Adds, true));
         assert!(!role_of(&groups, "s:user#count:total").1);
         assert!(!role_of(&groups, "s:user#uniq:email:old").1);
+    }
+
+    #[test]
+    fn a_feed_append_is_late_and_held_by_nobody() {
+        let feed = "s:user#feed";
+        let mut b = Batch::new();
+        b.absent("s:user:1").put("s:user:1", b"{}".to_vec(), None);
+        b.append(feed, b"event".to_vec(), std::time::Duration::from_secs(60));
+        assert_eq!(slots(&b).len(), 2, "the stream's slot is the batch's too");
+        let groups = plan(&b, "w", "");
+        let g = groups.iter().find(|g| g.keys == [feed]).unwrap();
+        assert_eq!(g.role, Role::Token, "applied with a token, in step 3");
+        assert_eq!(g.holds, "-", "appends share the stream");
+        let args = g.script_args(false);
+        // key count, flags, no condition, one operation: `f`, key 1, the
+        // entry, the retention in ms, late.
+        let tail: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            tail,
+            [
+                &b"1"[..],
+                b"-",
+                b"0",
+                b"1",
+                b"f",
+                b"1",
+                b"event",
+                b"60000",
+                b"0"
+            ]
+        );
+        // In the record's slot, it is the record's group's: the commit point.
+        let mut c = Batch::new();
+        c.absent("{t}a").put("{t}a", b"1".to_vec(), None);
+        c.add("elsewhere", vec![], b"m".to_vec());
+        c.append("{t}feed", b"e".to_vec(), std::time::Duration::from_secs(1));
+        let groups = plan(&c, "w", "");
+        assert_eq!(groups[0].keys, ["{t}a", "{t}feed"]);
+        assert_eq!(groups[0].appends.len(), 1);
+        assert_eq!(groups[1].role, Role::Adds);
     }
 
     #[test]

@@ -92,6 +92,21 @@ if not plain then
   end
 end
 
+-- A feed's key must hold a Stream (or nothing yet): checked before any
+-- write, so an append that could not apply refuses the whole batch.
+local at = first + 4 * m
+if ARGV[at] == '#feed' then
+  local j = at + 2
+  for _ = 1, tonumber(ARGV[at + 1]) do
+    local k = KEYS[tonumber(ARGV[j])]
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'stream' and t ~= 'none' then
+      return {-1, k, 'a change-feed append meets ' .. holds(t)}
+    end
+    j = j + 3
+  end
+end
+
 i = first
 for _ = 1, m do
   apply_op(KEYS[whole(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
@@ -99,26 +114,14 @@ for _ = 1, m do
 end
 
 -- The change feed entries, in the same script: a Stream entry each, ids
--- on the server's clock. Entries older than the retention are trimmed
--- exactly, and the newest trimmed id is recorded as the stream's
--- max-deleted-entry-id (`XSETID`), so a reader behind it is told so.
+-- on the server's clock, retention exact (prelude.lua's `feed_append`).
 -- The section starts with the word `#feed` (what follows the operations
 -- otherwise is the end of ARGV, or the cluster's arguments).
 if ARGV[i] == '#feed' then
   local appends = tonumber(ARGV[i + 1])
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   i = i + 2
   for _ = 1, appends do
-    local k = KEYS[tonumber(ARGV[i])]
-    local id = redis.call('XADD', k, '*', 'e', ARGV[i + 2])
-    local minid = string.format('%d', math.max(0, now - tonumber(ARGV[i + 1])))
-    local oldest = redis.call('XRANGE', k, '-', '+', 'COUNT', 1)[1]
-    if oldest and tonumber(string.match(oldest[1], '^(%d+)')) < tonumber(minid) then
-      local newest_old = redis.call('XREVRANGE', k, '(' .. minid .. '-0', '-', 'COUNT', 1)[1]
-      redis.call('XTRIM', k, 'MINID', minid)
-      redis.call('XSETID', k, id, 'MAXDELETEDID', newest_old[1])
-    end
+    feed_append(KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
     i = i + 3
   end
 end

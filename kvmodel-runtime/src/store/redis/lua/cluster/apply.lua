@@ -1,7 +1,7 @@
 
--- Step 3 in another slot: the operations left for after the commit point,
--- applied once (the token goes with them); one that no longer fits its key
--- is skipped and counted.
+-- Step 3 in another slot: the operations left for after the commit point
+-- (change-feed appends, `f`, among them), applied once (the token goes
+-- with them); one that no longer fits its key is skipped and counted.
 if redis.call('HGET', OWN, 'w') ~= W then return {0, 0} end
 local late = cmsgpack.unpack(redis.call('HGET', OWN, 'late'))
 local fits = simulator()

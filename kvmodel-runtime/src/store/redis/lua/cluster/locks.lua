@@ -12,8 +12,10 @@
 --   'I' shared, to add: it only increments the key. Other adders may hold
 --       it too (increments commute); nobody may read it in a condition or
 --       replace it meanwhile.
---   '-' none: it only adds or removes collection members, or sets a time
---       to live; only an exclusive hold keeps it waiting.
+--   '-' none: it only adds or removes collection members, sets a time to
+--       live, or appends to a change feed (a Stream: appends of concurrent
+--       writes go on side by side); only an exclusive hold keeps it
+--       waiting.
 -- Shared holds live in the hash `kvmodel~share:{tag}:key`, one field per
 -- write: "S  held" or "I net held" (net: the sum of the write's increments
 -- of the key, so that adders together never pass what a counter holds).

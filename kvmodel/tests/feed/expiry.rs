@@ -61,6 +61,7 @@ fn summary(changes: &[Change<Lease>]) -> Vec<(String, &'static str, u64)> {
             Event::Updated { after, .. } => (after.id.clone(), "updated", after.n),
             Event::Deleted(l) => (l.id.clone(), "deleted", l.n),
             Event::Expired(l) => (l.id.clone(), "expired", l.n),
+            other => panic!("an unknown kind of change: {other:?}"),
         })
         .collect()
 }
