@@ -93,7 +93,8 @@ async fn batches_beyond_dynamodbs_limits_are_refused_before_sending() {
     }
     let err = store.commit(b).await.unwrap_err();
     assert!(matches!(err, Error::InvalidBatch { .. }), "{err}");
-    assert!(err.to_string().contains("100 items"), "{err}");
+    assert!(err.to_string().contains("meets 101 keys"), "{err}");
+    assert!(err.to_string().contains("100 actions"), "{err}");
 
     let mut b = Batch::new();
     for i in 0..120 {
