@@ -64,6 +64,7 @@ pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
 /// A change-feed append as the cluster's protocol steps read it, an
 /// operation `f`: the entry, then the retention in ms (prelude.lua's
 /// `feed_append`).
+#[cfg(feature = "redis-cluster")]
 pub(crate) fn encode_append(a: &FeedAppend) -> (&'static [u8], Vec<u8>, Vec<u8>) {
     (b"f", a.entry.clone(), ms(a.retain).into_bytes())
 }
