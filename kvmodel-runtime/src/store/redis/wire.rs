@@ -14,6 +14,7 @@ use redis::{ErrorKind, RedisError, Value};
 
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Condition, Op};
+#[cfg(feature = "redis-cluster")]
 use crate::store::feed::FeedAppend;
 use crate::store::{Direction, RangeRequest, encode_entry, entry_bounds};
 
