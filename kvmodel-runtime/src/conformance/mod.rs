@@ -49,6 +49,14 @@ use crate::store::Store;
 use crate::store::clock::ManualClock;
 use crate::store::memory::MemoryStore;
 
+/// Whether the heavy suites (the model-based test, the compile test of
+/// generated schemas) run at their long settings: `KVMODEL_LONG_TESTS` is
+/// set to anything but `0` or nothing. `.ci/run` sets it; a plain
+/// `scripts/test` runs those suites shorter.
+pub fn long_run() -> bool {
+    std::env::var_os("KVMODEL_LONG_TESTS").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Runs `write(0)` … `write(n - 1)` as `n` tasks released together by a
 /// barrier, all racing for one unique value, and returns how many won.
 ///

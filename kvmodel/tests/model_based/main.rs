@@ -18,8 +18,9 @@
 //! finds nothing awaiting the sweep.
 //!
 //! `KVMODEL_MODEL_CASES` sets the number of sequences per store (by
-//! default 256 on memory, 64 on redb, 12 on Redis and Redis Cluster, where
-//! time passes for real);
+//! default 64 on memory, 16 on redb, 4 on Redis, Redis Cluster and
+//! DynamoDB; with `KVMODEL_LONG_TESTS=1`, as `.ci/run` runs it, 256, 64
+//! and 12);
 //! `KVMODEL_MODEL_STEPS` the longest sequence (default 24; 16 on Redis and
 //! Redis Cluster).
 //! A failure prints the shrunk sequence; it becomes a case in
@@ -155,10 +156,14 @@ fn env(name: &str) -> Option<usize> {
 async fn repositories_follow_the_model<H: Harness>(h: &H) {
     let backend = h.store().backend();
     let real_time = real_time(&h.store());
-    let default_cases = match backend {
-        "memory" => 256,
-        "redis" | "redis-cluster" | "dynamodb" => 12,
-        _ => 64,
+    let long = kvmodel::conformance::long_run();
+    let default_cases = match (backend, long) {
+        ("memory", true) => 256,
+        ("memory", false) => 64,
+        ("redis" | "redis-cluster" | "dynamodb", true) => 12,
+        ("redis" | "redis-cluster" | "dynamodb", false) => 4,
+        (_, true) => 64,
+        (_, false) => 16,
     };
     let cases = env("KVMODEL_MODEL_CASES").unwrap_or(default_cases);
     let steps = env("KVMODEL_MODEL_STEPS").unwrap_or(if real_time { 16 } else { 24 });

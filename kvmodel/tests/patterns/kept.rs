@@ -7,18 +7,19 @@
 use std::time::Duration;
 
 use kvmodel::conformance::Harness;
-use kvmodel::{Batch, KvEntity, Store};
+use kvmodel::{Batch, KvEntity, Store, Timestamp};
 use kvmodel_runtime::engine::def::ModelDef;
 use kvmodel_runtime::engine::maintenance::{Drift, KeptCounter};
 use kvmodel_runtime::engine::walk::Walker;
 use kvmodel_runtime::schema::CounterKeep;
 use serde::{Deserialize, Serialize};
 
-/// A click on a short link: the raw event expires, its counts stay. The
-/// TTL is long enough that no record expires within a case that does not
-/// wait for it, even on a loaded machine where Redis's time is real.
+/// A click on a short link: the raw event expires at its own `ends`, its
+/// counts stay. A case that does not wait for expiry sets no `ends`, so
+/// nothing expires within it however loaded the machine (Redis's time is
+/// real).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
-#[kv(namespace = "kept", key = "click:{id}", ttl = "6s")]
+#[kv(namespace = "kept", key = "click:{id}")]
 #[kv(counter(name = live, group_by(link)))]
 #[kv(counter(name = per_link, group_by(link), keep = "on_expiry"))]
 #[kv(counter(name = ever, group_by(link), keep = "always"))]
@@ -27,6 +28,8 @@ pub struct Click {
     pub id: String,
     pub link: String,
     pub size: u64,
+    #[kv(expiry)]
+    pub ends: Option<Timestamp>,
 }
 
 fn click(id: &str, link: &str) -> Click {
@@ -34,6 +37,21 @@ fn click(id: &str, link: &str) -> Click {
         id: id.into(),
         link: link.into(),
         size: 10,
+        ends: None,
+    }
+}
+
+/// How long an expiring click lives, and how long a case waits for it.
+const LIFE_MS: u64 = 2_000;
+const PASS: Duration = Duration::from_millis(2_500);
+
+/// A click that expires `LIFE_MS` after now on `store`'s clock.
+async fn expiring_click<S: Store>(store: &S, id: &str, link: &str) -> Click {
+    let now = store.now_ms().await.unwrap();
+    let ends = Timestamp::from_unix_millis(i64::try_from(now + LIFE_MS).unwrap()).unwrap();
+    Click {
+        ends: Some(ends),
+        ..click(id, link)
     }
 }
 
@@ -67,7 +85,8 @@ fn click_model() -> ModelDef {
     use kvmodel_runtime::model::{
         CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
     };
-    use kvmodel_runtime::schema::Ttl;
+    let mut ends = FieldModel::new("ends", TypeModel::Timestamp);
+    ends.optional = true;
     let mut m = EntityModel::new(
         "Click",
         "kept",
@@ -75,11 +94,9 @@ fn click_model() -> ModelDef {
     )
     .with_field(FieldModel::new("id", TypeModel::String))
     .with_field(FieldModel::new("link", TypeModel::String))
-    .with_field(FieldModel::new("size", TypeModel::U64));
-    m.ttl = Some(Ttl {
-        after_ms: 6_000,
-        jitter_permille: 0,
-    });
+    .with_field(FieldModel::new("size", TypeModel::U64))
+    .with_field(ends);
+    m.expiry = Some("ends".into());
     let counter = |name: &str, sum: bool, shards: u32, keep: CounterKeep| CounterModel {
         name: name.into(),
         group_by: vec![FieldExpr::Field("link".into())],
@@ -114,10 +131,11 @@ pub async fn a_kept_counter_keeps_its_count_after_the_expiry_sweep<H: Harness>(h
     let store = h.store();
     let repo = ClickRepo::new(store.clone());
     for i in 0..5 {
-        repo.create(&click(&format!("c{i}"), "a")).await.unwrap();
+        let c = expiring_click(&store, &format!("c{i}"), "a").await;
+        repo.create(&c).await.unwrap();
     }
     assert_eq!(counts(&repo, "a").await, (5, 5, 5, 50));
-    h.pass(Duration::from_millis(6_500)).await;
+    h.pass(PASS).await;
     let sweep = repo.sweep_expired(100).await.unwrap();
     assert_eq!((sweep.expired, sweep.more), (5, false), "{sweep:?}");
     // The counter that follows the records is back to 0: the sweep ran.
@@ -156,9 +174,10 @@ pub async fn a_kept_counter_outlives_a_verify_before_the_sweep<H: Harness>(h: &H
     let store = h.store();
     let repo = ClickRepo::new(store.clone());
     for i in 0..3 {
-        repo.create(&click(&format!("c{i}"), "b")).await.unwrap();
+        let c = expiring_click(&store, &format!("c{i}"), "b").await;
+        repo.create(&c).await.unwrap();
     }
-    h.pass(Duration::from_millis(6_500)).await;
+    h.pass(PASS).await;
     let drift = verify_both(&repo, &store).await;
     assert!(drift.is_clean(), "{drift:?}");
     assert_eq!(drift.expired, 3);
