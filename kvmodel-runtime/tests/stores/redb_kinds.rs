@@ -106,7 +106,7 @@ async fn a_collection_and_a_value_never_share_a_key() {
 }
 
 #[tokio::test]
-async fn a_batch_sees_its_own_removals_before_a_put() {
+async fn removals_do_not_make_room_for_a_put() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("b.redb")).unwrap();
     let mut b = Batch::new();
@@ -270,4 +270,43 @@ async fn a_file_without_markers_is_marked_when_opened() {
     let mut add = Batch::new();
     add.add("both", vec![], b"n".to_vec());
     assert!(store.commit(add).await.unwrap().is_applied());
+}
+
+/// A batch of many keys (as `create_many` commits) keeps what its check
+/// read by key through a map: each increment still lands on its own
+/// counter, and the rule still holds for a key deep inside the batch.
+#[tokio::test]
+async fn a_large_batch_keeps_every_key_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("l.redb")).unwrap();
+    let mut seed = Batch::new();
+    for i in 0..40i64 {
+        seed.incr(format!("c{i}"), i);
+    }
+    seed.add("two", vec![1], b"a".to_vec())
+        .add("two", vec![2], b"b".to_vec());
+    assert!(store.commit(seed).await.unwrap().is_applied());
+
+    let mut bad = Batch::new();
+    for i in 0..40i64 {
+        bad.incr(format!("c{i}"), 1)
+            .add("idx", vec![], i.to_string().into_bytes());
+    }
+    bad.remove("two", vec![1], b"a".to_vec())
+        .put("two", b"v".to_vec(), None);
+    assert!(refused(store.commit(bad).await));
+    assert_eq!(store.counter("c7").await.unwrap(), 7, "nothing was written");
+
+    let mut good = Batch::new();
+    for i in 0..40i64 {
+        good.incr(format!("c{i}"), 100)
+            .add("idx", vec![], i.to_string().into_bytes());
+    }
+    good.delete("two").put("two", b"v".to_vec(), None);
+    assert!(store.commit(good).await.unwrap().is_applied());
+    for i in [0i64, 17, 39] {
+        assert_eq!(store.counter(&format!("c{i}")).await.unwrap(), 100 + i);
+    }
+    assert_eq!(members(&store, "idx").await, 40);
+    assert_eq!(store.get("two").await.unwrap().as_deref(), Some(&b"v"[..]));
 }

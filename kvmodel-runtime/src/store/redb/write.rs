@@ -1,6 +1,7 @@
 //! The write transaction of [`RedbStore`]: a batch's conditions checked
 //! and its operations applied on tables opened once.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -29,22 +30,74 @@ enum Cell {
     Marker,
 }
 
+/// Batches of up to this many keys or operations are searched by a walk;
+/// larger ones (`create_many`) through a hash map.
+const WALK: usize = 16;
+
 /// The cells a batch's check found, by key; an operation that rewrites a
 /// key forgets it (or records what it left), so a later one of the same
 /// batch looks again.
 #[derive(Default)]
-struct Seen<'b>(Vec<(&'b str, Option<Cell>)>);
+struct Seen<'b> {
+    cells: Vec<(&'b str, Option<Cell>)>,
+    /// Where each key is in `cells`, once there are more than [`WALK`].
+    index: HashMap<&'b str, usize>,
+}
 
 impl<'b> Seen<'b> {
+    fn position(&self, key: &str) -> Option<usize> {
+        if self.index.is_empty() {
+            self.cells.iter().position(|(k, _)| *k == key)
+        } else {
+            self.index.get(key).copied()
+        }
+    }
+
     fn get(&self, key: &str) -> Option<Cell> {
-        self.0.iter().find(|(k, _)| *k == key).and_then(|(_, c)| *c)
+        self.position(key).and_then(|i| self.cells[i].1)
     }
 
     fn set(&mut self, key: &'b str, cell: Option<Cell>) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = cell,
-            None => self.0.push((key, cell)),
+        if let Some(i) = self.position(key) {
+            self.cells[i].1 = cell;
+            return;
         }
+        self.cells.push((key, cell));
+        if !self.index.is_empty() {
+            self.index.insert(key, self.cells.len() - 1);
+        } else if self.cells.len() > WALK {
+            self.index = self
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (*k, i))
+                .collect();
+        }
+    }
+}
+
+/// Whether an operation of `batch` writes a value at `key`: a walk over a
+/// small batch, a set built once for a large one.
+struct ValueKeys<'b> {
+    batch: &'b Batch,
+    set: Option<HashSet<&'b str>>,
+}
+
+impl ValueKeys<'_> {
+    fn writes(&mut self, key: &str) -> bool {
+        let writes_value = |op: &Op| matches!(op, Op::Put { .. } | Op::Incr { .. });
+        let ops = self.batch.ops();
+        if ops.len() <= WALK {
+            return ops.iter().any(|op| writes_value(op) && op.key() == key);
+        }
+        self.set
+            .get_or_insert_with(|| {
+                ops.iter()
+                    .filter(|op| writes_value(op))
+                    .map(Op::key)
+                    .collect()
+            })
+            .contains(key)
     }
 }
 
@@ -117,8 +170,9 @@ impl<'t> Writer<'t> {
                     .map_err(e("open table set_ttl"))?,
             );
         }
+        let mut value_keys = ValueKeys { batch, set: None };
         check(batch, |k, expect| {
-            let (cell, held) = self.held(batch, k, expect)?;
+            let (cell, held) = self.held(&mut value_keys, k, expect)?;
             seen.set(k, Some(cell));
             Ok(held)
         })
@@ -226,7 +280,12 @@ impl<'t> Writer<'t> {
     /// collection operation whose batch later writes a value at the key
     /// (for an add, or a remove or trim with nothing after it, a collection
     /// that has become empty answers the same as nothing).
-    fn held(&mut self, batch: &Batch, key: &str, expect: Expect) -> Result<(Cell, Held)> {
+    fn held(
+        &mut self,
+        value_keys: &mut ValueKeys<'_>,
+        key: &str,
+        expect: Expect,
+    ) -> Result<(Cell, Held)> {
         let cell = match self.kv.get(key).map_err(e("read a value"))? {
             None => return Ok((Cell::Absent, Held::Nothing)),
             Some(raw) => {
@@ -252,11 +311,7 @@ impl<'t> Writer<'t> {
             let counter = counter_value(&v);
             return Ok((Cell::Value { exp, counter }, Held::Value(v)));
         }
-        let decides = expect == Expect::Value
-            || batch
-                .ops()
-                .iter()
-                .any(|op| matches!(op, Op::Put { .. } | Op::Incr { .. }) && op.key() == key);
+        let decides = expect == Expect::Value || value_keys.writes(key);
         let held = if !decides || self.collection_live(key)? {
             Held::Collection
         } else {
