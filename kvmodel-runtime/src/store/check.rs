@@ -74,11 +74,13 @@ fn refuse(key: &str, reason: &str) -> Error {
 /// for the other kind); an increment needs a counter as [`parse_counter`](super::counter::parse_counter)
 /// reads it and a sum within 64 bits ([`add_to_counter`](super::counter::add_to_counter)). Each operation sees
 /// what the earlier ones of the batch left.
-pub fn check(
-    batch: &Batch,
-    mut current: impl FnMut(&str, Expect) -> Result<Held>,
+/// `current` gets each key borrowed from `batch`, so a backend may keep
+/// what it learned for applying the batch.
+pub fn check<'b>(
+    batch: &'b Batch,
+    mut current: impl FnMut(&'b str, Expect) -> Result<Held>,
 ) -> Result<Outcome> {
-    let mut slots: HashMap<&str, Slot> = HashMap::new();
+    let mut slots: HashMap<&'b str, Slot> = HashMap::new();
     for (index, cond) in batch.conditions().iter().enumerate() {
         let key = cond.key();
         let held = current(key, Expect::Value)?;

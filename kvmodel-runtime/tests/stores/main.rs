@@ -6,6 +6,7 @@ mod any_store;
 mod keys;
 mod redb;
 mod redb_damage;
+mod redb_kinds;
 mod redis_edges;
 mod redis_foreign;
 mod redis_script;

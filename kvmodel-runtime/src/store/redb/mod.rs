@@ -1,9 +1,13 @@
 //! `RedbStore`: the embedded default, one file, ACID.
 //!
 //! Layout: table `kv` maps a key to an 8-byte big-endian expiry (ms since the
-//! epoch, 0 = none) followed by the value; table `members` holds sorted
+//! epoch, 0 = none) followed by the value, or to an empty cell, the marker of
+//! a key that holds a sorted collection; table `members` holds sorted
 //! collections as composite keys `(collection, entry)`; table `set_ttl` holds the
-//! expiry of collections that have one. Expired data is absent to reads and
+//! expiry of collections that have one. Every collection with members has its
+//! marker (a marker may outlive its last member), so one look-up in `kv`
+//! tells a write what a key holds: nothing, a value or a collection. Table
+//! `meta` records the layout's version. Expired data is absent to reads and
 //! conditions and is removed when a later commit touches it.
 //!
 //! The store is split by concern: this module opens the file and serves the
@@ -21,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use redb::{Database, ReadableDatabase, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -40,6 +44,20 @@ use self::write::Writer;
 const KV: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("kv");
 const MEMBERS: TableDefinition<'_, (&str, &[u8]), ()> = TableDefinition::new("members");
 const SET_TTL: TableDefinition<'_, &str, u64> = TableDefinition::new("set_ttl");
+const META: TableDefinition<'_, &str, u64> = TableDefinition::new("meta");
+
+/// The `meta` entry that holds the layout's version.
+const LAYOUT: &str = "layout";
+/// The layout in which every collection has its marker in `kv`.
+const MARKED: u64 = 2;
+
+/// The `kv` cell of a key that holds a sorted collection: shorter than a
+/// value's expiry header, so it is never a value.
+const MARKER: &[u8] = &[];
+
+fn is_marker(raw: &[u8]) -> bool {
+    raw.is_empty()
+}
 
 fn err(context: &'static str) -> impl Fn(redb::Error) -> Error {
     move |e| Error::backend("redb", context, e)
@@ -97,9 +115,13 @@ fn live(expiry: u64, now: u64) -> bool {
     expiry == 0 || expiry > now
 }
 
-/// The live value in a raw `kv` cell, borrowed from it. The clock is read
-/// only for values that have an expiry.
+/// The live value in a raw `kv` cell, borrowed from it (none in a
+/// collection marker). The clock is read only for values that have an
+/// expiry.
 fn live_value<'a>(key: &str, raw: &'a [u8], now: impl Fn() -> u64) -> Result<Option<&'a [u8]>> {
+    if is_marker(raw) {
+        return Ok(None);
+    }
     let (exp, v) = split_value(raw)
         .ok_or_else(|| Error::decode(key, "the redb cell is shorter than its header", None))?;
     Ok((exp == 0 || exp > now()).then_some(v))
@@ -112,6 +134,34 @@ fn after_collection(c: &str) -> String {
     s.push('\0');
     s
 }
+/// Gives every collection of a file written before markers its marker
+/// (an expired value at the same key, which that layout allowed, gives way).
+fn mark_collections(
+    kv: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    members: &redb::Table<'_, (&'static str, &'static [u8]), ()>,
+) -> Result<()> {
+    let mut from = String::new();
+    loop {
+        let next = members
+            .range::<(&str, &[u8])>((from.as_str(), &[][..])..)
+            .map_err(e("scan collections"))?
+            .next();
+        let Some(item) = next else { return Ok(()) };
+        let name = item.map_err(e("scan collections"))?.0.value().0.to_owned();
+        // A value that never expires cannot share its key with members.
+        let lasting = kv
+            .get(name.as_str())
+            .map_err(e("read a value"))?
+            .and_then(|raw| split_value(raw.value()).map(|(exp, _)| exp))
+            .is_some_and(|exp| exp == 0);
+        if !lasting {
+            kv.insert(name.as_str(), MARKER)
+                .map_err(e("mark a collection"))?;
+        }
+        from = after_collection(&name);
+    }
+}
+
 impl RedbStore {
     /// Opens (or creates) the database file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -143,8 +193,14 @@ impl RedbStore {
                 Database::create(path).map_err(|x| failed(redb::Error::from(x).to_string()))?;
             let txn = db.begin_write().map_err(e("begin a write transaction"))?;
             let collection_ttls = {
-                txn.open_table(KV).map_err(e("create table kv"))?;
-                txn.open_table(MEMBERS).map_err(e("create table members"))?;
+                let mut kv = txn.open_table(KV).map_err(e("create table kv"))?;
+                let members = txn.open_table(MEMBERS).map_err(e("create table members"))?;
+                let mut meta = txn.open_table(META).map_err(e("create table meta"))?;
+                let layout = meta.get(LAYOUT).map_err(e("read table meta"))?;
+                if layout.map(|v| v.value()) != Some(MARKED) {
+                    mark_collections(&mut kv, &members)?;
+                    meta.insert(LAYOUT, MARKED).map_err(e("write table meta"))?;
+                }
                 let ttl = txn.open_table(SET_TTL).map_err(e("create table set_ttl"))?;
                 !ttl.is_empty().map_err(e("read table set_ttl"))?
             };
@@ -223,9 +279,8 @@ impl RedbStore {
         {
             let mut w = Writer::open(&txn, self, now)?;
             for batch in group {
-                let answer = w.check(batch);
+                let answer = w.commit_batch(batch)?;
                 if matches!(answer, Ok(Outcome::Applied)) {
-                    w.apply_all(batch)?;
                     applied = true;
                     appended |= !batch.appends().is_empty();
                 }
@@ -258,7 +313,7 @@ impl RedbStore {
                 // Dropping the transaction aborts it.
                 Planned::Skip(t) => return Ok((Outcome::Applied, t)),
                 Planned::Commit(batch, t) => {
-                    (w.commit_batch(&batch)?, t, !batch.appends().is_empty())
+                    (w.commit_batch(&batch)??, t, !batch.appends().is_empty())
                 }
             }
         };

@@ -7,7 +7,9 @@ use std::sync::atomic::Ordering;
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable};
 
-use super::{KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, live, live_value, split_value};
+use super::{
+    KV, MEMBERS, RedbStore, SET_TTL, after_collection, e, is_marker, live, live_value, split_value,
+};
 use crate::error::Result;
 use crate::store::{
     Direction, KeyPage, MemberRef, RangeRequest, RangeResult, ScanPage, Via, decode_entry,
@@ -200,11 +202,12 @@ impl RedbStore {
             };
             let Some(item) = item else { break };
             let (k, v) = item.map_err(e("range over keys"))?;
-            let k = k.value();
-            if !keep(k) {
+            let (k, v) = (k.value(), v.value());
+            // A collection marker is no value.
+            if is_marker(v) || !keep(k) {
                 continue;
             }
-            let value = live_value(k, v.value(), || now)?;
+            let value = live_value(k, v, || now)?;
             if !page.offer(k, || read(k, value)) {
                 break;
             }
@@ -272,8 +275,10 @@ impl RedbStore {
             if !k.starts_with(prefix) || keys.len() > count {
                 break;
             }
-            let expiry = split_value(v.value()).map_or(0, |(exp, _)| exp);
-            if past(k) && live(expiry, now) {
+            // Collections (markers here) are listed from `members` below.
+            let v = v.value();
+            let expiry = split_value(v).map_or(0, |(exp, _)| exp);
+            if past(k) && !is_marker(v) && live(expiry, now) {
                 keys.push(k.to_owned());
             }
         }
