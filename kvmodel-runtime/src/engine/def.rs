@@ -6,12 +6,12 @@
 use std::marker::PhantomData;
 
 use crate::codec::key::{Derived, RecordKeys, Space};
-use crate::codec::time::Timestamp;
 use crate::engine::entity::{self, CounterKeep, Entity, Facts, FeedMeta, Ttl};
 use crate::engine::records::Records;
 use crate::error::Result;
 use crate::model::{EntityModel, Record};
 use crate::store::Store;
+use crate::time::Timestamp;
 
 /// An entity as maintenance sees it.
 pub trait EntityDef: Send + Sync {

@@ -94,7 +94,7 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// When this record expires by its expiry field
     /// ([`EntityMeta::expiry`]); `None` when the entity has no such field
     /// or the field is `None`.
-    fn expires_at(&self) -> Option<crate::codec::time::Timestamp> {
+    fn expires_at(&self) -> Option<crate::time::Timestamp> {
         None
     }
 

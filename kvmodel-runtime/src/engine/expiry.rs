@@ -34,7 +34,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::codec::key::Space;
-use crate::codec::time::Timestamp;
 use crate::engine::entity::{ClaimFact, Entity, Facts, Ttl};
 use crate::engine::links::registry_key;
 use crate::engine::repo::Engine;
@@ -43,6 +42,7 @@ use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::{Member, RangeRequest, Store};
+use crate::time::Timestamp;
 
 /// One in this many writes of an expiring entity is followed by a sweep
 /// step of [`STEP`] due entries.

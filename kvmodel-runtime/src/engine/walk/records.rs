@@ -3,7 +3,6 @@
 //! receipt), its counter amounts added up, and what a repair rewrites.
 
 use crate::codec::key::Derived;
-use crate::codec::time::Timestamp;
 use crate::engine::def::EntityDef;
 use crate::engine::entity::{Facts, MemberFact};
 use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
@@ -13,6 +12,7 @@ use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::Result;
 use crate::store::batch::Batch;
 use crate::store::{RangeRequest, Store, encode_entry};
+use crate::time::Timestamp;
 
 use super::{Basis, Phase, WalkState, Walker, about_the_record, commit};
 
