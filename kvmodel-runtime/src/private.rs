@@ -11,12 +11,12 @@ pub use crate::codec::storage::Storage;
 pub use crate::engine::entity::{Entity, EntityMeta, FeedMeta, Versioned};
 pub use crate::engine::feed::Feed;
 pub use crate::engine::links::{End, KeyArgs, Link};
-pub use crate::engine::maintenance::{Drift, Progress};
-pub use crate::engine::on_delete::{
+pub use crate::engine::page::ListRequest;
+pub use crate::engine::relation::{
     DependentFact, Kind, ParentFact, names_dependent, on_delete_of, same,
 };
-pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;
+pub use crate::engine::report::{Drift, Progress};
 pub use crate::engine::state::ReadGate;
 pub use crate::engine::tally::{self, TallyDef, TallyKey};
 pub use crate::engine::txn::{Transaction, TxRepo};

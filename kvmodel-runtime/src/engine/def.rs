@@ -2,6 +2,9 @@
 //! that both generated entities ([`Typed`]) and the run-time model
 //! ([`EntityModel`]) give, so `verify`, `reconcile` and `migrate` are
 //! written once for both and agree on every key, entry and counter.
+//!
+//! Layer: data: above [`entity`](crate::engine::entity), below the maintenance
+//! walks that take an [`EntityDef`].
 
 use std::marker::PhantomData;
 
