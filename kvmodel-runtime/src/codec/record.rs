@@ -23,8 +23,9 @@ use crate::codec::{compress, finite};
 use crate::error::{Error, Result};
 
 /// Largest encoded record accepted (Redis's own limit is 512 MiB); an
-/// entity's [`Storage`](crate::codec::storage::Storage) applies it.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+/// entity's [`Storage`](crate::codec::storage::Storage) applies it, and
+/// no stored value may decompress to more ([`compress::MAX_DECOMPRESSED`]).
+pub const MAX_RECORD_BYTES: usize = compress::MAX_DECOMPRESSED;
 
 /// How a record's payload is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
