@@ -99,7 +99,8 @@ pub type Step<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 /// The entity of a record on a cascade's worklist, its type erased: the
 /// steps a delete's worklist takes on records of it, as functions of the entity
 /// and store types. Generated code names one per dependent
-/// ([`Entity::dependent_kind`]: `Kind::<S>::of::<Post>()`).
+/// ([`Entity::dependent_kind`](crate::engine::entity::Entity::dependent_kind):
+/// `Kind::<S>::of::<Post>()`).
 pub struct Kind<S> {
     pub(crate) name: &'static str,
     pub(crate) cascades: bool,

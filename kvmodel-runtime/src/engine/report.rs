@@ -121,8 +121,8 @@ pub struct Drift {
     pub unsettled: Vec<Unsettled>,
     /// Writes the store left half done past their lease, one line each
     /// (Redis Cluster writes across hash slots whose writer died; see
-    /// [`Store::unfinished_writes`]). `reconcile` finishes or undoes them
-    /// first.
+    /// [`Store::unfinished_writes`](crate::store::Store::unfinished_writes)).
+    /// `reconcile` finishes or undoes them first.
     #[serde(default)]
     pub unfinished: Vec<String>,
     /// Counters that keep the amounts of records that are gone, checked

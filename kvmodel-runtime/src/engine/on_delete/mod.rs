@@ -33,8 +33,9 @@
 //! children, every commit holds one record, and the stack holds, per level,
 //! one record key and at most a page of its children's keys: memory grows
 //! with depth × page, never with the number of records, and no call stack
-//! grows at all ([`Kind`] erases each entity's type, so the worklist is one
-//! loop over boxed steps of any entity).
+//! grows at all ([`Kind`](crate::engine::relation::Kind) erases each
+//! entity's type, so the worklist is one loop over boxed steps of any
+//! entity).
 //!
 //! A child that comes meanwhile fails the count's condition: the record's
 //! children are listed again (at most
