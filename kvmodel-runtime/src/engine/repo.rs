@@ -4,7 +4,7 @@
 //! keys, the engine turns a record image into its facts (claims, collection
 //! members, counters) and every write into one [`Batch`] committed atomically.
 //! This module holds the engine itself: its store, how it commits (every
-//! commit of the engine goes through [`commit`], traced), how it retries,
+//! commit of the engine goes through `commit`, traced), how it retries,
 //! and the errors of a refused claim. The methods that do work live in
 //! role modules above it (see the [module map](crate::engine)): the writes
 //! (`write`, `delete`; each built by the one `transition`), the reads
