@@ -198,9 +198,9 @@ pub enum Error {
         /// The expiry field.
         field: String,
         /// The time the field names.
-        at: crate::codec::time::Timestamp,
+        at: crate::time::Timestamp,
         /// The store's clock when the write was planned.
-        now: crate::codec::time::Timestamp,
+        now: crate::time::Timestamp,
     },
     /// An operation in a batch does not fit the value stored at its key.
     #[error(
@@ -476,8 +476,8 @@ mod tests {
                 entity: "Link",
                 key: huge.clone(),
                 field: "expires_at".into(),
-                at: crate::codec::time::Timestamp::EPOCH,
-                now: crate::codec::time::Timestamp::EPOCH,
+                at: crate::time::Timestamp::EPOCH,
+                now: crate::time::Timestamp::EPOCH,
             },
             Error::InvalidUrl {
                 url: huge.clone(),

@@ -26,6 +26,7 @@ pub mod model;
 #[doc(hidden)]
 pub mod schema;
 pub mod store;
+mod time;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -34,7 +35,6 @@ pub mod __private;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use codec::time::{Date, ParseTimeError, TimeRangeError, Timestamp};
 pub use engine::expiry::Sweep;
 pub use engine::page::{Cursor, ListRequest, OrderValue, Page, PageRequest, Unordered};
 pub use engine::skipped::Skipped;
@@ -52,4 +52,5 @@ pub use store::{
 pub use store::{RedisClusterStore, RedisClusterStoreBuilder};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
+pub use time::{Date, ParseTimeError, TimeRangeError, Timestamp};
 pub use uuid::Uuid;

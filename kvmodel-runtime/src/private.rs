@@ -8,21 +8,21 @@ pub use crate::codec::migrate::{self, no_migration};
 pub use crate::codec::proto::{ProtoEnum, ProtoField, ProtoKind, ProtoMessage, ProtoShape};
 pub use crate::codec::record::{Encoding, from_value};
 pub use crate::codec::storage::Storage;
-pub use crate::codec::time::{Date, Timestamp};
 pub use crate::engine::entity::{Entity, EntityMeta, FeedMeta, Versioned};
 pub use crate::engine::feed::Feed;
 pub use crate::engine::links::{End, KeyArgs, Link};
-pub use crate::engine::maintenance::{Drift, Progress};
-pub use crate::engine::on_delete::{
+pub use crate::engine::page::ListRequest;
+pub use crate::engine::relation::{
     DependentFact, Kind, ParentFact, names_dependent, on_delete_of, same,
 };
-pub use crate::engine::page::ListRequest;
 pub use crate::engine::repo::Engine;
+pub use crate::engine::report::{Drift, Progress};
 pub use crate::engine::state::ReadGate;
 pub use crate::engine::tally::{self, TallyDef, TallyKey};
 pub use crate::engine::txn::{Transaction, TxRepo};
 pub use crate::schema::rules::{day, hour, lowercase, month, sum_i64};
 pub use crate::schema::{CounterKeep, Facts, OnDelete, Ttl};
+pub use crate::time::{Date, Timestamp};
 pub use crate::{Error, Page, PageRequest, Result, Store};
 pub use serde;
 pub use serde_json;

@@ -189,14 +189,12 @@ pub mod feed {
     pub use kvmodel_runtime::engine::feed::{Change, Event, Feed, FeedStream, Position};
     pub use kvmodel_runtime::store::FeedPosition;
 }
-/// Reports of the maintenance methods every repository has (`migrate_all`,
-/// `verify`, `reconcile`, `sweep_expired`).
-pub use kvmodel_runtime::engine::maintenance::{
-    CounterDrift, Drift, Progress, Unjudged, Unsettled,
-};
 /// A record a migration left at its version because another record holds
 /// its value of a unique index ([`Progress::duplicates`]).
-pub use kvmodel_runtime::engine::migrate::Duplicate;
+pub use kvmodel_runtime::engine::report::Duplicate;
+/// Reports of the maintenance methods every repository has (`migrate_all`,
+/// `verify`, `reconcile`, `sweep_expired`).
+pub use kvmodel_runtime::engine::report::{CounterDrift, Drift, Progress, Unjudged, Unsettled};
 
 /// The key arguments of an entity as one value: what a link's methods take
 /// for the record at its far end.

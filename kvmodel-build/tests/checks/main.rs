@@ -1,10 +1,12 @@
 //! Checking schemas: lints and their allowances, the declared form, DynamoDB
-//! fit, projects, scalars and the vocabulary; one module each, in one test
-//! binary.
+//! fit, projects, scalars and the vocabulary; and checking the workspace's
+//! own sources for import cycles between modules (`layers`); one module
+//! each, in one test binary.
 
 mod allow;
 mod declare;
 mod dynamo_lint;
+mod layers;
 mod project;
 mod scalars;
 mod vocabulary;

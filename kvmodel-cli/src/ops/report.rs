@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::maintenance::{Drift, KeptCounter, Unsettled};
+use kvmodel_runtime::engine::report::{Drift, KeptCounter, Unsettled};
 use kvmodel_runtime::engine::state::IndexState;
 use kvmodel_runtime::model::EntityModel;
 

@@ -22,7 +22,6 @@
 
 use std::borrow::Cow;
 
-use crate::codec::record::MAX_RECORD_BYTES;
 use crate::error::{Error, Result};
 
 /// The first byte of every compressed value.
@@ -34,8 +33,11 @@ const HEADER: usize = 6;
 /// The most a stored value may decompress to, in bytes: 64 MiB, the most any
 /// record may have (an entity's `max_size` is at most this much). Reading a
 /// value that declares more is an error, whatever the entity's limit is
-/// today, so that lowering `max_size` leaves older records readable.
-pub const MAX_DECOMPRESSED: usize = MAX_RECORD_BYTES;
+/// today, so that lowering `max_size` leaves older records readable. The
+/// record limit ([`MAX_RECORD_BYTES`](crate::codec::record::MAX_RECORD_BYTES))
+/// is this value: it is defined here, below the envelope that reads
+/// compressed values.
+pub const MAX_DECOMPRESSED: usize = 64 * 1024 * 1024;
 
 /// The most one byte of an lz4 block can expand to (a match length
 /// extension byte adds at most 255 bytes), with room for a sequence's fixed

@@ -2,8 +2,10 @@
 //! what an entity does to its records before they are stored ([`storage`],
 //! [`compress`]),
 //! protobuf records ([`proto`]),
-//! declarative migration steps ([`migrate`]), generic values ([`value`]),
-//! time ([`time`]) and byte positions as text ([`hex`]).
+//! declarative migration steps ([`migrate`]), generic values ([`value`])
+//! and byte positions as text ([`hex`]). Timestamps and dates live below
+//! the codec, in the crate's `time` module, so that [`Error`](crate::Error)
+//! can name them without importing any encoding.
 
 pub mod compress;
 mod finite;
@@ -13,5 +15,4 @@ pub mod migrate;
 pub mod proto;
 pub mod record;
 pub mod storage;
-pub mod time;
 pub mod value;

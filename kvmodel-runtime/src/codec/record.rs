@@ -23,8 +23,9 @@ use crate::codec::{compress, finite};
 use crate::error::{Error, Result};
 
 /// Largest encoded record accepted (Redis's own limit is 512 MiB); an
-/// entity's [`Storage`](crate::codec::storage::Storage) applies it.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+/// entity's [`Storage`](crate::codec::storage::Storage) applies it, and
+/// no stored value may decompress to more ([`compress::MAX_DECOMPRESSED`]).
+pub const MAX_RECORD_BYTES: usize = compress::MAX_DECOMPRESSED;
 
 /// How a record's payload is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -401,5 +402,35 @@ mod tests {
         }
         let err = decode_current::<User>("shop:user:1", br#"{"v":1,"d":{"id":5}}"#).unwrap_err();
         assert!(matches!(err, Error::Decode { .. }), "{err}");
+    }
+
+    /// The envelope reads a protobuf record's header, never panics on a
+    /// cut one, and names a float that protobuf cannot hold.
+    #[test]
+    fn protobuf_records_have_headers_and_refuse_non_finite_floats() {
+        use crate::codec::proto::{ProtoField, ProtoKind, ProtoShape};
+        const M: ProtoMessage = ProtoMessage {
+            fields: &[ProtoField {
+                name: "x",
+                number: 1,
+                kind: ProtoKind::F64,
+                shape: ProtoShape::One,
+            }],
+            renamed: &[],
+        };
+        #[derive(serde::Serialize)]
+        struct R {
+            x: f64,
+        }
+        let err =
+            encode_with("k", Encoding::Protobuf, Some(&M), 1, &R { x: f64::NAN }).unwrap_err();
+        assert!(err.to_string().contains("`x` is NaN or infinite"), "{err}");
+        let ok = encode_with("k", Encoding::Protobuf, Some(&M), 3, &R { x: -0.5 }).unwrap();
+        assert_eq!(ok[0], proto::TAG);
+        let h = header("k", &ok).unwrap();
+        assert_eq!((h.encoding, h.version), (Encoding::Protobuf, 3));
+        for cut in 0..ok.len() {
+            let _ = header("shop:r:1", &ok[..cut]);
+        }
     }
 }

@@ -5,6 +5,9 @@
 //! prints it for a model, and a test counts the store calls of every access
 //! pattern on every backend against it, so the report cannot drift from
 //! what the engine does.
+//!
+//! Layer: maintenance (the top layer): a static report, which reads the sweep's
+//! rate from [`expiry`](crate::engine::expiry).
 
 /// The parts of an entity that decide what its writes touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,16 +2,19 @@
 //! that both generated entities ([`Typed`]) and the run-time model
 //! ([`EntityModel`]) give, so `verify`, `reconcile` and `migrate` are
 //! written once for both and agree on every key, entry and counter.
+//!
+//! Layer: data: above [`entity`](crate::engine::entity), below the maintenance
+//! walks that take an [`EntityDef`].
 
 use std::marker::PhantomData;
 
 use crate::codec::key::{Derived, RecordKeys, Space};
-use crate::codec::time::Timestamp;
 use crate::engine::entity::{self, CounterKeep, Entity, Facts, FeedMeta, Ttl};
 use crate::engine::records::Records;
 use crate::error::Result;
 use crate::model::{EntityModel, Record};
 use crate::store::Store;
+use crate::time::Timestamp;
 
 /// An entity as maintenance sees it.
 pub trait EntityDef: Send + Sync {

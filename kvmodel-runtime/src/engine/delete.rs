@@ -2,13 +2,16 @@
 //! referential actions of the relations that name it, in one commit (a
 //! cascade first deletes the children, each in a commit of its own: the
 //! worklist of [`on_delete`](crate::engine::on_delete)).
+//!
+//! Layer: roles: above `transition` and
+//! [`on_delete`](crate::engine::on_delete).
 
 use crate::engine::entity::{self, Entity, Facts};
-use crate::engine::expiry::stored_from;
-use crate::engine::on_delete::{self, Kind, OnPath, Own};
+use crate::engine::on_delete;
+use crate::engine::receipt::stored_from;
+use crate::engine::relation::{Kind, OnPath, Own};
 use crate::engine::repo::Engine;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
-use crate::error::Error;
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -58,8 +61,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     };
                     return Ok(Planned::Skip((found, Vec::new(), Vec::new())));
                 };
-                let (stored_version, old_value) =
-                    entity::decode_at::<E>(key, &old_bytes).map_err(|e| purge_hint(key, e))?;
+                let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)
+                    .map_err(|e| on_delete::purge_hint(key, e))?;
                 let mut old = Facts::of(&old_value);
                 old.retain_since(stored_version);
                 // Each count of children: what it holds of the record
@@ -134,26 +137,5 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 })
             }
         }
-    }
-}
-
-/// A decode error of the record at `key` that a delete met, pointing to
-/// `purge`.
-pub(crate) fn purge_hint(key: &str, e: Error) -> Error {
-    match e {
-        Error::Decode {
-            key: k,
-            reason,
-            source,
-        } => Error::Decode {
-            key: k,
-            reason: format!(
-                "{reason}; so its entries cannot be computed and `delete` leaves it: `purge` \
-                 removes it with the entries found to point to it"
-            ),
-            source,
-        },
-        Error::FutureVersion { .. } => e,
-        other => Error::decode(key, other, None),
     }
 }

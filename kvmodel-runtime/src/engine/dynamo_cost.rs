@@ -12,6 +12,8 @@
 //! items, counters): a strongly consistent read is 1 RCU per 4 KB of item,
 //! a transactional read (and a transaction's `ConditionCheck`) 2 RCU per
 //! 4 KB, a transactional write 2 WCU per 1 KB.
+//!
+//! Layer: maintenance (the top layer): above [`cost`](crate::engine::cost).
 
 use super::cost::Access;
 

@@ -1,5 +1,8 @@
 //! The traits `#[derive(KvEntity)]` implements, and the facts an entity
 //! derives from one record image (its claims, collection members, counters).
+//!
+//! Layer: data: the traits and facts every other layer builds on; below it only
+//! [`relation`](crate::engine::relation).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -9,7 +12,7 @@ use crate::codec::key::{Derived, RecordKeys, Space};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::{self, Encoding};
 use crate::codec::storage::Storage;
-use crate::engine::on_delete::{DependentFact, Kind, ParentFact};
+use crate::engine::relation::{DependentFact, Kind, ParentFact};
 use crate::error::{Error, Result};
 use crate::schema::OnDelete;
 use crate::store::Store;
@@ -94,7 +97,7 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// When this record expires by its expiry field
     /// ([`EntityMeta::expiry`]); `None` when the entity has no such field
     /// or the field is `None`.
-    fn expires_at(&self) -> Option<crate::codec::time::Timestamp> {
+    fn expires_at(&self) -> Option<crate::time::Timestamp> {
         None
     }
 

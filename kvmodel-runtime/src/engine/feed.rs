@@ -6,6 +6,10 @@
 //! An event holds the record's key and its stored images before and after
 //! the write, as the commit's condition and write carry them: a commit that
 //! is refused appends nothing, an applied one always has its event.
+//!
+//! Layer: write parts: above the core, below
+//! `transition` and the sweep, which append events
+//! through it.
 
 use std::collections::VecDeque;
 use std::future::Future;

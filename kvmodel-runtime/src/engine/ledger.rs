@@ -12,10 +12,13 @@
 //!   (`{ns}:#kvmodel:run:{n}`) with the schema versions, what each entity's
 //!   migration did so far, where it stopped, and how it ended. Only the
 //!   lease holder writes it.
+//!
+//! Layer: maintenance (the top layer): above the core; it reports in the data
+//! of [`report`](crate::engine::report).
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::migrate::Duplicate;
+use crate::engine::report::Duplicate;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
 use crate::store::{Direction, RangeRequest, Store};
@@ -124,7 +127,7 @@ impl Lease {
                 None => b.absent(&key),
             };
             b.put(&key, bytes.clone(), None);
-            if crate::engine::walk::commit(store, b).await?.is_applied() {
+            if crate::engine::repo::commit(store, b).await?.is_applied() {
                 let lease = Lease {
                     key,
                     info,
@@ -162,7 +165,7 @@ impl Lease {
         let mut b = Batch::new();
         b.equals(&self.key, self.bytes.clone())
             .put(&self.key, bytes.clone(), None);
-        if crate::engine::walk::commit(store, b).await?.is_applied() {
+        if crate::engine::repo::commit(store, b).await?.is_applied() {
             self.info = info;
             self.bytes = bytes;
             Ok(true)
@@ -175,7 +178,7 @@ impl Lease {
     pub async fn release<S: Store>(self, store: &S) -> Result<()> {
         let mut b = Batch::new();
         b.equals(&self.key, self.bytes).delete(&self.key);
-        let _ = crate::engine::walk::commit(store, b).await?;
+        let _ = crate::engine::repo::commit(store, b).await?;
         Ok(())
     }
 }
@@ -266,7 +269,7 @@ pub async fn append<S: Store>(store: &S, namespace: &str, run: &mut Run) -> Resu
     let record = key(namespace, &format!("run:{number}"));
     b.absent(&record)
         .put(&record, encode_run(&record, run)?, None);
-    if !crate::engine::walk::commit(store, b).await?.is_applied() {
+    if !crate::engine::repo::commit(store, b).await?.is_applied() {
         return Err(Error::Conflict {
             entity: "migration ledger",
             key: record,
@@ -288,7 +291,7 @@ pub async fn save<S: Store>(store: &S, namespace: &str, run: &Run) -> Result<()>
     let record = key(namespace, &format!("run:{}", run.number));
     let mut b = Batch::new();
     b.put(&record, encode_run(&record, run)?, None);
-    let _ = crate::engine::walk::commit(store, b).await?;
+    let _ = crate::engine::repo::commit(store, b).await?;
     Ok(())
 }
 

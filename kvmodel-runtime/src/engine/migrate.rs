@@ -11,36 +11,24 @@
 //! version (its entries stay what they were), recorded with the holder,
 //! and the migration goes on. The walk's [`MigrateState`] can be saved
 //! between pages and resumed.
+//!
+//! Layer: maintenance (the top layer): above [`walk`](crate::engine::walk).
 
 use serde::{Deserialize, Serialize};
 
 use crate::codec::key::{Derived, derived_parts};
 use crate::codec::record;
 use crate::engine::def::EntityDef;
-use crate::engine::expiry::StoredReceipt;
+use crate::engine::receipt::StoredReceipt;
+use crate::engine::repo::commit;
 use crate::engine::repo::{MAX_ATTEMPTS, backoff};
+use crate::engine::report::Duplicate;
 use crate::engine::skipped::Skipped;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
-use crate::engine::walk::{Walker, about_the_record, commit};
+use crate::engine::walk::{Walker, about_the_record};
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
-
-/// A record whose value for a unique index another record holds, so the
-/// migration could not give it its claim and left it at its version.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Duplicate {
-    /// The unique index.
-    pub index: String,
-    /// The (normalized) value, as its claim key spells it.
-    pub value: String,
-    /// The claim key.
-    pub claim: String,
-    /// The record left unmigrated.
-    pub record: String,
-    /// The record that holds the claim.
-    pub holder: String,
-}
 
 /// A migration in progress: where it is and what it did so far. Save it
 /// between pages to resume the migration later.
@@ -64,7 +52,7 @@ pub struct MigrateState {
     /// (duplicates and conflicts), if any.
     pub oldest_left: Option<u32>,
     /// Where the walk resumes; `None` at the start or when done.
-    #[serde(with = "crate::engine::walk::wide::hex")]
+    #[serde(with = "crate::engine::wide::hex")]
     pub(crate) cursor: Option<Vec<u8>>,
     /// Whether the walk is finished.
     pub done: bool,

@@ -6,10 +6,14 @@
 //! Written once over an [`EntityDef`]: the generated `XRepo::purge` and
 //! `kvmodel purge` (through the run-time model) plan with [`plan`] and
 //! commit with [`Purge::apply`].
+//!
+//! Layer: maintenance (the top layer): above [`walk`](crate::engine::walk) and
+//! [`expiry`](crate::engine::expiry).
 
 use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::{Entity, Facts};
-use crate::engine::expiry::{StoredReceipt, expire_ops, move_receipt_in};
+use crate::engine::expiry::expire_ops;
+use crate::engine::receipt::{StoredReceipt, move_receipt_in};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS};
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::engine::walk::Walker;
@@ -65,7 +69,7 @@ impl Purge {
     /// Commits the purge; `false` when the record, its receipt or a claim
     /// changed since it was planned (nothing was written: plan again).
     pub async fn apply<S: Store>(&self, store: &S) -> Result<bool> {
-        Ok(crate::engine::walk::commit(store, self.batch.clone())
+        Ok(crate::engine::repo::commit(store, self.batch.clone())
             .await?
             .is_applied())
     }

@@ -6,6 +6,8 @@
 //! does not compile. A [`Cursor`] remembers which listing returned it and in
 //! which direction; passed to any other listing it is refused with
 //! [`Error::InvalidCursor`].
+//!
+//! Layer: data (the lowest layer).
 
 use std::fmt;
 use std::ops::Bound;

@@ -3,6 +3,8 @@
 //! members are record keys — the range and its records read together, each
 //! record decoded where the store lends it, and each member checked against
 //! the record it reaches.
+//!
+//! Layer: roles: `impl Engine` blocks above the core and the data layer.
 
 use std::borrow::Cow;
 

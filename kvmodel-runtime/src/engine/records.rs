@@ -5,6 +5,8 @@
 //!
 //! `list_all`, `count_all`, `verify`, `reconcile`, `migrate` and the
 //! operations CLI walk an entity's records through this one type.
+//!
+//! Layer: data (the lowest layer).
 
 use crate::codec::key::{RecordKeys, Space};
 use crate::error::Result;

@@ -3,16 +3,21 @@
 //! Generated `XRepo` types are thin typed wrappers over [`Engine`]: they build
 //! keys, the engine turns a record image into its facts (claims, collection
 //! members, counters) and every write into one [`Batch`] committed atomically.
-//! This module holds the engine itself: its store, how it commits, and how
-//! it retries. Its methods are arranged by role: the writes (`write`,
-//! `delete`; each built by the one `transition`), the reads (`read`), and
-//! maintenance ([`maintenance`](crate::engine::maintenance)).
+//! This module holds the engine itself: its store, how it commits (every
+//! commit of the engine goes through `commit`, traced), how it retries,
+//! and the errors of a refused claim. The methods that do work live in
+//! role modules above it (see the [module map](crate::engine)): the writes
+//! (`write`, `delete`; each built by the one `transition`), the reads
+//! (`read`), the sweep (`expiry`), and maintenance
+//! ([`maintenance`](crate::engine::maintenance)).
+//!
+//! Layer: core: above the data layer (it imports only
+//! [`entity`](crate::engine::entity) and `trace` of the
+//! engine), below every module that gives [`Engine`] a role.
 
 use std::marker::PhantomData;
 
 use crate::engine::entity::{ClaimFact, Entity};
-use crate::engine::on_delete;
-use crate::engine::transition::Checked;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -59,14 +64,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// Commits `batch` to the store: every commit of the engine goes
     /// through here, so each one is traced.
     pub(crate) async fn commit(&self, batch: Batch) -> Result<Outcome> {
-        #[cfg(feature = "tracing")]
-        let summary = crate::engine::trace::CommitSummary::of(&batch);
-        let outcome = self.store.commit(batch).await;
-        #[cfg(feature = "tracing")]
-        if let Some(summary) = summary {
-            summary.record(self.store.backend(), &outcome);
-        }
-        outcome
+        commit(&self.store, batch).await
     }
 
     /// [`Store::commit_after_read`] of `plan`, traced as [`commit`](Self::commit)
@@ -115,26 +113,6 @@ impl<E: Entity, S: Store> Engine<E, S> {
         &self.store
     }
 
-    /// What the failed condition `index` of a write means: a parent that
-    /// does not exist, or a unique value another record holds; `None` when
-    /// it is neither (another write changed what this one read: retry). A
-    /// parent is read again first: on a Redis Cluster a condition on a key
-    /// another unfinished write holds may fail while the parent is there.
-    pub(crate) async fn refusal(
-        &self,
-        index: usize,
-        parents: &[(usize, on_delete::ParentFact)],
-        checked: &Checked,
-    ) -> Result<Option<Error>> {
-        if let Some((_, p)) = parents.iter().find(|(i, _)| *i == index) {
-            if self.store.get(&p.key).await?.is_some() {
-                return Ok(None);
-            }
-            return Ok(Some(on_delete::parent_error(E::META.name, p)));
-        }
-        Ok(checked.claim(index).map(|c| self.unique_violation(c)))
-    }
-
     /// [`Error::Conflict`] for the record at `key` after [`MAX_ATTEMPTS`]
     /// tries, each finding it changed by another writer.
     pub(crate) fn gave_up(key: impl Into<String>) -> Error {
@@ -146,6 +124,33 @@ impl<E: Entity, S: Store> Engine<E, S> {
     }
 
     pub(crate) fn unique_violation(&self, claim: &ClaimFact) -> Error {
-        crate::engine::txn::unique_violation(E::META.name, claim)
+        unique_violation(E::META.name, claim)
+    }
+}
+
+/// Commits `batch` to `store`, traced: every commit of the engine, its
+/// writes' ([`Engine::commit`]) and maintenance's, goes through here.
+pub(crate) async fn commit<S: Store>(store: &S, batch: Batch) -> Result<Outcome> {
+    #[cfg(feature = "tracing")]
+    let summary = crate::engine::trace::CommitSummary::of(&batch);
+    let outcome = store.commit(batch).await;
+    #[cfg(feature = "tracing")]
+    if let Some(summary) = summary {
+        summary.record(store.backend(), &outcome);
+    }
+    outcome
+}
+
+/// The error of a unique value another record holds.
+pub(crate) fn unique_violation(entity: &'static str, claim: &ClaimFact) -> Error {
+    Error::UniqueViolation {
+        entity,
+        index: claim.index,
+        value: crate::codec::key::derived_parts(
+            &claim.key,
+            crate::codec::key::Derived::Claim,
+            claim.index,
+        )
+        .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
     }
 }

@@ -5,6 +5,10 @@
 //! shards as the one counter they are. Shard 0 is the counter key itself
 //! ([`shard_key`]), so declaring `shards` on an existing counter keeps its
 //! count.
+//!
+//! Layer: write parts: above the core, below
+//! `transition` and
+//! [`tally`](crate::engine::tally).
 
 use crate::codec::key::{Derived, shard_key, shard_of};
 use crate::engine::def::EntityDef;

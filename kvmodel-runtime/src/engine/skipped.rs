@@ -1,5 +1,7 @@
 //! Records a listing or a maintenance walk could not read: reported with
 //! their key and error, never a reason to stop.
+//!
+//! Layer: data (the lowest layer).
 
 use std::fmt;
 use std::sync::Arc;

@@ -22,6 +22,9 @@
 //!
 //! Records written by code older than the state (a deployment that still
 //! runs old writers) are not seen: stop old writers before migrating.
+//!
+//! Layer: maintenance (the top layer): above
+//! [`migrate`](crate::engine::migrate).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -32,9 +35,10 @@ use crate::codec::key::{Derived, Space};
 use crate::codec::record;
 use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::Entity;
-use crate::engine::migrate::{Duplicate, MigrateState};
+use crate::engine::migrate::MigrateState;
 use crate::engine::records::Records;
 use crate::engine::repo::Engine;
+use crate::engine::report::Duplicate;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::Batch;
@@ -108,7 +112,7 @@ async fn replace<S: Store>(
         None => b.absent(&key),
     };
     b.put(&key, encode(&key, &state)?, None);
-    if crate::engine::walk::commit(store, b).await?.is_applied() {
+    if crate::engine::repo::commit(store, b).await?.is_applied() {
         return Ok(state);
     }
     // Another reader or a migration got there first: theirs stands.
@@ -188,7 +192,7 @@ pub async fn record_migration<S: Store>(
     let key = space.state_key();
     let mut b = Batch::new();
     b.put(&key, encode(&key, &state)?, None);
-    let _ = crate::engine::walk::commit(store, b).await?;
+    let _ = crate::engine::repo::commit(store, b).await?;
     Ok(state)
 }
 

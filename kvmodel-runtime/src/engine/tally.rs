@@ -14,6 +14,8 @@
 //! record keys, the kind keeps them apart from every entity's derived keys,
 //! and the braces put every shard of one counter in one Redis Cluster slot,
 //! so that a write and its TTL, or a reset of every shard, is one script.
+//!
+//! Layer: write parts: above [`shards`](crate::engine::shards).
 
 use std::time::Duration;
 

@@ -17,6 +17,9 @@
 //! ```text
 //! tracing_subscriber::fmt().with_env_filter("kvmodel=debug").init();
 //! ```
+//!
+//! Layer: data (the lowest layer): tracing helpers, importing no other engine
+//! module.
 
 use std::collections::BTreeSet;
 

@@ -2,13 +2,17 @@
 //! entries (claims, collection members, counters, the discovery member, the
 //! expiry receipt) from one image of the record to the next, as conditions
 //! and operations appended to the write's [`Batch`].
+//!
+//! Layer: write parts (its top): above `receipt`,
+//! [`feed`](crate::engine::feed) and [`shards`](crate::engine::shards), below
+//! every role that writes.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use crate::codec::key::Space;
 use crate::engine::entity::{ClaimFact, Entity, Facts, FeedMeta, MemberFact};
-use crate::engine::expiry::{Receipt, StoredReceipt, move_receipt_in};
+use crate::engine::receipt::{Receipt, StoredReceipt, move_receipt_in};
 use crate::engine::shards;
 use crate::error::{Error, Result};
 use crate::store::Store;

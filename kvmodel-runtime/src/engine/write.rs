@@ -3,14 +3,18 @@
 //! create. Each is one atomic commit built by the one
 //! `transition`; `delete`
 //! is the mirror of create.
+//!
+//! Layer: roles: `impl Engine` blocks above
+//! `transition`.
 
 use std::collections::HashMap;
 
 use crate::engine::entity::{self, ClaimFact, Entity, Facts};
-use crate::engine::expiry::{Lifetime, stored_from};
-use crate::engine::on_delete::{self, ParentFact};
+use crate::engine::on_delete;
+use crate::engine::receipt::{Lifetime, stored_from};
+use crate::engine::relation::ParentFact;
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
-use crate::engine::transition::{ReceiptMove, Upkeep, transition};
+use crate::engine::transition::{Checked, ReceiptMove, Upkeep, transition};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
@@ -36,6 +40,28 @@ enum Retry {
     /// A parent's condition failed while the parent is there (another
     /// unfinished write held it).
     Again,
+}
+
+impl<E: Entity, S: Store> Engine<E, S> {
+    /// What the failed condition `index` of a write means: a parent that
+    /// does not exist, or a unique value another record holds; `None` when
+    /// it is neither (another write changed what this one read: retry). A
+    /// parent is read again first: on a Redis Cluster a condition on a key
+    /// another unfinished write holds may fail while the parent is there.
+    pub(crate) async fn refusal(
+        &self,
+        index: usize,
+        parents: &[(usize, ParentFact)],
+        checked: &Checked,
+    ) -> Result<Option<Error>> {
+        if let Some((_, p)) = parents.iter().find(|(i, _)| *i == index) {
+            if self.store().get(&p.key).await?.is_some() {
+                return Ok(None);
+            }
+            return Ok(Some(on_delete::parent_error(E::META.name, p)));
+        }
+        Ok(checked.claim(index).map(|c| self.unique_violation(c)))
+    }
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {

@@ -6,10 +6,10 @@ use serde_json::Value;
 use super::value::uuid_of;
 use super::{EntityModel, FieldExpr, Segment, TypeModel};
 use crate::codec::key::{Derived, KeyBuilder, KeyPart, SortPart, escape_bytes_into, sort_key};
-use crate::codec::time::{Date, Timestamp};
 use crate::error::{Error, Result};
 use crate::schema::Facts;
 use crate::schema::rules::{hour, lowercase, month};
+use crate::time::{Date, Timestamp};
 
 /// A key component the model cannot build: a type without a key or sort
 /// encoding, or a value that does not fit its type.

@@ -25,7 +25,7 @@ pub struct Record {
 impl Record {
     /// When this record of `model` expires by its expiry field: `None`
     /// when the model has none or the field is null.
-    pub fn expires_at(&self, model: &EntityModel) -> Option<crate::codec::time::Timestamp> {
+    pub fn expires_at(&self, model: &EntityModel) -> Option<crate::time::Timestamp> {
         let field = model.expiry.as_deref()?;
         self.value.get(field)?.as_str()?.parse().ok()
     }

@@ -10,8 +10,8 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use super::{FieldModel, TypeModel};
-use crate::codec::time::{Date, Timestamp};
 use crate::codec::value::bin;
+use crate::time::{Date, Timestamp};
 
 /// Why a value does not fit its type: a path and a sentence.
 pub(crate) type Mismatch = String;

@@ -4,7 +4,7 @@
 //! Generated code and the run-time model call the same functions, so both
 //! derive the same keys.
 
-use crate::codec::time::{Date, Timestamp};
+use crate::time::{Date, Timestamp};
 
 /// `normalize = "lowercase"`.
 pub fn lowercase(s: &str) -> String {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use kvmodel::conformance::Harness;
 use kvmodel::{Batch, KvEntity, Store, Timestamp};
 use kvmodel_runtime::engine::def::ModelDef;
-use kvmodel_runtime::engine::maintenance::{Drift, KeptCounter};
+use kvmodel_runtime::engine::report::{Drift, KeptCounter};
 use kvmodel_runtime::engine::walk::Walker;
 use kvmodel_runtime::schema::CounterKeep;
 use serde::{Deserialize, Serialize};

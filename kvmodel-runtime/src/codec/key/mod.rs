@@ -27,6 +27,7 @@ mod layout;
 mod part;
 mod slot;
 mod sort;
+mod time;
 
 pub use layout::{
     Derived, DerivedKey, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts,

@@ -284,7 +284,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{SortPart, sort_is, sort_key};
-    use crate::codec::time::Timestamp;
+    use crate::time::Timestamp;
 
     /// `match_sort` says what encoding and comparing says, on the encoding
     /// followed by anything, on a cut encoding and on any other bytes.

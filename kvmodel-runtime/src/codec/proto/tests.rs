@@ -1,7 +1,6 @@
 use serde_json::json;
 
 use super::*;
-use crate::codec::record::{self, Encoding};
 
 const fn field(name: &'static str, number: u32, kind: ProtoKind, shape: ProtoShape) -> ProtoField {
     ProtoField {
@@ -59,8 +58,6 @@ fn every_kind_round_trips() {
     let mut expected = value;
     expected.as_object_mut().unwrap().remove("never");
     assert_eq!(back, expected);
-    let h = record::header("k", &bytes).unwrap();
-    assert_eq!((h.encoding, h.version), (Encoding::Protobuf, 3));
 }
 
 #[test]
@@ -144,7 +141,6 @@ fn bad_bytes_are_decode_errors_naming_the_key() {
     let good = encode("k", &EVERY, 1, &every()).unwrap();
     for cut in 0..good.len() {
         let _ = decode("shop:r:1", Some(&EVERY), &good[..cut]);
-        let _ = record::header("shop:r:1", &good[..cut]);
     }
     for bytes in [
         &[0x08][..],
@@ -185,21 +181,4 @@ fn a_value_that_does_not_fit_is_an_encode_error() {
     value["s"] = json!(null);
     let err = encode("shop:r:1", &EVERY, 1, &value).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
-}
-
-#[test]
-fn a_float_that_is_not_finite_is_named() {
-    const M: ProtoMessage = ProtoMessage {
-        fields: &[field("x", 1, ProtoKind::F64, ProtoShape::One)],
-        renamed: &[],
-    };
-    #[derive(serde::Serialize)]
-    struct R {
-        x: f64,
-    }
-    let err =
-        record::encode_with("k", Encoding::Protobuf, Some(&M), 1, &R { x: f64::NAN }).unwrap_err();
-    assert!(err.to_string().contains("`x` is NaN or infinite"), "{err}");
-    let ok = record::encode_with("k", Encoding::Protobuf, Some(&M), 1, &R { x: -0.5 }).unwrap();
-    assert_eq!(ok[0], TAG);
 }

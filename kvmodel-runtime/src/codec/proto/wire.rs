@@ -6,7 +6,7 @@ use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_va
 use serde_json::{Map, Value};
 
 use super::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
-use crate::codec::time::Timestamp;
+use crate::time::Timestamp;
 
 type Reason = String;
 

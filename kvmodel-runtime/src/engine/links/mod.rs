@@ -32,6 +32,9 @@
 //! A record that expires keeps its links, without a TTL, until the sweep
 //! of its receipt removes them with the far entries naming it; until then
 //! reads skip them ([`expiry`]).
+//!
+//! Layer: write parts: above the core, below the roles (transactions, deletes,
+//! the sweep) and the walks that use its keys and plans.
 
 pub mod expiry;
 pub(crate) mod ops;

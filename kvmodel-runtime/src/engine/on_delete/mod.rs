@@ -33,8 +33,9 @@
 //! children, every commit holds one record, and the stack holds, per level,
 //! one record key and at most a page of its children's keys: memory grows
 //! with depth × page, never with the number of records, and no call stack
-//! grows at all ([`Kind`] erases each entity's type, so the worklist is one
-//! loop over boxed steps of any entity).
+//! grows at all ([`Kind`](crate::engine::relation::Kind) erases each
+//! entity's type, so the worklist is one loop over boxed steps of any
+//! entity).
 //!
 //! A child that comes meanwhile fails the count's condition: the record's
 //! children are listed again (at most
@@ -59,96 +60,23 @@
 //! deleted; cut short within a cycle, a record may outlive its parent (and
 //! that parent's count may stay at 0, which `verify` reads as no count),
 //! and the next delete of it finishes the rest.
+//!
+//! Layer: roles: the cascade drives [`Engine`](crate::engine::Engine) through
+//! its methods; its data ([`relation`](crate::engine::relation)) is below
+//! [`entity`](crate::engine::entity).
 
+use crate::engine::relation::ParentFact;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
 
 mod worklist;
 
 pub use crate::schema::OnDelete;
-pub use worklist::{Kind, Step};
-pub(crate) use worklist::{OnPath, Own, delete_tree};
+pub(crate) use worklist::delete_tree;
 
 /// How many children a cascade reads per page; each is deleted in a commit
 /// of its own.
 pub const CASCADE_PAGE: usize = 64;
-
-/// A parent a child record names in a relation that enforces `on_delete`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParentFact {
-    /// The relation.
-    pub relation: &'static str,
-    /// The parent entity.
-    pub entity: &'static str,
-    /// The parent's record key.
-    pub key: String,
-    /// The relation's action.
-    pub on_delete: OnDelete,
-    /// The record version that introduced the relation.
-    pub since: u32,
-}
-
-/// A relation of another entity to one parent record that its delete
-/// enforces.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DependentFact {
-    /// The child entity.
-    pub entity: &'static str,
-    /// The child's relation.
-    pub relation: &'static str,
-    /// The relation's action.
-    pub on_delete: OnDelete,
-    /// The collection of this parent's children.
-    pub collection: String,
-    /// The count of this parent's children.
-    pub children: String,
-}
-
-/// Whether two names are equal, in a constant.
-pub const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Whether `list` (a parent's `dependent(…)` entries, by child type name
-/// and relation) names `entity`'s relation `relation`, in a constant.
-pub const fn names_dependent(list: &[(&str, &str)], entity: &str, relation: &str) -> bool {
-    let mut i = 0;
-    while i < list.len() {
-        if same(list[i].0, entity) && same(list[i].1, relation) {
-            return true;
-        }
-        i += 1;
-    }
-    false
-}
-
-/// The action of relation `relation` to `parent` in `list` (a child's
-/// [`Entity::ENFORCED`](crate::engine::entity::Entity::ENFORCED)), in a constant; `Keep` when it has none.
-pub const fn on_delete_of(
-    list: &[(&str, &str, OnDelete)],
-    relation: &str,
-    parent: &str,
-) -> OnDelete {
-    let mut i = 0;
-    while i < list.len() {
-        if same(list[i].0, relation) && same(list[i].1, parent) {
-            return list[i].2;
-        }
-        i += 1;
-    }
-    OnDelete::Keep
-}
 
 /// Refuses a record at `key` that names itself among `parents` (the parents
 /// of its new image): [`Error::OwnParent`].
@@ -198,5 +126,26 @@ pub(crate) fn parent_error(entity: &'static str, p: &ParentFact) -> Error {
         parent_entity: p.entity,
         parent: p.key.clone(),
         on_delete: p.on_delete.as_str(),
+    }
+}
+
+/// A decode error of the record at `key` that a delete met, pointing to
+/// `purge`.
+pub(crate) fn purge_hint(key: &str, e: Error) -> Error {
+    match e {
+        Error::Decode {
+            key: k,
+            reason,
+            source,
+        } => Error::Decode {
+            key: k,
+            reason: format!(
+                "{reason}; so its entries cannot be computed and `delete` leaves it: `purge` \
+                 removes it with the entries found to point to it"
+            ),
+            source,
+        },
+        Error::FutureVersion { .. } => e,
+        other => Error::decode(key, other, None),
     }
 }

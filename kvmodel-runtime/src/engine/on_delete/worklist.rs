@@ -2,56 +2,15 @@
 //! steps it takes on the records of one entity, erased to a [`Kind`], and
 //! the one loop that deletes a record's tree depth first.
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-
-use super::{CASCADE_PAGE, DependentFact, OnDelete};
-use crate::engine::delete::purge_hint;
+use super::{CASCADE_PAGE, OnDelete, purge_hint};
 use crate::engine::entity::{self, Entity};
 use crate::engine::page::{Cursor, PageRequest};
+use crate::engine::relation::{Child, Children, DependentFact, Kind, OnPath, Own, Step};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::Batch;
-
-/// A boxed, sendable future of one step the worklist takes on a record:
-/// the futures of every entity have one size, whatever cascades into what.
-pub type Step<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
-
-/// The entity of a record on a cascade's worklist, its type erased: the
-/// steps a delete's worklist takes on records of it, as functions of the entity
-/// and store types. Generated code names one per dependent
-/// ([`Entity::dependent_kind`]: `Kind::<S>::of::<Post>()`).
-pub struct Kind<S> {
-    name: &'static str,
-    cascades: bool,
-    /// The dependents of the record at a key (`None`: no record).
-    dependents: for<'a> fn(&'a S, &'a str) -> Step<'a, Option<Vec<DependentFact>>>,
-    /// The entity of the children of dependent number `i`.
-    dependent: fn(usize) -> Option<Kind<S>>,
-    /// A page of this entity's records in a collection, after a sweep of
-    /// its due expiries.
-    children: for<'a> fn(&'a S, &'a str, Option<Cursor>) -> Step<'a, Children>,
-    /// A sweep of this entity's due expiries.
-    sweep: for<'a> fn(&'a S) -> Step<'a, ()>,
-    /// One attempt at deleting the record at a key.
-    delete: for<'a> fn(&'a S, &'a str, &'a [OnPath]) -> Step<'a, Own>,
-}
-
-impl<S> Clone for Kind<S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<S> Copy for Kind<S> {}
-
-impl<S> std::fmt::Debug for Kind<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Kind").field(&self.name).finish()
-    }
-}
+use std::collections::HashMap;
 
 impl<S: Store> Kind<S> {
     /// The kind of `E`'s records on a store of type `S`.
@@ -66,46 +25,6 @@ impl<S: Store> Kind<S> {
             delete: delete_of::<E, S>,
         }
     }
-}
-
-/// A child record a cascade listed: its key, and its own cascade
-/// dependents (read from the record the listing decoded).
-pub(crate) struct Child {
-    key: String,
-    cascades: Vec<(usize, String)>,
-}
-
-/// A page of child records a cascade lists.
-pub(crate) struct Children {
-    children: Vec<Child>,
-    next: Option<Cursor>,
-    /// Whether the sweep before the listing expired records or left due
-    /// ones: then an empty page does not yet mean no child is left.
-    swept: bool,
-}
-
-/// Children of a record, in the collection of its dependent number
-/// `dependent`, that are on the path already (further down the stack,
-/// nearer the record the delete started from): its delete expects `count`
-/// of them in that count of children and leaves the count to them.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OnPath {
-    pub(crate) dependent: usize,
-    pub(crate) count: u64,
-}
-
-/// What one attempt at deleting a record did.
-pub(crate) enum Own {
-    /// Deleted; the counts of children it left (for children further down
-    /// the path, per dependent number), each to remove once those are gone.
-    Deleted(Vec<(usize, String)>),
-    /// No record at the key.
-    Gone,
-    /// The count of children of dependent number `.0` is not what the
-    /// delete expected: a child came, or (`restrict`) children exist.
-    Blocked(usize, DependentFact),
-    /// The record changed since it was read: try again.
-    Changed,
 }
 
 fn dependents_of<'a, E: Entity, S: Store>(

@@ -11,14 +11,18 @@
 //! are refused when staged, with an error naming the key: two writes of
 //! one record, two records taking one unique value, a write of a key
 //! another part conditions on.
+//!
+//! Layer: roles: above `transition`,
+//! [`links`](crate::engine::links) and [`on_delete`](crate::engine::on_delete).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::engine::entity::ClaimFact;
-use crate::engine::on_delete::{self, ParentFact};
-use crate::engine::repo::{MAX_ATTEMPTS, backoff};
+use crate::engine::on_delete;
+use crate::engine::relation::ParentFact;
+use crate::engine::repo::{MAX_ATTEMPTS, backoff, unique_violation};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Condition, Op, Outcome};
@@ -578,18 +582,4 @@ where
         key: last.key,
         attempts: MAX_ATTEMPTS,
     })
-}
-
-/// The error of a unique value another record holds.
-pub(crate) fn unique_violation(entity: &'static str, claim: &ClaimFact) -> Error {
-    Error::UniqueViolation {
-        entity,
-        index: claim.index,
-        value: crate::codec::key::derived_parts(
-            &claim.key,
-            crate::codec::key::Derived::Claim,
-            claim.index,
-        )
-        .map_or_else(|| claim.key.clone(), |parts| parts.join(", ")),
-    }
 }

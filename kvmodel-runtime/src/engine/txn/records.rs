@@ -2,8 +2,9 @@
 //! staged as a part with the upkeep the single writes give it.
 
 use crate::engine::entity::{self, Entity, Facts};
-use crate::engine::expiry::{Stored, StoredReceipt, stored_from};
-use crate::engine::on_delete::{self, ParentFact};
+use crate::engine::on_delete;
+use crate::engine::receipt::{Stored, StoredReceipt, stored_from};
+use crate::engine::relation::ParentFact;
 use crate::engine::repo::Engine;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::{Error, Result};

@@ -6,8 +6,8 @@
 //! drift that a repair raises to it, and nothing lowers it.
 
 use crate::engine::def::EntityDef;
-use crate::engine::expiry::StoredReceipt;
-use crate::engine::maintenance::{CounterDrift, KeptCounter, Unjudged, Unsettled};
+use crate::engine::receipt::StoredReceipt;
+use crate::engine::report::{CounterDrift, KeptCounter, Unjudged, Unsettled};
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
@@ -15,7 +15,8 @@ use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::{read_counter, stamp_key};
 
-use super::{Basis, Phase, WalkState, Walker, about_the_record, commit};
+use super::{Basis, Phase, WalkState, Walker, about_the_record};
+use crate::engine::repo::commit;
 
 impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// A page of counters: each compared with what the records add up to

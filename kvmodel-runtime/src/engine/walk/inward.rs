@@ -19,11 +19,12 @@
 //! entity declares are judged, so maintenance run by an older version
 //! never removes what a newer one added.
 
-use super::{Basis, Phase, WalkState, Walker, about_the_record, commit};
+use super::is_member;
+use super::{Basis, Phase, WalkState, Walker, about_the_record};
 use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
-use crate::engine::expiry::{Receipt, StoredReceipt, due};
-use crate::engine::maintenance::is_member;
+use crate::engine::receipt::{Receipt, StoredReceipt, due};
+use crate::engine::repo::commit;
 use crate::engine::shards;
 use crate::engine::skipped::Skipped;
 use crate::error::Result;

@@ -22,7 +22,7 @@
 //! far entries naming it are the sweep's to remove (see
 //! `engine::links::expiry`), and its walk counts it as `expired`.
 
-use super::{WalkState, Walker, commit, inward::page};
+use super::{WalkState, Walker, inward::page};
 use crate::codec::key::Derived;
 use crate::engine::def::EntityDef;
 use crate::engine::links::expiry::receipt_of_registry;
@@ -30,6 +30,7 @@ use crate::engine::links::{
     End, Read, Registry, add_entry_at, keep_as_read, read_edge, read_registry, registry_key,
     remove_entry_at, stands,
 };
+use crate::engine::repo::commit;
 use crate::engine::skipped::Skipped;
 use crate::error::Result;
 use crate::store::batch::Batch;

@@ -35,7 +35,7 @@
 //!   have not moved by the time its value is read: then no write touched
 //!   it, and the sum of its records is exact. The repair is conditional on
 //!   the stamps still being those. A counter that moved is reported
-//!   unsettled ([`Unjudged::Moved`](crate::engine::maintenance::Unjudged::Moved)), never guessed; the next walk judges
+//!   unsettled ([`Unjudged::Moved`](crate::engine::report::Unjudged::Moved)), never guessed; the next walk judges
 //!   it.
 //!
 //! Claims and members are judged from the same reads, and every repair of
@@ -50,8 +50,12 @@
 //! does not decode, is reported ([`Drift::undecodable`]) and never judged:
 //! its claims and members are left alone, and since what it counts is
 //! unknown, no counter of the entity is repaired or removed while such a
-//! record exists ([`Unjudged::Unreadable`](crate::engine::maintenance::Unjudged::Unreadable)): maintenance run with an older
+//! record exists ([`Unjudged::Unreadable`](crate::engine::report::Unjudged::Unreadable)): maintenance run with an older
 //! schema during a rolling deploy changes nothing it cannot judge.
+//!
+//! Layer: maintenance (the top layer): above the roles (it sweeps through
+//! [`expiry`](crate::engine::expiry)); its reports are data below it
+//! ([`report`](crate::engine::report)).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Deref;
@@ -62,16 +66,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::def::EntityDef;
 use crate::engine::entity::Facts;
-pub use crate::engine::maintenance::Drift;
+pub use crate::engine::report::Drift;
 use crate::error::{Error, Result};
-use crate::store::Store;
-use crate::store::batch::{Batch, Outcome};
+use crate::store::{Direction, RangeRequest, Store, encode_entry};
 
 mod counters;
 pub(crate) mod inward;
 pub(crate) mod links;
 mod records;
-pub(crate) mod wide;
 
 /// Where a walk is. The phases run in the order declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -121,11 +123,11 @@ pub struct WalkState {
     /// What it found (and, repairing, repaired).
     pub drift: Drift,
     /// Where the current phase resumes.
-    #[serde(with = "wide::hex")]
+    #[serde(with = "crate::engine::wide::hex")]
     cursor: Option<Vec<u8>>,
     /// Counter key → what the records (and expired writes awaiting the
     /// sweep) add up to.
-    #[serde(with = "wide::totals")]
+    #[serde(with = "crate::engine::wide::totals")]
     expected: BTreeMap<String, i128>,
     /// Record keys whose expired write was counted in `expected` already.
     pending: BTreeSet<String>,
@@ -175,19 +177,6 @@ impl WalkState {
             *self.expected.entry(c.key.clone()).or_default() += c.delta;
         }
     }
-}
-
-/// Commits `batch` to `store`, traced as the engine's own commits are:
-/// every commit of maintenance goes through here.
-pub(crate) async fn commit<S: Store>(store: &S, batch: Batch) -> Result<Outcome> {
-    #[cfg(feature = "tracing")]
-    let summary = crate::engine::trace::CommitSummary::of(&batch);
-    let outcome = store.commit(batch).await;
-    #[cfg(feature = "tracing")]
-    if let Some(summary) = summary {
-        summary.record(store.backend(), &outcome);
-    }
-    outcome
 }
 
 /// Decode and version errors, and a record that would be rewritten larger
@@ -372,4 +361,27 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             .keys(&*reader, cursor, page)
             .await
     }
+}
+
+/// Whether `member` is in the collection under `sort`: one descending step
+/// from just past its position, so the check costs one short range read
+/// however large the collection is.
+pub(crate) async fn is_member<S: Store>(
+    store: &S,
+    collection: &str,
+    sort: &[u8],
+    member: &[u8],
+) -> Result<bool> {
+    let mut past = encode_entry(sort, member);
+    past.push(0);
+    let req = RangeRequest {
+        direction: Direction::Descending,
+        after: Some(past),
+        ..RangeRequest::all(1)
+    };
+    let found = store.range(collection, req).await?;
+    Ok(found
+        .members
+        .first()
+        .is_some_and(|m| m.sort == sort && m.member == member))
 }

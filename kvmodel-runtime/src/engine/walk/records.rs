@@ -2,19 +2,21 @@
 //! judged against what it implies (claims, collection members, its
 //! receipt), its counter amounts added up, and what a repair rewrites.
 
+use super::is_member;
 use crate::codec::key::Derived;
-use crate::codec::time::Timestamp;
 use crate::engine::def::EntityDef;
 use crate::engine::entity::{Facts, MemberFact};
-use crate::engine::expiry::{Receipt, StoredReceipt, due, expire_receipt_in, move_receipt_in};
-use crate::engine::maintenance::is_member;
+use crate::engine::expiry::expire_receipt_in;
+use crate::engine::receipt::{Receipt, StoredReceipt, due, move_receipt_in};
 use crate::engine::skipped::Skipped;
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
 use crate::error::Result;
 use crate::store::batch::Batch;
 use crate::store::{RangeRequest, Store, encode_entry};
+use crate::time::Timestamp;
 
-use super::{Basis, Phase, WalkState, Walker, about_the_record, commit};
+use super::{Basis, Phase, WalkState, Walker, about_the_record};
+use crate::engine::repo::commit;
 
 impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// A page of the records.

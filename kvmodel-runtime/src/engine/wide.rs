@@ -1,5 +1,7 @@
-//! Serde forms of a walk's state: byte cursors as hex, counter totals (which
-//! may exceed 64 bits) as decimal text.
+//! Serde forms of maintenance's saved state and reports: byte cursors as
+//! hex, counter totals (which may exceed 64 bits) as decimal text.
+//!
+//! Layer: data, below the walks.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! UTC timestamps and calendar dates, with order-preserving key encodings.
+//! UTC timestamps and calendar dates (their key encodings are in `codec::key`).
 //!
 //! [`Timestamp`] is milliseconds since the Unix epoch; [`Date`] a calendar
 //! day. Both serialize as RFC 3339 text (`2026-11-22T05:56:24.123Z`,
@@ -20,8 +20,6 @@ mod text;
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use crate::codec::key::{KeyPart, SortPart};
 
 pub use text::ParseTimeError;
 
@@ -292,40 +290,6 @@ impl From<Timestamp> for SystemTime {
         UNIX_EPOCH
             .checked_sub(Duration::from_millis(lo))
             .unwrap_or(UNIX_EPOCH)
-    }
-}
-
-impl KeyPart for Timestamp {
-    fn write_key(&self, out: &mut String) {
-        self.0.write_key(out);
-    }
-    fn match_key(&self, key: &str) -> Option<usize> {
-        self.0.match_key(key)
-    }
-}
-
-impl SortPart for Timestamp {
-    fn write_sort(&self, out: &mut Vec<u8>) {
-        self.0.write_sort(out);
-    }
-    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
-        self.0.match_sort(sort)
-    }
-}
-
-impl KeyPart for Date {
-    fn write_key(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{self}");
-    }
-}
-
-impl SortPart for Date {
-    fn write_sort(&self, out: &mut Vec<u8>) {
-        self.start().write_sort(out);
-    }
-    fn match_sort(&self, sort: &[u8]) -> Option<usize> {
-        self.start().match_sort(sort)
     }
 }
 
