@@ -3,12 +3,12 @@
 //! their change stamps), run as `EVALSHA` of the commit script, against a
 //! script that returns at once with the same arguments (what `EVALSHA` with
 //! these keys and arguments costs before any work) and, optionally, other
-//! versions of the script.
+//! scripts that take the same arguments.
 //!
 //! Run: `cargo bench -p kvmodel-runtime --features redis,conformance --bench
-//! redis_commit_cost` (`KV_BENCH_LUA_DIRS`: comma-separated directories each
-//! holding a `prelude.lua` and a `commit.lua`, e.g. the files of an earlier
-//! commit, measured beside the current script).
+//! redis_commit_cost` (`KV_BENCH_LUA_FILES`: comma-separated Lua files, each
+//! a whole script taking the commit script's `KEYS` and `ARGV`, measured
+//! beside it).
 //!
 //! The variants are interleaved: each of 40 rounds runs 250 commits of each
 //! in turn, and the server's CPU (`used_cpu_user + used_cpu_sys` of `INFO
@@ -66,17 +66,12 @@ fn main() {
         ("no-op script".to_owned(), "return {1}".to_owned()),
         (
             "commit script".to_owned(),
-            concat!(
-                include_str!("../src/store/redis/lua/prelude.lua"),
-                include_str!("../src/store/redis/lua/commit.lua")
-            )
-            .to_owned(),
+            RedisStore::COMMIT_SCRIPT.to_owned(),
         ),
     ];
-    if let Ok(dirs) = std::env::var("KV_BENCH_LUA_DIRS") {
-        for dir in dirs.split(',').filter(|d| !d.is_empty()) {
-            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
-            variants.push((dir.to_owned(), read("prelude.lua") + &read("commit.lua")));
+    if let Ok(files) = std::env::var("KV_BENCH_LUA_FILES") {
+        for file in files.split(',').filter(|d| !d.is_empty()) {
+            variants.push((file.to_owned(), std::fs::read_to_string(file).unwrap()));
         }
     }
     let server = RedisServer::start();
@@ -108,7 +103,7 @@ fn main() {
                 let calls: Vec<_> = (0..PER_ROUND)
                     .map(|_| {
                         next += 1;
-                        RedisStore::script_invocation(&create_batch(next))
+                        RedisStore::script_invocation(&create_batch(next)).unwrap()
                     })
                     .collect();
                 let before = cpu(&mut con).await;

@@ -98,7 +98,7 @@ fn main() {
     let store_rps = REQUESTS as f64 / started.elapsed().as_secs_f64();
 
     // redis-benchmark, same script.
-    let (sha, keys, argv) = RedisStore::script_invocation(&create_batch("b__rand_int__"));
+    let (sha, keys, argv) = RedisStore::script_invocation(&create_batch("b__rand_int__")).unwrap();
     let mut cmd = Command::new("redis-benchmark");
     cmd.args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
         .args(["-c", &CONCURRENCY.to_string(), "-n", &REQUESTS.to_string()])

@@ -164,7 +164,7 @@ async fn a_connection_dropped_after_sending_says_the_outcome_is_unknown() {
             .unwrap();
         let waiting = list
             .lines()
-            .find(|l| l.contains("cmd=evalsha"))
+            .find(|l| l.contains("cmd=eval"))
             .and_then(|l| l.strip_prefix("id="))
             .and_then(|l| l.split(' ').next())
             .map(str::to_owned);

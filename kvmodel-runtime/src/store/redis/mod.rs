@@ -13,7 +13,9 @@
 //! Both run Lua put together from one set of pieces in `lua/` (`scripts`):
 //! the prelude every writing script starts with, the one-step commit a
 //! server runs and a cluster runs within one slot, the server's reads, and
-//! the steps of the cross-slot protocol (`lua/cluster/`).
+//! the steps of the cross-slot protocol (`lua/cluster/`). A server commits
+//! the few shapes of batch a repository sends with scripts written for
+//! each (`shape`).
 
 #[cfg(feature = "redis-cluster")]
 mod cluster;
@@ -21,6 +23,7 @@ mod feed;
 mod link;
 mod scripts;
 mod server;
+mod shape;
 mod wire;
 
 #[cfg(feature = "redis-cluster")]

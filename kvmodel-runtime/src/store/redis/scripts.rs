@@ -12,9 +12,10 @@
 //! - `commit.lua` commits a batch in one step: [`COMMIT`] on a server, and
 //!   the cluster's batch within one slot behind the holds of unfinished
 //!   cross-slot writes (`cluster/locks.lua`, `cluster/single.lua`). It
-//!   validates an ordinary batch (each key touched once; puts, deletes,
-//!   members, increments by one) itself, reading each key once, and any
-//!   other with the prelude's `library()`.
+//!   commits an ordinary batch (a value key put or deleted once, members
+//!   and counters moved) without a function of its own, and hands any
+//!   other, or one a command refused, to `general.lua` (the prelude's
+//!   exact validation, then the writes).
 //! - `read.lua` ([`READ`]) reads a key and the key it names, or a page of a
 //!   collection and the records its members name (server only).
 //! - `cluster/step.lua` is what every step of the cross-slot protocol
@@ -28,8 +29,16 @@ macro_rules! lua {
     };
 }
 
-/// The commit script of a server: the prelude, then `commit.lua`.
-pub(crate) const COMMIT: &str = concat!(lua!("prelude.lua"), lua!("commit.lua"));
+/// The commit script of a server: `commit.lua`, after the one function it
+/// defines on every run, `general` (the prelude and `general.lua`, whose
+/// own functions are defined only when a batch needs them).
+pub(crate) const COMMIT: &str = concat!(
+    "local function general(known)\n",
+    lua!("prelude.lua"),
+    lua!("general.lua"),
+    "end\n",
+    lua!("commit.lua")
+);
 
 /// The read-only script behind a server's `get_via` and `range_values`.
 pub(crate) const READ: &str = lua!("read.lua");
@@ -77,6 +86,9 @@ mod cluster {
                     lua!("prelude.lua"),
                     lua!("cluster/locks.lua"),
                     lua!("cluster/single.lua"),
+                    "local function general(known)\n",
+                    lua!("general.lua"),
+                    "end\n",
                     lua!("commit.lua")
                 )),
                 prepare_primary: step!("prepare_primary.lua"),

@@ -21,6 +21,7 @@ use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
 use crate::store::redis::link::{Failure, Link, RedisStoreBuilder};
 use crate::store::redis::scripts::{COMMIT, READ};
+use crate::store::redis::shape::{Shape, Shapes, handed_on};
 use crate::store::redis::wire::{
     Reply, commit_args, error_reply, prefix_pattern, range_args, range_cmd, reply, scan_cmd,
     time_to_live, unexpected,
@@ -49,6 +50,7 @@ pub struct RedisStore {
     pub(super) link: Arc<Link>,
     sha: Arc<str>,
     read_sha: Arc<str>,
+    shapes: Arc<Shapes>,
     round_trips: Arc<AtomicU64>,
 }
 
@@ -84,6 +86,7 @@ impl RedisStore {
             link: Arc::new(link),
             sha: Arc::from(redis::Script::new(COMMIT).get_hash()),
             read_sha: Arc::from(redis::Script::new(READ).get_hash()),
+            shapes: Arc::default(),
             round_trips: Arc::default(),
         }
     }
@@ -133,13 +136,25 @@ impl RedisStore {
         }
     }
 
+    /// The text of the commit script (for benchmarks).
+    #[doc(hidden)]
+    pub const COMMIT_SCRIPT: &'static str = COMMIT;
+
+    /// The text of the script written for the shape of `batch`, when the
+    /// store commits it with one (for tests).
+    #[doc(hidden)]
+    pub fn shape_script(batch: &Batch) -> Result<Option<String>> {
+        let (_, argv) = commit_args(batch)?;
+        Ok(crate::store::redis::shape::script(&argv[0]))
+    }
+
     /// The `EVALSHA` arguments `commit` sends for `batch`: script SHA, `KEYS`,
     /// `ARGV` (for benchmarks and debugging with `redis-cli`).
     #[doc(hidden)]
-    pub fn script_invocation(batch: &Batch) -> (String, Vec<String>, Vec<Vec<u8>>) {
-        let (keys, argv) = commit_args(batch);
+    pub fn script_invocation(batch: &Batch) -> Result<(String, Vec<String>, Vec<Vec<u8>>)> {
+        let (keys, argv) = commit_args(batch)?;
         let sha = redis::Script::new(COMMIT).get_hash().to_owned();
-        (sha, keys.into_iter().map(str::to_owned).collect(), argv)
+        Ok((sha, keys.into_iter().map(str::to_owned).collect(), argv))
     }
 
     /// Runs the commit script: `EVALSHA`, and on `NOSCRIPT` (the first
@@ -149,6 +164,22 @@ impl RedisStore {
         self.run_script(COMMIT, &self.sha, keys, argv)
             .await
             .map_err(|f| self.commit_failure(f))
+    }
+
+    /// Runs the shape script `shape`: `EVAL` with its text the first time
+    /// this store sends it, `EVALSHA` after (and `EVAL` on `NOSCRIPT`).
+    async fn eval_shape(&self, shape: &Shape, keys: &[&str], argv: &[Vec<u8>]) -> Result<Value> {
+        let sent = if shape.sent.load(Ordering::Relaxed) {
+            self.run_script(&shape.text, &shape.sha, keys, argv).await
+        } else {
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(&shape.text).arg(keys.len()).arg(keys).arg(argv);
+            self.round_trips.fetch_add(1, Ordering::Relaxed);
+            self.link.send(&eval).await
+        };
+        let value = sent.map_err(|f| self.commit_failure(f))?;
+        shape.sent.store(true, Ordering::Relaxed);
+        Ok(value)
     }
 
     /// Runs a read of the read script, as [`eval`](Self::eval) runs the
@@ -235,8 +266,18 @@ impl Store for RedisStore {
             return Ok(Outcome::Applied);
         }
         let batch = stamped(batch);
-        let (keys, argv) = commit_args(&batch);
-        let value = self.eval(&keys, &argv).await?;
+        let (keys, argv) = commit_args(&batch)?;
+        let value = match self.shapes.get(&argv[0]) {
+            Some(shape) => {
+                let value = self.eval_shape(&shape, &keys, &argv).await?;
+                if handed_on(&value) {
+                    self.eval(&keys, &argv).await?
+                } else {
+                    value
+                }
+            }
+            None => self.eval(&keys, &argv).await?,
+        };
         match reply(&value, "redis")? {
             Reply::Done(_) => Ok(Outcome::Applied),
             Reply::Failed { index, .. } => Ok(Outcome::Failed { index }),

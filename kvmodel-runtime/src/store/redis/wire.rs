@@ -70,53 +70,137 @@ pub(crate) fn encode_append(a: &FeedAppend) -> (&'static [u8], Vec<u8>, Vec<u8>)
     (b"f", a.entry.clone(), ms(a.retain).into_bytes())
 }
 
+/// The most keys a commit's plan numbers (three bytes of key number).
+const MAX_KEYS: usize = (1 << 22) - 1;
+
 /// `batch` as `commit.lua` reads it: `KEYS` every key the batch touches,
-/// once each, in first-seen order; `ARGV` the condition count, then kind,
-/// key number and value per condition, the operation count, then kind, key
-/// number and two arguments per operation, then, when the batch appends to
-/// change feeds, the word `#feed`, the append count and per append the stream's key number,
-/// its retention in ms and the entry (key numbers count from 1).
-pub(crate) fn commit_args(batch: &Batch) -> (Vec<&str>, Vec<Vec<u8>>) {
-    let mut keys: Vec<&str> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut argv: Vec<Vec<u8>> = vec![batch.conditions().len().to_string().into_bytes()];
+/// once each, in first-seen order; `ARGV[1]` the plan, a kind byte and a
+/// key number per condition and per operation, change-feed appends last;
+/// then the values the kinds take, in plan order (`commit.lua` lists the
+/// kinds). A key number counts from 1, in one byte below 128, else in two
+/// bytes (first byte from 128) or three (from 192), big-endian.
+pub(crate) fn commit_args(batch: &Batch) -> Result<(Vec<&str>, Vec<Vec<u8>>)> {
+    let mut plan = Plan::default();
+    let mut argv: Vec<Vec<u8>> = vec![Vec::new()];
     for c in batch.conditions() {
-        let (kind, want) = encode_condition(c);
-        argv.push(kind.to_vec());
-        argv.push(key_index(c.key(), &mut keys, &mut index));
-        argv.push(want.to_vec());
-    }
-    argv.push(batch.ops().len().to_string().into_bytes());
-    for op in batch.ops() {
-        let (kind, a, b) = encode_op(op);
-        argv.push(kind.to_vec());
-        argv.push(key_index(op.key(), &mut keys, &mut index));
-        argv.push(a);
-        argv.push(b);
-    }
-    if !batch.appends().is_empty() {
-        argv.push(b"#feed".to_vec());
-        argv.push(batch.appends().len().to_string().into_bytes());
-        for a in batch.appends() {
-            argv.push(key_index(&a.feed, &mut keys, &mut index));
-            argv.push(ms(a.retain).into_bytes());
-            argv.push(a.entry.clone());
+        match c {
+            Condition::Absent(k) => plan.entry(b'A', k)?,
+            Condition::Equals(k, v) => {
+                plan.entry(b'E', k)?;
+                argv.push(v.clone());
+            }
+            Condition::AbsentOrEquals(k, v) => {
+                plan.entry(b'O', k)?;
+                argv.push(v.clone());
+            }
+            Condition::Present(k) => plan.entry(b'P', k)?,
         }
     }
-    (keys, argv)
+    for op in batch.ops() {
+        let key = op.key();
+        match op {
+            Op::Put {
+                value, ttl: None, ..
+            } => {
+                plan.entry(b'p', key)?;
+                argv.push(value.clone());
+            }
+            Op::Put {
+                value,
+                ttl: Some(ttl),
+                ..
+            } => {
+                plan.entry(b'q', key)?;
+                argv.push(value.clone());
+                argv.push(ms(*ttl).into_bytes());
+            }
+            Op::Delete { .. } => plan.entry(b'd', key)?,
+            Op::Incr {
+                delta: 1,
+                limit: None,
+                ..
+            } => plan.entry(b'u', key)?,
+            Op::Incr {
+                delta: -1,
+                limit: None,
+                ..
+            } => plan.entry(b'v', key)?,
+            Op::Incr {
+                delta, limit: None, ..
+            } => {
+                plan.entry(b'i', key)?;
+                argv.push(delta.to_string().into_bytes());
+            }
+            Op::Incr {
+                delta,
+                limit: Some(limit),
+                ..
+            } => {
+                plan.entry(b'l', key)?;
+                argv.push(delta.to_string().into_bytes());
+                argv.push(limit.to_string().into_bytes());
+            }
+            Op::Add { sort, member, .. } => {
+                plan.entry(b'z', key)?;
+                argv.push(encode_entry(sort, member));
+            }
+            Op::Remove { sort, member, .. } => {
+                plan.entry(b'r', key)?;
+                argv.push(encode_entry(sort, member));
+            }
+            Op::Trim { keep, .. } => {
+                plan.entry(b't', key)?;
+                argv.push(keep.to_string().into_bytes());
+            }
+            Op::Expire { ttl, .. } => {
+                plan.entry(b'x', key)?;
+                argv.push(ms(*ttl).into_bytes());
+            }
+        }
+    }
+    for a in batch.appends() {
+        plan.entry(b'f', &a.feed)?;
+        argv.push(a.entry.clone());
+        argv.push(ms(a.retain).into_bytes());
+    }
+    argv[0] = plan.bytes;
+    Ok((plan.keys, argv))
 }
 
-/// The 1-based position of `key` in `KEYS`, adding it on first sight.
-fn key_index<'a>(
-    key: &'a str,
-    keys: &mut Vec<&'a str>,
-    index: &mut HashMap<&'a str, usize>,
-) -> Vec<u8> {
-    let n = *index.entry(key).or_insert_with(|| {
-        keys.push(key);
-        keys.len()
-    });
-    n.to_string().into_bytes()
+/// A plan as it is written: its bytes and the keys it numbers.
+#[derive(Default)]
+struct Plan<'a> {
+    bytes: Vec<u8>,
+    keys: Vec<&'a str>,
+    index: HashMap<&'a str, usize>,
+}
+
+impl<'a> Plan<'a> {
+    /// Appends `kind` and the number of `key`, numbering it on first sight.
+    fn entry(&mut self, kind: u8, key: &'a str) -> Result<()> {
+        let keys = &mut self.keys;
+        let n = *self.index.entry(key).or_insert_with(|| {
+            keys.push(key);
+            keys.len()
+        });
+        let b = &mut self.bytes;
+        b.push(kind);
+        // Each byte holds at most 8 bits of `n` (the casts keep those).
+        match n {
+            0..=127 => b.push(n as u8),
+            128..=0x3fff => b.extend_from_slice(&[0x80 | (n >> 8) as u8, n as u8]),
+            _ if n <= MAX_KEYS => {
+                b.extend_from_slice(&[0xc0 | (n >> 16) as u8, (n >> 8) as u8, n as u8]);
+            }
+            _ => {
+                return Err(Error::InvalidBatch {
+                    key: key.to_owned(),
+                    reason: format!("a batch on Redis touches at most {MAX_KEYS} keys; split it"),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A `SCAN MATCH` pattern for the keys that start with `prefix`: the glob
@@ -300,28 +384,35 @@ mod tests {
     #[test]
     fn keys_are_numbered_once_in_first_seen_order() {
         let mut b = Batch::new();
-        b.absent("a").put("b", b"1".to_vec(), None).delete("a");
-        let (keys, argv) = commit_args(&b);
-        assert_eq!(keys, ["a", "b"]);
+        b.absent("a")
+            .put("b", b"1".to_vec(), None)
+            .delete("a")
+            .incr("c", 1)
+            .incr("c", -1)
+            .incr("c", 5);
+        let (keys, argv) = commit_args(&b).unwrap();
+        assert_eq!(keys, ["a", "b", "c"]);
         let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-        assert_eq!(
-            argv,
-            [
-                &b"1"[..],
-                b"a",
-                b"1",
-                b"",
-                b"2",
-                b"p",
-                b"2",
-                b"1",
-                b"",
-                b"d",
-                b"1",
-                b"",
-                b""
-            ]
-        );
+        assert_eq!(argv, [&b"A\x01p\x02d\x01u\x03v\x03i\x03"[..], b"1", b"5"]);
+    }
+
+    #[test]
+    fn key_numbers_past_127_take_two_bytes_and_past_16383_three() {
+        let names: Vec<String> = (0..20_000).map(|i| format!("k{i}")).collect();
+        let mut b = Batch::new();
+        for k in &names {
+            b.delete(k);
+        }
+        let (keys, argv) = commit_args(&b).unwrap();
+        assert_eq!(keys.len(), 20_000);
+        let plan = &argv[0];
+        assert_eq!(&plan[..2], b"d\x01");
+        // Key 128: two bytes, 0x80 | 0, then 128.
+        assert_eq!(&plan[2 * 127..2 * 127 + 3], b"d\x80\x80");
+        // Key 16384 starts after 127 one-byte and 16256 two-byte entries.
+        let at = 2 * 127 + 3 * 16_256;
+        assert_eq!(&plan[at..at + 4], b"d\xc0\x40\x00");
+        assert_eq!(plan.len(), 2 * 127 + 3 * 16_256 + 4 * (20_000 - 16_383));
     }
 
     #[test]

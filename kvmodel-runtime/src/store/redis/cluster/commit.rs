@@ -217,7 +217,7 @@ impl RedisClusterStore {
     /// A batch within one slot: the server's commit script, with the same
     /// `KEYS` and `ARGV`, behind the check of other writes' holds.
     async fn commit_single(&self, batch: &Batch, ticket: &str) -> Result<Attempt> {
-        let (keys, mut argv) = commit_args(batch);
+        let (keys, mut argv) = commit_args(batch)?;
         let keys: Vec<String> = keys.into_iter().map(str::to_owned).collect();
         argv.push(ticket.as_bytes().to_vec());
         argv.push(hold_flags(&keys, batch.conditions(), batch.ops()).into_bytes());

@@ -1,128 +1,156 @@
 -- kvmodel atomic commit of a batch, in one step: a server's commit, and a
 -- cluster's batch within one hash slot (behind cluster/single.lua).
--- KEYS: every key the batch touches. ARGV: condition count, then 3 fields per
--- condition (kind, key number, value); operation count, then 4 fields per
--- operation (kind, key number, a, b); then, when the batch appends to change
--- feeds, the word `#feed`, the append count and 3 fields per append (stream key number,
--- retention in ms, entry).
--- Phase 1 checks every condition; phase 2 validates every operation with
--- exactly the rules of `kvmodel_runtime::store::check`, which include every
--- check the following command makes; only phase 3 writes, with commands that
--- cannot fail once phase 2 passed. A failed check writes nothing.
+--
+-- KEYS: every key the batch touches, once each, in the order the batch
+-- first names them. ARGV[1], the plan: per condition, then per operation,
+-- a kind byte and the key's number (from 1: one byte below 128, else two
+-- bytes from 128 or three from 192, big-endian, the high bits of the
+-- first being the width); then ARGV[2], … the values the kinds take, in
+-- plan order. Conditions (upper case): A absent, E equals (value),
+-- O absent or equals (value), P present. Operations (lower case): p put
+-- (value), q put with a time to live (value, ms), d delete, u and v add
+-- one and minus one, i add (amount), l add within a limit (amount,
+-- limit), z and r add and remove a member (entry), t trim (how many to
+-- keep), x expire (ms), f append to a change feed (entry, retention in
+-- ms). Anything after the values is the caller's (the cluster's holds).
+--
+-- An ordinary batch is committed here without a function of its own (a
+-- script pays for each function it defines on every run): its conditions
+-- checked with one `GET` each; a value key put or deleted once (a put on
+-- a key no condition read asks its `TYPE`); members and counters moved
+-- any number of times. Members and counters are moved
+-- first, with commands that refuse a key of another kind and then change
+-- nothing, and are moved back if one is refused; the values are written
+-- last, with commands that cannot fail. Anything else, and a refusal, goes
+-- to `general` (general.lua: prelude.lua's exact validation with the rules
+-- of `kvmodel_runtime::store::check`), as do change-feed appends; it names
+-- what does not fit. A refused batch writes nothing. (A counter moved back to zero is removed:
+-- an absent counter reads as zero.)
 
--- (prelude.lua, prepended: times to live, the check of a condition, the
--- application of an operation, and behind `library()` counters, the
--- validation of any operation and batches read whole, shared with the
--- cluster's scripts.)
+local KEYS, ARGV = KEYS, ARGV
+local byte, call, pcall, find = string.byte, redis.call, redis.pcall, string.find
+local plan = ARGV[1]
+local len = #plan
+local known = {}
 
--- The batch is read from ARGV where it lies, in three passes: conditions,
--- validation, writes (the cluster's steps read it with `read_batch`).
--- Keys are numbered from 1 (`whole`) in the order the batch first names
--- them, conditions first: `cmax` is the highest a condition names.
--- (Locals: a global is looked up by name at each use.)
-local ARGV, KEYS = ARGV, KEYS
-local known, cmax = {}, 0
-local c = whole(ARGV[1])
-local i = 2
-for index = 0, c - 1 do
-  local n = whole(ARGV[i + 1])
-  if n > cmax then cmax = n end
-  local failed = check_condition(ARGV[i], KEYS[n], ARGV[i + 2], index, known)
-  if failed then return failed end
-  i = i + 3
-end
-local m = whole(ARGV[i])
-local first = i + 1
-
--- Validation, first in the plain way nearly every batch allows: each key
--- touched by one operation, and only puts, deletes, collection members and
--- increments by one, each key read once for what its operation needs
--- (`TYPE` of a key no condition read, the value of a counter). Anything
--- else, or a doubt, goes to `simulator` (prelude.lua's `library()`), which
--- names what does not fit. A key above `cmax` that no earlier operation
--- touched is above every earlier one's (`top`); `hit` marks the others.
-local plain, hit, top = true, {}, cmax
-i = first
-for _ = 1, m do
-  local kind, n, a, b = ARGV[i], whole(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  if n > top then top = n
-  elseif n > cmax or hit[n] then plain = false break
-  else hit[n] = true end
+-- Conditions: each key read once, what it held kept for `general`.
+local p, v, index = 1, 2, 0
+while p <= len do
+  local kind = byte(plan, p)
+  if kind > 90 then break end
+  local n = byte(plan, p + 1)
+  p = p + 2
+  if n >= 128 then
+    if n >= 192 then n, p = ((n - 192) * 256 + byte(plan, p)) * 256 + byte(plan, p + 1), p + 2
+    else n, p = (n - 128) * 256 + byte(plan, p), p + 1 end
+  end
   local k = KEYS[n]
-  if kind == 'p' then
-    if b ~= '' and not is_ms(b) then plain = false break end
-    if known[k] == nil then
-      local t = redis.call('TYPE', k).ok
-      if t ~= 'string' and t ~= 'none' then plain = false break end
-    end
-  elseif kind == 'z' or kind == 'r' then
-    local v = known[k]
-    if v then plain = false break end
-    if v == nil then
-      local t = redis.call('TYPE', k).ok
-      if t ~= 'zset' and t ~= 'none' then plain = false break end
-    end
-  elseif kind == 'i' then
-    if b ~= '' or (a ~= '1' and a ~= '-1') then plain = false break end
-    local v = known[k]
-    if v == nil then
-      v = redis.pcall('GET', k)
-      if type(v) == 'table' then plain = false break end
-      known[k] = v
-    end
-    -- Below 10^15 in magnitude, one more or less is still a 64-bit
-    -- counter.
-    if v and not (#v <= 15 and (v == '0' or string.find(v, '^%-?[1-9][0-9]*$'))) then
-      plain = false break
-    end
-  elseif kind ~= 'd' then
-    plain = false break
-  end
-  i = i + 4
+  local cur = pcall('GET', k)
+  if type(cur) == 'table' then return general(nil) end
+  local ok
+  if kind == 65 then ok = not cur
+  elseif kind == 80 then ok = cur
+  elseif kind == 69 or kind == 79 then
+    ok = cur == ARGV[v] or (kind == 79 and not cur)
+    v = v + 1
+  else return general(nil) end
+  if not ok then return {0, index} end
+  known[k] = cur
+  index = index + 1
 end
 
-if not plain then
-  local fits = library().simulator(known)
-  i = first
-  for _ = 1, m do
-    local k = KEYS[whole(ARGV[i + 1])]
-    local reason = fits(k, ARGV[i], ARGV[i + 2], ARGV[i + 3])
-    if reason then return {-1, k, reason} end
-    i = i + 4
+-- The operations, read into `kinds`, `keys`, `as` and `bs`, if they are
+-- ordinary: a value key put or deleted once and nothing else, a member key
+-- only gaining and losing members, a counter only moving. 
+local kinds, keys, as, bs, role, m = {}, {}, {}, {}, {}, 0
+while p <= len do
+  local kind = byte(plan, p)
+  local n = byte(plan, p + 1)
+  p = p + 2
+  if n >= 128 then
+    if n >= 192 then n, p = ((n - 192) * 256 + byte(plan, p)) * 256 + byte(plan, p + 1), p + 2
+    else n, p = (n - 128) * 256 + byte(plan, p), p + 1 end
   end
-end
-
--- A feed's key must hold a Stream (or nothing yet): checked before any
--- write, so an append that could not apply refuses the whole batch.
-local at = first + 4 * m
-if ARGV[at] == '#feed' then
-  local j = at + 2
-  for _ = 1, tonumber(ARGV[at + 1]) do
-    local k = KEYS[tonumber(ARGV[j])]
-    local t = redis.call('TYPE', k).ok
-    if t ~= 'stream' and t ~= 'none' then
-      return {-1, k, 'a change-feed append meets ' .. holds(t)}
+  local k, r, a, b = KEYS[n], role[n], nil, nil
+  if kind == 112 or kind == 113 or kind == 100 then
+    if r then return general(known) end
+    role[n] = 1
+    if kind ~= 100 then
+      a = ARGV[v]
+      v = v + 1
+      if kind == 113 then
+        b = ARGV[v]
+        v = v + 1
+        if not (find(b, '^[1-9][0-9]*$') and #b <= 13) then return general(known) end
+      end
+      if known[k] == nil then
+        local t = call('TYPE', k).ok
+        if t ~= 'string' and t ~= 'none' then return general(known) end
+      end
     end
-    j = j + 3
+  elseif kind == 122 or kind == 114 then
+    if r and r ~= 2 then return general(known) end
+    role[n] = 2
+    a = ARGV[v]
+    v = v + 1
+  elseif kind == 117 or kind == 118 or kind == 105 then
+    if r and r ~= 3 then return general(known) end
+    role[n] = 3
+    if kind == 117 then a = '1'
+    elseif kind == 118 then a = '-1'
+    else
+      a = ARGV[v]
+      v = v + 1
+      -- What the counter rule and INCRBY both take: a canonical decimal
+      -- within 64 bits (INCRBY refuses the rest of the range).
+      if not ((#a <= 20 and find(a, '^%-?[1-9][0-9]*$')) or a == '0') then return general(known) end
+    end
+    kind = 105
+  else
+    return general(known)
   end
+  m = m + 1
+  kinds[m], keys[m], as[m], bs[m] = kind, k, a, b
 end
 
-i = first
-for _ = 1, m do
-  apply_op(KEYS[whole(ARGV[i + 1])], ARGV[i], ARGV[i + 2], ARGV[i + 3])
-  i = i + 4
+-- Members and counters move first. On a refusal what moved moves back,
+-- last first, and `general` names the refusal.
+for j = 1, m do
+  local kind = kinds[j]
+  local got
+  if kind == 122 then got = pcall('ZADD', keys[j], 0, as[j])
+  elseif kind == 114 then got = pcall('ZREM', keys[j], as[j])
+  elseif kind == 105 then got = pcall('INCRBY', keys[j], as[j]) end
+  if type(got) == 'table' then
+    for u = j - 1, 1, -1 do
+      local uk, k, a = kinds[u], keys[u], as[u]
+      if uk == 122 then
+        if bs[u] then call('ZREM', k, a) end
+      elseif uk == 114 then
+        if bs[u] then call('ZADD', k, 0, a) end
+      elseif uk == 105 then
+        local left
+        if a == '-9223372036854775808' then
+          -- (Text: a Lua number would be a double.)
+          call('INCRBY', k, '9223372036854775807')
+          left = call('INCRBY', k, '1')
+        elseif byte(a, 1) == 45 then left = call('INCRBY', k, string.sub(a, 2))
+        elseif a ~= '0' then left = call('INCRBY', k, '-' .. a) end
+        if left == 0 then call('UNLINK', k) end
+      end
+    end
+    return general(known)
+  end
+  -- Whether a member came or went (so that moving it back is owed).
+  if kind ~= 105 and got == 1 then bs[j] = true end
 end
 
--- The change feed entries, in the same script: a Stream entry each, ids
--- on the server's clock, retention exact (prelude.lua's `feed_append`).
--- The section starts with the word `#feed` (what follows the operations
--- otherwise is the end of ARGV, or the cluster's arguments).
-if ARGV[i] == '#feed' then
-  local appends = tonumber(ARGV[i + 1])
-  i = i + 2
-  for _ = 1, appends do
-    feed_append(KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
-    i = i + 3
-  end
+-- The values: commands that cannot fail now.
+for j = 1, m do
+  local kind = kinds[j]
+  if kind == 112 then call('SET', keys[j], as[j])
+  elseif kind == 113 then call('SET', keys[j], as[j], 'PX', bs[j])
+  -- UNLINK, never DEL: a big collection is freed in the background.
+  elseif kind == 100 then call('UNLINK', keys[j]) end
 end
 return {1}

@@ -353,6 +353,39 @@ local function library()
     return conditions, ops
   end
 
+  -- The conditions and operations of commit.lua's plan (ARGV[at]) and the
+  -- values after it, as `read_batch` gives them: a condition {kind, k,
+  -- want, index}, an operation {kind, k, a, b} with the kinds of the
+  -- cluster's steps (u, v, i and l are all `i`; q is `p`). A byte the plan
+  -- does not know stands for itself, with no value, for validation to name.
+  local PLAN = {A = {'a', 0}, E = {'e', 1}, O = {'o', 1}, P = {'p', 0},
+    p = {'p', 1}, q = {'p', 2}, d = {'d', 0}, u = {'i', 0, '1'}, v = {'i', 0, '-1'},
+    i = {'i', 1}, l = {'i', 2}, z = {'z', 1}, r = {'r', 1}, t = {'t', 1}, x = {'x', 1},
+    f = {'f', 2}}
+  local function read_plan(at)
+    local plan = ARGV[at]
+    local conditions, ops = {}, {}
+    local p, v = 1, at + 1
+    while p <= #plan do
+      local c = string.sub(plan, p, p)
+      local n = string.byte(plan, p + 1) or 0
+      p = p + 2
+      if n >= 192 then n, p = ((n - 192) * 256 + string.byte(plan, p)) * 256 + string.byte(plan, p + 1), p + 2
+      elseif n >= 128 then n, p = (n - 128) * 256 + string.byte(plan, p), p + 1 end
+      local shape = PLAN[c] or {c, 0}
+      local a, b = shape[3] or '', ''
+      if shape[2] >= 1 then a = ARGV[v] end
+      if shape[2] == 2 then b = ARGV[v + 1] end
+      v = v + shape[2]
+      if string.find(c, '^%u$') then
+        conditions[#conditions + 1] = {kind = shape[1], k = n, want = a, index = #conditions}
+      else
+        ops[#ops + 1] = {kind = shape[1], k = n, a = a, b = b}
+      end
+    end
+    return conditions, ops
+  end
+
   -- Checks `conditions` (read_batch's) in order, on the keys now, key
   -- number i being `key_of(i)` (`check_condition`): nil when all hold,
   -- else what `check_condition` answers for the first that does not.
@@ -378,5 +411,5 @@ local function library()
   end
 
   return {parse_int = parse_int, add = add, beyond = beyond, simulator = simulator,
-    read_batch = read_batch, check_conditions = check_conditions, validate = validate}
+    read_batch = read_batch, read_plan = read_plan, check_conditions = check_conditions, validate = validate}
 end

@@ -29,15 +29,16 @@
 local CLAIM = 500
 
 -- What the cluster's scripts use of prelude.lua's `library()`.
-local parse_int, add, beyond, simulator, read_batch, check_conditions, validate
+local parse_int, add, beyond, simulator, read_batch, read_plan, check_conditions, validate
 do
   local lib = library()
   parse_int, add, beyond, simulator = lib.parse_int, lib.add, lib.beyond, lib.simulator
-  read_batch, check_conditions, validate = lib.read_batch, lib.check_conditions, lib.validate
+  read_batch, read_plan = lib.read_batch, lib.read_plan
+  check_conditions, validate = lib.check_conditions, lib.validate
 end
 
 -- The increments {a, b} among `ops` (a batch's operations, as prelude.lua's
--- `read_batch` gives them) of key number i, in batch order.
+-- `read_batch` and `read_plan` give them) of key number i, in batch order.
 local function incs_of(ops, i)
   local out = {}
   for _, op in ipairs(ops) do

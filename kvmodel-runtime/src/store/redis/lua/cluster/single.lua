@@ -6,13 +6,13 @@
 -- first condition, a clean-up or repair, and fails a condition on a held
 -- key at once instead); the one before that holds each key's mode and the
 -- one before that the commit's ticket (locks.lua). The rest is
--- commit.lua's (prelude.lua's `read_batch` reads it): ARGV[1] conditions,
--- then kind, key number, value each; then the operations, then kind, key
--- number, a, b each. A held key is met as locks.lua's `busy_of` says.
+-- commit.lua's (prelude.lua's `read_plan` reads it): ARGV[1] the plan,
+-- then the values its kinds take. A held key is met as locks.lua's
+-- `busy_of` says.
 do
   local n = tonumber(ARGV[#ARGV])
   local modes, ticket, nowait = ARGV[#ARGV - 2], ARGV[#ARGV - 3], ARGV[#ARGV - 1] == '1'
-  local conditions, ops = read_batch(1, false)
+  local conditions, ops = read_plan(1)
   local function key_of(i) return KEYS[i] end
   local function conflict_of(i)
     return conflict(KEYS[i], KEYS[n + i], KEYS[2 * n + i], string.sub(modes, i, i), nil, incs_of(ops, i), ticket, nowait)
