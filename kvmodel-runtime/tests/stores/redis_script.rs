@@ -333,3 +333,77 @@ async fn counters_move_by_one_on_both_sides_of_the_plain_check() {
     assert_eq!(store.counter("k").await.unwrap(), i64::MAX);
     assert_eq!(store.get("marker").await.unwrap(), None);
 }
+
+/// What a key holds, for comparing a whole database before and after: its
+/// type and, for a string, its value; for a sorted set, its members.
+async fn snapshot(conn: &mut MultiplexedConnection, keys: &[&str]) -> Vec<(String, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for k in keys {
+        let (t, v) = held(conn, k).await;
+        let items = if t == "zset" {
+            redis::cmd("ZRANGE")
+                .arg(*k)
+                .arg(0)
+                .arg(-1)
+                .query_async(conn)
+                .await
+                .unwrap()
+        } else {
+            v.into_iter().collect()
+        };
+        out.push((t, items));
+    }
+    out
+}
+
+/// Members and counters are moved before the values are written, unchecked:
+/// when a later one is refused (here an increment of a hash), every one
+/// that moved is moved back — a removed member returns, an added one goes,
+/// counters return to what they held (a created counter goes, and one
+/// moved by the most negative 64-bit amount comes back in two steps) — on
+/// both the script written for the batch's shape and the commit script.
+#[tokio::test]
+async fn moves_before_a_refusal_are_moved_back() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut conn = connect(&server).await;
+    let mut seed = Batch::new();
+    seed.add("z", b"s".to_vec(), b"x".to_vec())
+        .put("c", b"41".to_vec(), None)
+        .put("m", b"10".to_vec(), None);
+    assert!(store.commit(seed).await.unwrap().is_applied());
+    let () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let keys = ["z", "z2", "c", "m", "fresh", "h", "marker"];
+    let before = snapshot(&mut conn, &keys).await;
+    let mut b = Batch::new();
+    b.put("marker", b"m".to_vec(), None)
+        .remove("z", b"s".to_vec(), b"x".to_vec())
+        .add("z2", b"s".to_vec(), b"y".to_vec())
+        .incr("c", 7)
+        .incr("c", -3)
+        .incr("m", i64::MIN)
+        .incr("fresh", 1)
+        .incr("h", 1);
+    assert!(
+        RedisStore::shape_script(&b).unwrap().is_some(),
+        "an ordinary batch"
+    );
+    let got = store.commit(b.clone()).await;
+    assert!(
+        matches!(&got, Err(kvmodel_runtime::Error::InvalidBatch { key, .. }) if key == "h"),
+        "{got:?}"
+    );
+    assert_eq!(snapshot(&mut conn, &keys).await, before, "shape script");
+    let reply = run_forged(&mut conn, &b, None, |_| {}).await;
+    match &reply {
+        Value::Array(items) => assert_eq!(items.first(), Some(&Value::Int(-1))),
+        other => panic!("unexpected reply {other:?}"),
+    }
+    assert_eq!(snapshot(&mut conn, &keys).await, before, "commit script");
+}
