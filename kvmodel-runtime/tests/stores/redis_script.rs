@@ -407,3 +407,71 @@ async fn moves_before_a_refusal_are_moved_back() {
     }
     assert_eq!(snapshot(&mut conn, &keys).await, before, "commit script");
 }
+
+/// An append to a change feed whose key holds something other than a
+/// Stream is refused before any write, by the script written for the
+/// batch's shape and by the commit script, and the key is left as it was.
+#[tokio::test]
+async fn an_append_to_a_key_that_is_no_stream_is_refused() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut conn = connect(&server).await;
+    let () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg("text")
+        .arg("abc")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let keys = ["h", "text", "marker", "c"];
+    let before = snapshot(&mut conn, &keys).await;
+    for feed in ["h", "text"] {
+        let mut b = Batch::new();
+        b.put("marker", b"m".to_vec(), None).incr("c", 1).append(
+            feed,
+            b"e".to_vec(),
+            std::time::Duration::from_secs(60),
+        );
+        assert!(RedisStore::shape_script(&b).unwrap().is_some());
+        let got = store.commit(b.clone()).await;
+        assert!(
+            matches!(&got, Err(kvmodel_runtime::Error::InvalidBatch { key, .. }) if key == feed),
+            "{feed}: {got:?}"
+        );
+        assert_eq!(
+            snapshot(&mut conn, &keys).await,
+            before,
+            "{feed}: shape script"
+        );
+        let reply = run_forged(&mut conn, &b, None, |_| {}).await;
+        match &reply {
+            Value::Array(items) => assert_eq!(items.first(), Some(&Value::Int(-1)), "{feed}"),
+            other => panic!("{feed}: unexpected reply {other:?}"),
+        }
+        assert_eq!(
+            snapshot(&mut conn, &keys).await,
+            before,
+            "{feed}: commit script"
+        );
+    }
+    // Onto a Stream, or nothing yet, the same batch applies.
+    let mut b = Batch::new();
+    b.put("marker", b"m".to_vec(), None).incr("c", 1).append(
+        "feed",
+        b"e".to_vec(),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let len: i64 = redis::cmd("XLEN")
+        .arg("feed")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(len, 1);
+}

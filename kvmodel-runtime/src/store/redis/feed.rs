@@ -1,5 +1,5 @@
 //! Change feeds on Redis, a server or a cluster alike: one Stream per
-//! feed, its entries added by the commit (prelude.lua's `feed_append`, run
+//! feed, its entries added by the commit (feed.lua's `feed_append`, run
 //! by `lua/commit.lua` and by the cluster's protocol steps) with a field
 //! `e` holding the entry. A page is one `XRANGE`; a reader that finds
 //! nothing waits with `XREAD BLOCK` on a connection of its own; how far

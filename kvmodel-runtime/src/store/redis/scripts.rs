@@ -2,7 +2,8 @@
 //! pieces in `lua/`, so that what the server and the cluster do alike is
 //! one text:
 //!
-//! - `prelude.lua` starts every script that writes: the checks of a time
+//! - `feed.lua` starts every script that writes: the change-feed append.
+//! - `prelude.lua` follows it in every script that writes: the checks of a time
 //!   to live, the application of an operation, the check of a condition;
 //!   and, defined only by the scripts that call its `library()` (Redis
 //!   runs a script's whole text on every call, so each function defined
@@ -29,10 +30,12 @@ macro_rules! lua {
     };
 }
 
-/// The commit script of a server: `commit.lua`, after the one function it
-/// defines on every run, `general` (the prelude and `general.lua`, whose
-/// own functions are defined only when a batch needs them).
+/// The commit script of a server: `commit.lua`, after the two functions it
+/// defines on every run, the feed append and `general` (the prelude and
+/// `general.lua`, whose own functions are defined only when a batch needs
+/// them).
 pub(crate) const COMMIT: &str = concat!(
+    lua!("feed.lua"),
     "local function general(known)\n",
     lua!("prelude.lua"),
     lua!("general.lua"),
@@ -55,6 +58,7 @@ mod cluster {
     macro_rules! step {
         ($file:literal) => {
             Script::new(concat!(
+                lua!("feed.lua"),
                 lua!("prelude.lua"),
                 lua!("cluster/locks.lua"),
                 lua!("cluster/step.lua"),
@@ -83,6 +87,7 @@ mod cluster {
         pub(crate) fn new() -> Scripts {
             Scripts {
                 single: Script::new(concat!(
+                    lua!("feed.lua"),
                     lua!("prelude.lua"),
                     lua!("cluster/locks.lua"),
                     lua!("cluster/single.lua"),
@@ -103,3 +108,7 @@ mod cluster {
         }
     }
 }
+
+/// The change-feed append (`feed_append`), which a shape script that
+/// appends starts with.
+pub(crate) const FEED: &str = lua!("feed.lua");

@@ -1,11 +1,12 @@
 //! `RedisStore`: a real Redis server.
 //!
-//! `commit` is one `EVALSHA` of the commit script (`lua/prelude.lua`, then
-//! `lua/commit.lua`; loaded on `NOSCRIPT`) that checks every condition and
-//! validates every operation before the first write, with the rules of
-//! [`check`](fn@crate::store::check) (which include every check of the
-//! commands it then runs), so a failed condition or a malformed batch writes
-//! nothing. Sorted collections are sorted sets whose members are the
+//! `commit` is one script: the one written for the batch's shape
+//! (`shape`), or the commit script (`lua/commit.lua`, with `lua/general.lua`
+//! behind it; loaded on `NOSCRIPT`). Either checks every condition and
+//! validates every operation with the rules of
+//! [`check`](fn@crate::store::check) (or moves back what it moved when a
+//! command refuses a key of another kind), so a failed condition or a
+//! malformed batch writes nothing. Sorted collections are sorted sets whose members are the
 //! order-preserving entries (all scores 0, read with `ZRANGEBYLEX`); TTLs
 //! are native (`PX`); counters are `INCRBY`; `get_many` is one `MGET`;
 //! `get_via` and `range_values` are one run of the read script

@@ -8,7 +8,9 @@
 //! ([`commit_args`](super::wire::commit_args)) names the script) and
 //! commits an ordinary batch as `commit.lua` does: conditions checked with
 //! one `GET` each, values checked, members and counters moved first with
-//! commands that refuse a key of another kind, values written last. Where
+//! commands that refuse a key of another kind, values written last, then
+//! change-feed appends (with `feed.lua`'s `feed_append`, which such a
+//! script starts with). Where
 //! `commit.lua` would hand the batch to its general validation (a key of
 //! another kind, a refusal), a shape script moves back what it moved and
 //! answers `{-9}`, and the store sends the batch to `commit.lua`, which
@@ -17,6 +19,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
+
+use crate::store::redis::scripts::FEED;
 
 /// The most entries (conditions and operations) a shape script takes.
 const MAX_ENTRIES: usize = 48;
@@ -121,6 +125,8 @@ enum Role {
     Members,
     /// Moves.
     Counter,
+    /// A change feed: grows.
+    Feed,
 }
 
 /// The shape script of `plan`, or `None` when the plan is not an ordinary
@@ -166,12 +172,27 @@ pub(crate) fn script(plan: &[u8]) -> Option<String> {
             b'p' | b'q' | b'd' => Role::Value,
             b'z' | b'r' => Role::Members,
             b'u' | b'v' | b'i' => Role::Counter,
+            b'f' => Role::Feed,
             _ => return None,
         };
         match roles.insert(n, role) {
             Some(_) if role == Role::Value => return None,
             Some(was) if was != role => return None,
-            _ => {}
+            Some(_) => {}
+            None if role == Role::Feed => {
+                let _ = writeln!(
+                    out,
+                    "c = call('TYPE', K[{n}]).ok if c ~= 'stream' and c ~= 'none' then return {{-9}} end"
+                );
+            }
+            None => {}
+        }
+        if e.kind == b'f' {
+            let t = v + 1;
+            let _ = writeln!(
+                out,
+                "if not (find(A[{t}], '^[1-9][0-9]*$') and #A[{t}] <= 13) then return {{-9}} end"
+            );
         }
         if e.kind == b'q' {
             let t = v + 1;
@@ -196,7 +217,7 @@ pub(crate) fn script(plan: &[u8]) -> Option<String> {
     // Members and counters, each refusal moving back what moved.
     let moves: Vec<&Entry> = ops
         .iter()
-        .filter(|e| e.kind != b'p' && e.kind != b'q' && e.kind != b'd')
+        .filter(|e| matches!(e.kind, b'z' | b'r' | b'u' | b'v' | b'i'))
         .collect();
     if !moves.is_empty() {
         let names: Vec<String> = (1..=moves.len()).map(|j| format!("r{j}")).collect();
@@ -256,6 +277,15 @@ pub(crate) fn script(plan: &[u8]) -> Option<String> {
             b'd' => writeln!(out, "call('UNLINK', K[{n}])"),
             _ => Ok(()),
         };
+    }
+    // The feeds last, as `commit.lua` appends them.
+    let mut appends = ops.iter().filter(|e| e.kind == b'f').peekable();
+    if appends.peek().is_some() {
+        for e in appends {
+            let (n, v) = (e.key, e.value);
+            let _ = writeln!(out, "feed_append(K[{n}], A[{}], A[{v}])", v + 1);
+        }
+        out.insert_str(0, FEED);
     }
     out.push_str("return {1}\n");
     Some(out)
@@ -346,6 +376,19 @@ mod tests {
         assert!(text.contains("call('TYPE', K[3])"));
         assert!(text.contains("call('SET', K[3], A[5], 'PX', A[6])"));
         assert!(text.contains("pcall('INCRBY', K[2], A[4])"));
+    }
+
+    #[test]
+    fn a_batch_with_a_feed_appends_after_its_values() {
+        let mut b = create();
+        b.append("feed", b"e".to_vec(), std::time::Duration::from_secs(60));
+        let text = script(&plan(&b)).unwrap();
+        assert!(text.starts_with(FEED), "the append's function first");
+        // The feed is key 9; its entry and retention follow the members.
+        assert!(text.contains("c = call('TYPE', K[9]).ok if c ~= 'stream'"));
+        assert!(text.contains("#A[8] <= 13"));
+        let append = text.find("feed_append(K[9], A[8], A[7])").unwrap();
+        assert!(text.find("call('SET', K[2], A[4])").unwrap() < append);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
 }
 
 /// A change-feed append as the cluster's protocol steps read it, an
-/// operation `f`: the entry, then the retention in ms (prelude.lua's
+/// operation `f`: the entry, then the retention in ms (feed.lua's
 /// `feed_append`).
 #[cfg(feature = "redis-cluster")]
 pub(crate) fn encode_append(a: &FeedAppend) -> (&'static [u8], Vec<u8>, Vec<u8>) {

@@ -18,13 +18,14 @@
 -- script pays for each function it defines on every run): its conditions
 -- checked with one `GET` each; a value key put or deleted once (a put on
 -- a key no condition read asks its `TYPE`); members and counters moved
--- any number of times. Members and counters are moved
--- first, with commands that refuse a key of another kind and then change
--- nothing, and are moved back if one is refused; the values are written
--- last, with commands that cannot fail. Anything else, and a refusal, goes
--- to `general` (general.lua: prelude.lua's exact validation with the rules
--- of `kvmodel_runtime::store::check`), as do change-feed appends; it names
--- what does not fit. A refused batch writes nothing. (A counter moved back to zero is removed:
+-- any number of times; feeds (feed.lua's `feed_append`) appended to.
+-- Members and counters are moved first, with commands that refuse a key of
+-- another kind and then change nothing, and are moved back if one is
+-- refused; the values are written last, with commands that cannot fail,
+-- then the feeds. Anything else, and a refusal, goes to `general`
+-- (general.lua: prelude.lua's exact validation with the rules of
+-- `kvmodel_runtime::store::check`), which names what does not fit. A
+-- refused batch writes nothing. (A counter moved back to zero is removed:
 -- an absent counter reads as zero.)
 
 local KEYS, ARGV = KEYS, ARGV
@@ -61,7 +62,8 @@ end
 
 -- The operations, read into `kinds`, `keys`, `as` and `bs`, if they are
 -- ordinary: a value key put or deleted once and nothing else, a member key
--- only gaining and losing members, a counter only moving. 
+-- only gaining and losing members, a counter only moving, a feed (a Stream
+-- or nothing yet) only growing.
 local kinds, keys, as, bs, role, m = {}, {}, {}, {}, {}, 0
 while p <= len do
   local kind = byte(plan, p)
@@ -106,6 +108,16 @@ while p <= len do
       if not ((#a <= 20 and find(a, '^%-?[1-9][0-9]*$')) or a == '0') then return general(known) end
     end
     kind = 105
+  elseif kind == 102 then
+    if r and r ~= 4 then return general(known) end
+    if not r then
+      role[n] = 4
+      local t = call('TYPE', k).ok
+      if t ~= 'stream' and t ~= 'none' then return general(known) end
+    end
+    a, b = ARGV[v], ARGV[v + 1]
+    v = v + 2
+    if not (find(b, '^[1-9][0-9]*$') and #b <= 13) then return general(known) end
   else
     return general(known)
   end
@@ -145,12 +157,14 @@ for j = 1, m do
   if kind ~= 105 and got == 1 then bs[j] = true end
 end
 
--- The values: commands that cannot fail now.
+-- The values, then the feeds (their entries last in the plan): commands
+-- that cannot fail now.
 for j = 1, m do
   local kind = kinds[j]
   if kind == 112 then call('SET', keys[j], as[j])
   elseif kind == 113 then call('SET', keys[j], as[j], 'PX', bs[j])
   -- UNLINK, never DEL: a big collection is freed in the background.
-  elseif kind == 100 then call('UNLINK', keys[j]) end
+  elseif kind == 100 then call('UNLINK', keys[j])
+  elseif kind == 102 then feed_append(keys[j], bs[j], as[j]) end
 end
 return {1}
