@@ -1,7 +1,7 @@
-//! What both Redis stores say on the wire, in one place: how a condition
-//! and an operation are sent to every script (`lua/commit.lua` on a server
-//! and within one cluster slot, each step of the cluster's cross-slot
-//! protocol), the `KEYS` and `ARGV` of `commit.lua`, the longest time to
+//! What both Redis stores say on the wire, in one place: a batch as the
+//! plan and values of `lua/commit.lua` and of shape scripts (on a server
+//! and within one cluster slot), a condition and an operation as each step
+//! of the cluster's cross-slot protocol reads them, the longest time to
 //! live sent, the range command of a page, the `SCAN` pattern of a key
 //! prefix, how a time to live is read back, and how a script's reply and a
 //! failed request are read.
@@ -28,7 +28,9 @@ fn ms(d: Duration) -> String {
     d.as_millis().clamp(1, MAX_TTL_MS).to_string()
 }
 
-/// A condition as the scripts read it: kind, then the value it compares.
+/// A condition as the cluster's protocol steps read it: kind, then the
+/// value it compares.
+#[cfg(feature = "redis-cluster")]
 pub(crate) fn encode_condition(c: &Condition) -> (&'static [u8], &[u8]) {
     match c {
         Condition::Absent(_) => (b"a", b""),
@@ -38,7 +40,9 @@ pub(crate) fn encode_condition(c: &Condition) -> (&'static [u8], &[u8]) {
     }
 }
 
-/// An operation as the scripts read it: kind, then two arguments.
+/// An operation as the cluster's protocol steps read it: kind, then two
+/// arguments.
+#[cfg(feature = "redis-cluster")]
 pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
     match op {
         Op::Put { value, ttl, .. } => (
