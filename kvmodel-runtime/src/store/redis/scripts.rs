@@ -53,6 +53,8 @@ pub(crate) use cluster::Scripts;
 mod cluster {
     use redis::Script;
 
+    use crate::store::redis::shape::Shapes;
+
     /// A step of the cross-slot protocol: the prelude, the holds, what
     /// every step shares, then the step's own body.
     macro_rules! step {
@@ -73,6 +75,9 @@ mod cluster {
         /// A batch within one slot: the server's commit script behind the
         /// holds of unfinished cross-slot writes.
         pub(crate) single: Script,
+        /// A batch within one slot with a shape script: the same, the
+        /// shape script instead of the commit script.
+        pub(crate) shapes: Shapes<Script>,
         pub(crate) prepare_primary: Script,
         pub(crate) prepare_group: Script,
         pub(crate) prepare_adds: Script,
@@ -83,14 +88,27 @@ mod cluster {
         pub(crate) finish: Script,
     }
 
+    /// What a batch within one slot runs first: the pieces every script
+    /// that writes starts with, and the check of other writes' holds.
+    macro_rules! single_head {
+        () => {
+            concat!(
+                lua!("feed.lua"),
+                lua!("prelude.lua"),
+                lua!("cluster/locks.lua"),
+                lua!("cluster/single.lua")
+            )
+        };
+    }
+
     impl Scripts {
         pub(crate) fn new() -> Scripts {
             Scripts {
+                shapes: Shapes::new(|body, _| {
+                    Script::new(&[single_head!(), "do\n", &body, "end\n"].concat())
+                }),
                 single: Script::new(concat!(
-                    lua!("feed.lua"),
-                    lua!("prelude.lua"),
-                    lua!("cluster/locks.lua"),
-                    lua!("cluster/single.lua"),
+                    single_head!(),
                     "local function general(known)\n",
                     lua!("general.lua"),
                     "end\n",

@@ -51,7 +51,7 @@ pub struct RedisStore {
     pub(super) link: Arc<Link>,
     sha: Arc<str>,
     read_sha: Arc<str>,
-    shapes: Arc<Shapes>,
+    shapes: Arc<Shapes<Shape>>,
     round_trips: Arc<AtomicU64>,
 }
 
@@ -87,7 +87,7 @@ impl RedisStore {
             link: Arc::new(link),
             sha: Arc::from(redis::Script::new(COMMIT).get_hash()),
             read_sha: Arc::from(redis::Script::new(READ).get_hash()),
-            shapes: Arc::default(),
+            shapes: Arc::new(Shapes::new(Shape::for_server)),
             round_trips: Arc::default(),
         }
     }

@@ -4,6 +4,10 @@
 //! other, without reading the plan, keeping tables or defining functions,
 //! which in Lua cost more than the commands themselves.
 //!
+//! A server runs a shape script alone; a cluster runs it for a batch
+//! within one slot, behind the check of other writes' holds
+//! (`lua/cluster/single.lua`), as it runs `commit.lua`.
+//!
 //! A shape script takes `commit.lua`'s `KEYS` and `ARGV` (the plan
 //! ([`commit_args`](super::wire::commit_args)) names the script) and
 //! commits an ordinary batch as `commit.lua` does: conditions checked with
@@ -28,25 +32,50 @@ const MAX_ENTRIES: usize = 48;
 /// The most shape scripts a store keeps; later shapes go to `commit.lua`.
 const MAX_SHAPES: usize = 256;
 
-/// A shape script: its text and SHA1, and whether this store sent its
-/// text (a store sends a new shape's text at once, with `EVAL`, instead
-/// of learning from `NOSCRIPT` that the server lacks it).
+/// A server's shape script: its text and SHA1, and whether this store sent
+/// its text (a store sends a new shape's text at once, with `EVAL`,
+/// instead of learning from `NOSCRIPT` that the server lacks it).
 pub(crate) struct Shape {
     pub(crate) text: String,
     pub(crate) sha: String,
     pub(crate) sent: std::sync::atomic::AtomicBool,
 }
 
-/// The shape scripts of one store, by plan.
-#[derive(Default)]
-pub(crate) struct Shapes {
-    scripts: Mutex<HashMap<Vec<u8>, Option<Arc<Shape>>>>,
+impl Shape {
+    /// The server's script for a shape's `body` (with the change-feed
+    /// append before it when the batch `appends`).
+    pub(crate) fn for_server(body: String, appends: bool) -> Shape {
+        let text = if appends {
+            [FEED, &body].concat()
+        } else {
+            body
+        };
+        Shape {
+            sha: redis::Script::new(&text).get_hash().to_owned(),
+            text,
+            sent: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
-impl Shapes {
+/// The shape scripts of one store, by plan, each made by the store's
+/// `make` from the shape's body and whether the batch appends to a feed.
+pub(crate) struct Shapes<T> {
+    scripts: Mutex<HashMap<Vec<u8>, Option<Arc<T>>>>,
+    make: fn(String, bool) -> T,
+}
+
+impl<T> Shapes<T> {
+    pub(crate) fn new(make: fn(String, bool) -> T) -> Shapes<T> {
+        Shapes {
+            scripts: Mutex::default(),
+            make,
+        }
+    }
+
     /// The script for `plan`, written on first sight; `None` for a plan no
     /// shape script takes (or past [`MAX_SHAPES`]).
-    pub(crate) fn get(&self, plan: &[u8]) -> Option<Arc<Shape>> {
+    pub(crate) fn get(&self, plan: &[u8]) -> Option<Arc<T>> {
         // Too long to be a shape: not worth a look-up (nor a place).
         if plan.len() > 4 * MAX_ENTRIES {
             return None;
@@ -61,14 +90,7 @@ impl Shapes {
         if scripts.len() >= MAX_SHAPES {
             return None;
         }
-        let shape = script(plan).map(|text| {
-            let sha = redis::Script::new(&text).get_hash().to_owned();
-            Arc::new(Shape {
-                text,
-                sha,
-                sent: std::sync::atomic::AtomicBool::new(false),
-            })
-        });
+        let shape = body(plan).map(|(body, appends)| Arc::new((self.make)(body, appends)));
         scripts.insert(plan.to_vec(), shape.clone());
         shape
     }
@@ -129,9 +151,17 @@ enum Role {
     Feed,
 }
 
-/// The shape script of `plan`, or `None` when the plan is not an ordinary
-/// batch of at most [`MAX_ENTRIES`] entries (`commit.lua` takes it).
+/// A server's shape script for `plan` ([`body`], after the change-feed
+/// append when the batch appends to a feed).
 pub(crate) fn script(plan: &[u8]) -> Option<String> {
+    body(plan).map(|(body, appends)| Shape::for_server(body, appends).text)
+}
+
+/// The body of the shape script of `plan`, and whether it appends to a
+/// change feed (then it calls `feed_append`, which the script must define
+/// first); `None` when the plan is not an ordinary batch of at most
+/// [`MAX_ENTRIES`] entries (`commit.lua` takes it).
+pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
     let entries = entries(plan)?;
     if entries.is_empty() || entries.len() > MAX_ENTRIES {
         return None;
@@ -279,16 +309,14 @@ pub(crate) fn script(plan: &[u8]) -> Option<String> {
         };
     }
     // The feeds last, as `commit.lua` appends them.
-    let mut appends = ops.iter().filter(|e| e.kind == b'f').peekable();
-    if appends.peek().is_some() {
-        for e in appends {
-            let (n, v) = (e.key, e.value);
-            let _ = writeln!(out, "feed_append(K[{n}], A[{}], A[{v}])", v + 1);
-        }
-        out.insert_str(0, FEED);
+    let mut appends = false;
+    for e in ops.iter().filter(|e| e.kind == b'f') {
+        let (n, v) = (e.key, e.value);
+        let _ = writeln!(out, "feed_append(K[{n}], A[{}], A[{v}])", v + 1);
+        appends = true;
     }
     out.push_str("return {1}\n");
-    Some(out)
+    Some((out, appends))
 }
 
 #[cfg(test)]
@@ -393,7 +421,7 @@ mod tests {
 
     #[test]
     fn a_store_keeps_one_script_per_plan_and_no_more_than_its_bound() {
-        let shapes = Shapes::default();
+        let shapes = Shapes::new(Shape::for_server);
         let p = plan(&create());
         let a = shapes.get(&p).unwrap();
         let b = shapes.get(&p).unwrap();

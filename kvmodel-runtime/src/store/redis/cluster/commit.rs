@@ -15,6 +15,7 @@ use crate::store::batch::{Batch, Outcome};
 use crate::store::redis::cluster::RedisClusterStore;
 use crate::store::redis::cluster::plan::{guard_keys, hold_flags, never_waits, slots};
 use crate::store::redis::cluster::slots::is_share_key;
+use crate::store::redis::shape::handed_on;
 use crate::store::redis::wire::{Met, Reply, commit_args, reply};
 
 /// The longest [`spread`](RedisClusterStore::spread) after a contended
@@ -218,6 +219,7 @@ impl RedisClusterStore {
     /// `KEYS` and `ARGV`, behind the check of other writes' holds.
     async fn commit_single(&self, batch: &Batch, ticket: &str) -> Result<Attempt> {
         let (keys, mut argv) = commit_args(batch)?;
+        let shape = self.inner.scripts.shapes.get(&argv[0]);
         let keys: Vec<String> = keys.into_iter().map(str::to_owned).collect();
         argv.push(ticket.as_bytes().to_vec());
         argv.push(hold_flags(&keys, batch.conditions(), batch.ops()).into_bytes());
@@ -228,13 +230,20 @@ impl RedisClusterStore {
         });
         argv.push(keys.len().to_string().into_bytes());
         let keys = guard_keys(&keys, &self.inner.prefix);
-        let value = self
-            .run(&self.inner.scripts.single, &keys, &argv)
+        let unknown = |e| Error::OutcomeUnknown {
+            backend: "redis-cluster",
+            source: Box::new(e),
+        };
+        let single = &self.inner.scripts.single;
+        let mut value = self
+            .run(shape.as_deref().unwrap_or(single), &keys, &argv)
             .await?
-            .map_err(|e| Error::OutcomeUnknown {
-                backend: "redis-cluster",
-                source: Box::new(e),
-            })?;
+            .map_err(unknown)?;
+        // A shape script that met what it does not check hands the batch
+        // on, having written nothing.
+        if shape.is_some() && handed_on(&value) {
+            value = self.run(single, &keys, &argv).await?.map_err(unknown)?;
+        }
         Ok(match reply(&value, "redis-cluster")? {
             Reply::Done(_) => Attempt::Done(Outcome::Applied),
             Reply::Failed { index, held: false } => Attempt::Done(Outcome::Failed { index }),

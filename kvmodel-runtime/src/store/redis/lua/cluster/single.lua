@@ -1,6 +1,7 @@
--- kvmodel on Redis Cluster, a batch within one hash slot: ../commit.lua
--- (appended below, unchanged) behind the holds of unfinished cross-slot
--- writes (locks.lua, prepended). KEYS: commit.lua's n keys, then their n
+-- kvmodel on Redis Cluster, a batch within one hash slot: ../commit.lua,
+-- or the script written for the batch's shape (../../shape.rs), appended
+-- below unchanged, behind the holds of unfinished cross-slot writes
+-- (locks.lua, prepended). KEYS: commit.lua's n keys, then their n
 -- locks and their n shared holds. The last ARGV is n; the one before it
 -- says whether the batch may wait ('1': it does not write the key of its
 -- first condition, a clean-up or repair, and fails a condition on a held
