@@ -15,6 +15,8 @@ mod across_slots {
 
 #[path = "cluster/holds.rs"]
 mod holds;
+#[path = "cluster/members.rs"]
+mod members_race;
 
 use std::time::Duration;
 

@@ -234,6 +234,16 @@ impl Group {
         }
     }
 
+    /// Whether step 1 adds members here before the commit point. Another
+    /// write of the record may add the same member meanwhile and rely on
+    /// it, so such a write prepares this slot only while it holds its
+    /// record (`protocol`): undoing the member is then safe.
+    pub(crate) fn adds_early(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|(op, early)| *early && matches!(op, Op::Add { .. }))
+    }
+
     /// Notes that the group touches `key`.
     fn touch(&mut self, key: &str) {
         if !self.keys.iter().any(|k| k == key) {
