@@ -27,9 +27,37 @@ use kvmodel_runtime::{Batch, Error, RangeRequest, RedisClusterStore, Store};
 
 const LEASE: Duration = Duration::from_millis(200);
 
-/// Waits until writes started now are past their lease and its margin.
-async fn overdue() {
-    tokio::time::sleep(LEASE * 2 + Duration::from_millis(150)).await;
+/// The clock of the test cluster's nodes (their `TIME`), in milliseconds
+/// since the Unix epoch: the clock a write's deadline is stamped by.
+async fn node_ms() -> u64 {
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    let client = redis::Client::open(cluster.seeds()[0].as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let (s, us): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    s * 1000 + us / 1000
+}
+
+/// Waits until every write stuck before this call is overdue: its
+/// deadline, stamped by a node at most one lease after that
+/// node's clock reads now, plus the margin of one more lease, has passed
+/// on the nodes' clock (which recovery goes by) and on this process's
+/// (which a write meeting its holds goes by). Polls the clocks rather than
+/// sleeping a fixed time, so it holds however slowly the machine runs.
+async fn overdue(lease: Duration) {
+    let lease = u64::try_from(lease.as_millis()).unwrap();
+    let due = node_ms().await + 2 * lease;
+    loop {
+        let here = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        if here > u128::from(due) && node_ms().await > due {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn members(s: &RedisClusterStore, key: &str) -> Vec<String> {
@@ -157,7 +185,7 @@ async fn every_crash_point_leaves_what_recovery_repairs() {
             ),
             "{point:?}"
         );
-        overdue().await;
+        overdue(LEASE).await;
         let unfinished = s.unfinished_writes().await.unwrap();
         assert_eq!(unfinished.len(), 1, "{point:?}: {unfinished:?}");
         let done = s.recover_now().await.unwrap();
@@ -200,7 +228,7 @@ async fn the_next_write_finishes_or_undoes_a_crashed_one() {
     // Within its lease a condition on the record it holds would fail after
     // a short wait (see docs/cluster.md); once it is overdue, the next
     // write settles it.
-    overdue().await;
+    overdue(LEASE).await;
     let mut again = Batch::new();
     again
         .equals(&k.record, b"v1".to_vec())

@@ -13,7 +13,7 @@ mod tx_kill;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kvmodel::conformance::{ClusterHarness, Harness};
+use kvmodel::conformance::{ClusterHarness, Harness, RedisCluster};
 use kvmodel::key::hash_slot;
 use kvmodel::{Error, KvEntity, PageRequest, RedisClusterStore, Store};
 use kvmodel_runtime::store::CrashPoint;
@@ -46,8 +46,37 @@ fn member(id: &str, email: &str, team: &str) -> Member {
 
 const LEASE: Duration = Duration::from_millis(200);
 
-async fn overdue() {
-    tokio::time::sleep(LEASE * 2 + Duration::from_millis(150)).await;
+/// The clock of the test cluster's nodes (their `TIME`), in milliseconds
+/// since the Unix epoch: the clock a write's deadline is stamped by.
+async fn node_ms() -> u64 {
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    let client = redis::Client::open(cluster.seeds()[0].as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let (s, us): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    s * 1000 + us / 1000
+}
+
+/// Waits until every write stuck before this call is overdue: its
+/// deadline, stamped by a node at most one lease after that
+/// node's clock reads now, plus the margin of one more lease, has passed
+/// on the nodes' clock (which recovery goes by) and on this process's
+/// (which a write meeting its holds goes by). Polls the clocks rather than
+/// sleeping a fixed time, so it holds however slowly the machine runs.
+async fn overdue(lease: Duration) {
+    let lease = u64::try_from(lease.as_millis()).unwrap();
+    let due = node_ms().await + 2 * lease;
+    loop {
+        let here = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        if here > u128::from(due) && node_ms().await > due {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Which of the test cluster's three masters serves `key`.
@@ -169,7 +198,7 @@ async fn a_crash_at_every_step_is_seen_through_reported_and_repaired() {
                 );
             }
 
-            overdue().await;
+            overdue(LEASE).await;
             let drift = repo.verify(50).await.unwrap();
             assert!(
                 !drift.is_clean(),
@@ -214,7 +243,7 @@ async fn the_next_write_to_the_record_recovers_it() {
         // Within its lease the crashed write looks alive: a write meeting
         // its claim waits a little, then fails that condition. Once it is
         // overdue, the next write settles it and goes on.
-        overdue().await;
+        overdue(LEASE).await;
         match point {
             CrashPoint::Prepared => repo.create(&m).await.unwrap(),
             _ => assert!(matches!(
@@ -422,7 +451,7 @@ async fn a_restricted_delete_sees_a_child_whose_count_has_not_moved_yet() {
     }
     assert!(crews.get(&crew).await.unwrap().is_some());
     // Once the crashed write is finished, the count holds the sailor.
-    overdue().await;
+    overdue(LEASE).await;
     store.recover_now().await.unwrap();
     assert_eq!(store.counter(&children_of(&crew)).await.unwrap(), 1);
 }
