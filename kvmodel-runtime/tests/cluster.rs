@@ -17,6 +17,8 @@ mod across_slots {
 mod holds;
 #[path = "cluster/members.rs"]
 mod members_race;
+#[path = "cluster/settle.rs"]
+mod settle;
 
 use std::time::Duration;
 

@@ -188,7 +188,11 @@ impl RedisClusterStore {
     ) -> Result<bool> {
         let start = Instant::now();
         loop {
-            self.meet_lock(held).await?;
+            // A holder settled here is gone, however long settling took:
+            // try again rather than give the condition up.
+            if self.meet_lock(held).await? {
+                return Ok(true);
+            }
             if may_give_up && start.elapsed() > patience {
                 return Ok(false);
             }
