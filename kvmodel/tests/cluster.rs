@@ -13,7 +13,7 @@ mod tx_kill;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kvmodel::conformance::{ClusterHarness, Harness};
+use kvmodel::conformance::{ClusterHarness, Harness, RedisCluster};
 use kvmodel::key::hash_slot;
 use kvmodel::{Error, KvEntity, PageRequest, RedisClusterStore, Store};
 use kvmodel_runtime::store::CrashPoint;
@@ -46,8 +46,49 @@ fn member(id: &str, email: &str, team: &str) -> Member {
 
 const LEASE: Duration = Duration::from_millis(200);
 
-async fn overdue() {
-    tokio::time::sleep(LEASE * 2 + Duration::from_millis(150)).await;
+/// Waits until every write stuck before this call is overdue: its
+/// deadline, stamped by a node at most one `lease` after that node's clock
+/// reads now, plus the margin of one more lease, has passed on the nodes'
+/// clock (their `TIME`, which recovery goes by) and on this process's
+/// (which a write meeting its holds goes by). Polls the clocks rather than
+/// sleeping a fixed time, so it holds however slowly the machine runs; a
+/// slow node is asked again.
+async fn overdue(lease: Duration) {
+    let lease = u64::try_from(lease.as_millis()).unwrap();
+    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
+        .await
+        .unwrap();
+    let client = redis::Client::open(cluster.seeds()[0].as_str()).unwrap();
+    let limit = std::time::Instant::now() + Duration::from_secs(120);
+    let (mut conn, mut due) = (None, None);
+    loop {
+        assert!(
+            std::time::Instant::now() < limit,
+            "the test cluster's clock could not be read"
+        );
+        if conn.is_none() {
+            conn = client.get_multiplexed_async_connection().await.ok();
+        }
+        let node: Option<(u64, u64)> = match conn.as_mut() {
+            Some(c) => redis::cmd("TIME").query_async(c).await.ok(),
+            None => None,
+        };
+        match node {
+            Some((s, us)) => {
+                let node = s * 1000 + us / 1000;
+                let due = *due.get_or_insert(node + 2 * lease);
+                let here = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis();
+                if node > due && here > u128::from(due) {
+                    return;
+                }
+            }
+            None => conn = None,
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Which of the test cluster's three masters serves `key`.
@@ -169,7 +210,7 @@ async fn a_crash_at_every_step_is_seen_through_reported_and_repaired() {
                 );
             }
 
-            overdue().await;
+            overdue(LEASE).await;
             let drift = repo.verify(50).await.unwrap();
             assert!(
                 !drift.is_clean(),
@@ -214,7 +255,7 @@ async fn the_next_write_to_the_record_recovers_it() {
         // Within its lease the crashed write looks alive: a write meeting
         // its claim waits a little, then fails that condition. Once it is
         // overdue, the next write settles it and goes on.
-        overdue().await;
+        overdue(LEASE).await;
         match point {
             CrashPoint::Prepared => repo.create(&m).await.unwrap(),
             _ => assert!(matches!(
@@ -422,7 +463,7 @@ async fn a_restricted_delete_sees_a_child_whose_count_has_not_moved_yet() {
     }
     assert!(crews.get(&crew).await.unwrap().is_some());
     // Once the crashed write is finished, the count holds the sailor.
-    overdue().await;
+    overdue(LEASE).await;
     store.recover_now().await.unwrap();
     assert_eq!(store.counter(&children_of(&crew)).await.unwrap(), 1);
 }

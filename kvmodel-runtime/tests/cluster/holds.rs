@@ -13,11 +13,6 @@ use kvmodel_runtime::{Batch, Store};
 /// Long enough that a write which does not wait finishes well within it.
 const LEASE: Duration = Duration::from_millis(1500);
 
-/// Waits until writes started now are past their lease and its margin.
-async fn overdue() {
-    tokio::time::sleep(LEASE * 2 + Duration::from_millis(150)).await;
-}
-
 /// A create of record `{tag}holds:rec` that also runs `more` on the batch.
 fn create(tag: &str, more: impl FnOnce(&mut Batch)) -> Batch {
     let record = format!("{{{tag}}}holds:rec");
@@ -64,7 +59,7 @@ async fn adders_go_on_together_and_a_reader_is_kept_out() {
         })
     };
     assert!(!s.commit(reader()).await.unwrap().is_applied());
-    overdue().await;
+    super::overdue(LEASE).await;
     assert!(s.commit(reader()).await.unwrap().is_applied());
     assert_eq!(s.counter(counter).await.unwrap(), 8, "the stuck one undone");
     assert!(s.unfinished_writes().await.unwrap().is_empty());

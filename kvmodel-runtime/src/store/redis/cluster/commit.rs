@@ -136,11 +136,16 @@ impl RedisClusterStore {
                     changes,
                 }) => {
                     met = true;
-                    // A condition on a key whose holder will change it is
-                    // given up after a while; on one that is only read, or
+                    // A condition on a key whose holder will change it
+                    // outside its commit point (its hold names a token) is
+                    // given up after a while. On a key the holder changes
+                    // at its commit point (the record's slot), one instant
+                    // decides, so it waits for that (or settles a crashed
+                    // holder once overdue); on one that is only read, or
                     // claimed, by others, it waits its turn.
-                    let given_up =
-                        held_condition(&batch, &lock, &self.inner.prefix).filter(|_| changes);
+                    let late = !held.ends_with('|');
+                    let given_up = held_condition(&batch, &lock, &self.inner.prefix)
+                        .filter(|_| changes && late);
                     if !self
                         .wait_for_lock(&lock, &held, &mut wait, patience, given_up.is_some())
                         .await?
@@ -184,7 +189,11 @@ impl RedisClusterStore {
     ) -> Result<bool> {
         let start = Instant::now();
         loop {
-            self.meet_lock(held).await?;
+            // A holder settled here is gone, however long settling took:
+            // try again rather than give the condition up.
+            if self.meet_lock(held).await? {
+                return Ok(true);
+            }
             if may_give_up && start.elapsed() > patience {
                 return Ok(false);
             }

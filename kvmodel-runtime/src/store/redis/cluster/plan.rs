@@ -234,6 +234,16 @@ impl Group {
         }
     }
 
+    /// Whether step 1 adds members here before the commit point. Another
+    /// write of the record may add the same member meanwhile and rely on
+    /// it, so such a write prepares this slot only while it holds its
+    /// record (`protocol`): undoing the member is then safe.
+    pub(crate) fn adds_early(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|(op, early)| *early && matches!(op, Op::Add { .. }))
+    }
+
     /// Notes that the group touches `key`.
     fn touch(&mut self, key: &str) {
         if !self.keys.iter().any(|k| k == key) {
@@ -365,6 +375,12 @@ mod tests {
         assert_eq!(role_of(&groups, "s:user#idx:status:x"), (Role::Adds, true));
         assert!(!role_of(&groups, "s:user#count:total").1);
         assert!(!role_of(&groups, "s:user#uniq:email:old").1);
+        // Only the member's slot adds early: the write holds its record
+        // before it prepares the others.
+        let adding: Vec<bool> = groups.iter().map(Group::adds_early).collect();
+        let at = |key: &str| groups.iter().position(|g| g.keys.iter().any(|k| k == key));
+        assert_eq!(adding.iter().filter(|a| **a).count(), 1, "{adding:?}");
+        assert!(adding[at("s:user#idx:status:x").unwrap()]);
     }
 
     #[test]

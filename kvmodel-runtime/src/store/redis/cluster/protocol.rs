@@ -2,12 +2,16 @@
 //! in several hash slots (written down with every crash point in
 //! `docs/cluster.md`). With a fresh write id:
 //!
-//! 1. **prepare**, every slot at once: the record's slot checks its
+//! 1. **prepare**, every slot at once (but see below): the record's slot checks its
 //!    conditions, takes its holds and writes the *intent* (prepared); every
 //!    other slot checks its conditions, validates its operations, applies
 //!    the early ones (claims, member additions), takes its holds and writes
 //!    a *token* holding its late operations and what undoes the early ones
-//!    (a slot that only gains members just gains them);
+//!    (a slot that only gains members just gains them). A write that adds
+//!    members early prepares the record's slot first and the others only
+//!    once it holds the record: members carry no hold, so two writes of one
+//!    record may add the same member, and the one that added it first must
+//!    not take it back after the other found it there and committed;
 //! 2. **commit**, the record's slot: the record's own operations applied
 //!    and the intent marked committed — the commit point;
 //! 3. **apply**, every token's slot at once: its late operations applied
@@ -78,6 +82,10 @@ fn invalid(key: String, reason: String) -> Error {
     Error::InvalidBatch { key, reason }
 }
 
+/// What step 1 in one slot came to: the script's reply, or the error of
+/// a lost reply (`None`: the test hook stopped it).
+type Prepared = Result<std::result::Result<Reply, Option<redis::RedisError>>>;
+
 /// A fresh write id for one attempt of the commit with `ticket`: the
 /// ticket, then 64 random bits, in hex.
 fn write_id(ticket: &str) -> String {
@@ -124,10 +132,13 @@ impl RedisClusterStore {
         let locks_arg = pack(&groups[0].keys);
         let scripts = &self.inner.scripts;
 
-        // Step 1, every slot at once.
+        // Step 1. A write that adds members early in other slots prepares
+        // its record's slot first, and the others only once it holds the
+        // record (`ordered`); any other write prepares every slot at once.
         let crash = self.crash;
         let nowait = never_waits(batch);
-        let prepares = groups.iter().enumerate().map(|(i, g)| {
+        let prepare = |i: usize| {
+            let g = &groups[i];
             let own_keys = pack(&g.script_keys(prefix));
             let intent = intent.clone();
             let (groups_arg, locks_arg, write) = (&groups_arg, &locks_arg, write.as_str());
@@ -168,9 +179,32 @@ impl RedisClusterStore {
                 };
                 Ok::<_, Error>(r.map_err(Some))
             }
-        });
-        let prepared: Vec<Result<std::result::Result<Reply, Option<redis::RedisError>>>> =
-            join_all(prepares).await;
+        };
+        let ordered = groups.iter().skip(1).any(Group::adds_early);
+        let prepared: Vec<Option<Prepared>> = if ordered {
+            let first = prepare(0).await;
+            // Refused in the record's slot: nothing else is sent (a stop
+            // of the test hook goes on, as a crash there would not stop
+            // the other slots of a write prepared all at once).
+            let go_on = matches!(first, Ok(Ok(Reply::Done(_))) | Ok(Err(None)));
+            let mut rest: Vec<Option<Prepared>> = if go_on {
+                join_all((1..groups.len()).map(prepare))
+                    .await
+                    .into_iter()
+                    .map(Some)
+                    .collect()
+            } else {
+                (1..groups.len()).map(|_| None).collect()
+            };
+            rest.insert(0, Some(first));
+            rest
+        } else {
+            join_all((0..groups.len()).map(prepare))
+                .await
+                .into_iter()
+                .map(Some)
+                .collect()
+        };
         if let Some(
             point @ (CrashPoint::PreparedPart
             | CrashPoint::PreparedWithoutIntent
@@ -185,7 +219,9 @@ impl RedisClusterStore {
         let mut locked: Option<Met> = None;
         let mut again = false;
         let mut added: Vec<Option<Vec<u8>>> = vec![None; groups.len()];
+        let sent: Vec<bool> = prepared.iter().map(Option::is_some).collect();
         for (i, r) in prepared.into_iter().enumerate() {
+            let Some(r) = r else { continue };
             match r {
                 Ok(Ok(Reply::Done(extra))) => added[i] = Some(extra),
                 Ok(Ok(Reply::Failed { index, held })) => {
@@ -209,7 +245,7 @@ impl RedisClusterStore {
         }
         let all_done = added.iter().all(Option::is_some);
         if !all_done {
-            self.drop_prepared(&groups, &write, &added).await;
+            self.drop_prepared(&groups, &write, &added, &sent).await;
             if let Some(index) = failed {
                 return Ok(if contended {
                     Attempt::Contended(index)
@@ -249,7 +285,7 @@ impl RedisClusterStore {
         match committed {
             Ok(Reply::Done(_)) => {}
             Ok(other) => {
-                self.drop_prepared(&groups, &write, &added).await;
+                self.drop_prepared(&groups, &write, &added, &sent).await;
                 return Ok(match other {
                     Reply::Failed { index, held: false } => {
                         Attempt::Done(Outcome::Failed { index })
@@ -386,31 +422,44 @@ impl RedisClusterStore {
     /// record (`verify` takes a member beside a held record for a write in
     /// flight). Best effort: what stays is a leftover that readers see
     /// through and others undo once the lease has passed.
-    async fn drop_prepared(&self, groups: &[Group], write: &str, added: &[Option<Vec<u8>>]) {
+    async fn drop_prepared(
+        &self,
+        groups: &[Group],
+        write: &str,
+        added: &[Option<Vec<u8>>],
+        sent: &[bool],
+    ) {
         let prefix = &self.inner.prefix;
-        let undo = groups.iter().zip(added).map(|(g, a)| async move {
-            match g.role {
-                Role::Primary => {}
-                Role::Token => {
-                    let keys = g.script_keys(prefix);
-                    let _ = self
-                        .token_step(&self.inner.scripts.undo, &keys, write)
-                        .await;
+        let undo = groups
+            .iter()
+            .zip(added)
+            .zip(sent)
+            .map(|((g, a), sent)| async move {
+                if !sent {
+                    return;
                 }
-                Role::Adds => {
-                    let Some(flags) = a else { return };
-                    for ((op, _), flag) in g.ops.iter().zip(flags) {
-                        if *flag == b'1' {
-                            if let crate::store::Op::Add { key, sort, member } = op {
-                                let mut cmd = redis::cmd("ZREM");
-                                cmd.arg(key).arg(crate::store::encode_entry(sort, member));
-                                let _: Result<Value> = self.query(&cmd, "undo a member").await;
+                match g.role {
+                    Role::Primary => {}
+                    Role::Token => {
+                        let keys = g.script_keys(prefix);
+                        let _ = self
+                            .token_step(&self.inner.scripts.undo, &keys, write)
+                            .await;
+                    }
+                    Role::Adds => {
+                        let Some(flags) = a else { return };
+                        for ((op, _), flag) in g.ops.iter().zip(flags) {
+                            if *flag == b'1' {
+                                if let crate::store::Op::Add { key, sort, member } = op {
+                                    let mut cmd = redis::cmd("ZREM");
+                                    cmd.arg(key).arg(crate::store::encode_entry(sort, member));
+                                    let _: Result<Value> = self.query(&cmd, "undo a member").await;
+                                }
                             }
                         }
                     }
                 }
-            }
-        });
+            });
         join_all(undo).await;
         if let Some(primary) = groups.iter().find(|g| g.role == Role::Primary) {
             let _ = self.finish(&primary.own, &primary.keys, write, b"d").await;

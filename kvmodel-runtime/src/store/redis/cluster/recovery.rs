@@ -75,16 +75,17 @@ impl RedisClusterStore {
     }
 
     /// A write met the lock `held`: once its holder is overdue, finish or
-    /// undo the holder (the caller then retries).
-    pub(crate) async fn meet_lock(&self, held: &str) -> Result<()> {
+    /// undo the holder (the caller then retries). `true` when the holder
+    /// was settled so.
+    pub(crate) async fn meet_lock(&self, held: &str) -> Result<bool> {
         let Some((write, deadline, intent, token)) = parse_lock(held) else {
-            return Ok(());
+            return Ok(false);
         };
-        if self.overdue(deadline) {
-            let token = (!token.is_empty()).then_some(token);
-            self.resolve(write, intent, token, false).await?;
+        if !self.overdue(deadline) {
+            return Ok(false);
         }
-        Ok(())
+        let token = (!token.is_empty()).then_some(token);
+        Ok(self.resolve(write, intent, token, false).await? != Fate::Live)
     }
 
     /// After a lost commit reply, the writer settles its own write: `true`
