@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::report::{Drift, KeptCounter, Unsettled};
-use kvmodel_runtime::engine::state::IndexState;
-use kvmodel_runtime::model::EntityModel;
+use kvmodel_runtime::__private::EntityModel;
+use kvmodel_runtime::__private::state::IndexState;
+use kvmodel_runtime::__private::{Drift, KeptCounter, Unsettled};
 
 /// One thing out of step.
 #[derive(Debug, Clone, Serialize, Deserialize)]
