@@ -2,11 +2,7 @@
 //! maintenance tools use to read a store through a schema file.
 
 use kvmodel_codegen::ir::{self, FieldType, TypeKind};
-use kvmodel_runtime::__private::Codec;
-use kvmodel_runtime::__private::Compress;
-use kvmodel_runtime::__private::Encoding;
-use kvmodel_runtime::__private::Storage;
-use kvmodel_runtime::__private::{CounterKeep, OnDelete, Ttl};
+use kvmodel_runtime::__private::{Codec, Compress, CounterKeep, Encoding, OnDelete, Storage, Ttl};
 use kvmodel_runtime::__private::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel, children_counter,

@@ -7,8 +7,10 @@ mod mermaid;
 mod tallies;
 
 use heck::ToSnakeCase;
-use kvmodel_runtime::__private::cost::{self, Access as Cost, Shape};
-use kvmodel_runtime::__private::{Derived, KeyBuilder};
+use kvmodel_runtime::__private::{
+    Derived, KeyBuilder,
+    cost::{self, Access as Cost, Shape},
+};
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, OnDelete, Segment, TypeKind};
 

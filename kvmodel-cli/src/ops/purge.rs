@@ -10,12 +10,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
-use kvmodel_runtime::__private::MAX_ATTEMPTS;
-use kvmodel_runtime::__private::OnDelete;
-use kvmodel_runtime::__private::hex;
-use kvmodel_runtime::__private::orphans::{self, Found, Purge};
-use kvmodel_runtime::__private::{EntityDef, ModelDef};
-use kvmodel_runtime::__private::{EntityModel, Model, parse_arg};
+use kvmodel_runtime::__private::{
+    EntityDef, EntityModel, MAX_ATTEMPTS, Model, ModelDef, OnDelete, hex,
+    orphans::{self, Found, Purge},
+    parse_arg,
+};
 use kvmodel_runtime::{AnyStore, Error, Store};
 
 use super::inspect::record_keys;

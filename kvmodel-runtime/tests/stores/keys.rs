@@ -1,7 +1,9 @@
 //! Property tests of the key and sort encodings.
 
-use kvmodel_runtime::__private::key::{self, SortReader, sort_key};
-use kvmodel_runtime::__private::{Derived, KeyBuilder, KeyPart, SortPart};
+use kvmodel_runtime::__private::{
+    Derived, KeyBuilder, KeyPart, SortPart,
+    key::{self, SortReader, sort_key},
+};
 use kvmodel_runtime::store::{decode_entry, encode_entry};
 use proptest::prelude::*;
 

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use kvmodel::conformance::{DynamoEmulator, DynamoRequests};
 use kvmodel::{DynamoStore, KvEntity, PageRequest};
-use kvmodel_runtime::__private::cost::Access;
-use kvmodel_runtime::__private::dynamo_cost::{DynamoCost, DynamoShape};
+use kvmodel_runtime::__private::{
+    cost::Access,
+    dynamo_cost::{DynamoCost, DynamoShape},
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Error, KvEntity, PageRequest, RangeRequest, Store, Timestamp};
-use kvmodel_runtime::__private::ModelDef;
-use kvmodel_runtime::__private::Walker;
+use kvmodel_runtime::__private::{ModelDef, Walker};
 use serde::{Deserialize, Serialize};
 
 /// A short link with its own expiry date.

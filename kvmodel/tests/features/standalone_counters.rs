@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{KvCounter, KvEntity, Store};
-use kvmodel_runtime::__private::ModelDef;
-use kvmodel_runtime::__private::Walker;
-use kvmodel_runtime::__private::key::shard_key;
+use kvmodel_runtime::__private::{ModelDef, Walker, key::shard_key};
 use serde::{Deserialize, Serialize};
 
 /// Page views per page and day, spread over 4 keys, kept a day after the

@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Batch, KvEntity, Store, Timestamp};
-use kvmodel_runtime::__private::CounterKeep;
-use kvmodel_runtime::__private::ModelDef;
-use kvmodel_runtime::__private::Walker;
-use kvmodel_runtime::__private::{Drift, KeptCounter};
+use kvmodel_runtime::__private::{CounterKeep, Drift, KeptCounter, ModelDef, Walker};
 use serde::{Deserialize, Serialize};
 
 /// A click on a short link: the raw event expires at its own `ends`, its

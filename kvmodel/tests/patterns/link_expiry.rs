@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Drift, KvEntity, PageRequest, Store, Timestamp};
-use kvmodel_runtime::__private::Walker;
-use kvmodel_runtime::__private::{ModelDef, Typed};
+use kvmodel_runtime::__private::{ModelDef, Typed, Walker};
 use serde::{Deserialize, Serialize};
 
 use crate::window::{Window, windows};

@@ -4,8 +4,7 @@
 
 use kvmodel::conformance::{CountingStore, Harness};
 use kvmodel::{Batch, KvEntity, Store};
-use kvmodel_runtime::__private::cost::Access;
-use kvmodel_runtime::__private::key::shard_key;
+use kvmodel_runtime::__private::{cost::Access, key::shard_key};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]

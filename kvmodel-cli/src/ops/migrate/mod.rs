@@ -4,13 +4,11 @@
 
 use clap::Args;
 
-use kvmodel_runtime::__private::EntityModel;
-use kvmodel_runtime::__private::MigrateState;
-use kvmodel_runtime::__private::Walker;
-use kvmodel_runtime::__private::hex;
-use kvmodel_runtime::__private::ledger::{self, Acquired, EntityRun, Lease, Outcome, Run};
-use kvmodel_runtime::__private::state;
-use kvmodel_runtime::__private::{EntityDef, ModelDef};
+use kvmodel_runtime::__private::{
+    EntityDef, EntityModel, MigrateState, ModelDef, Walker, hex,
+    ledger::{self, Acquired, EntityRun, Lease, Outcome, Run},
+    state,
+};
 use kvmodel_runtime::Store;
 
 use super::progress::Progress;

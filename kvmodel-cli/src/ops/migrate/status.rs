@@ -2,9 +2,7 @@
 
 use serde_json::json;
 
-use kvmodel_runtime::__private::ledger;
-use kvmodel_runtime::__private::state;
-use kvmodel_runtime::__private::{EntityDef, ModelDef};
+use kvmodel_runtime::__private::{EntityDef, ModelDef, ledger, state};
 use kvmodel_runtime::Store;
 
 use super::outcome;
