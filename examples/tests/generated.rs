@@ -307,7 +307,7 @@ async fn social_works<H: Harness>(h: &H) {
     assert_eq!(likes.count_per_post("p2").await.unwrap(), 0);
     let shard_keys: Vec<String> = (0..16)
         .map(|i| {
-            kvmodel_runtime::codec::key::shard_key(&social::LikeKeys::counter_per_post("p1"), i)
+            kvmodel_runtime::__private::key::shard_key(&social::LikeKeys::counter_per_post("p1"), i)
         })
         .collect();
     let written = store.get_many(&shard_keys).await.unwrap();

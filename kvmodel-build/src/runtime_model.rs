@@ -2,17 +2,13 @@
 //! maintenance tools use to read a store through a schema file.
 
 use kvmodel_codegen::ir::{self, FieldType, TypeKind};
-use kvmodel_runtime::Timestamp;
-use kvmodel_runtime::codec::compress::Codec;
-use kvmodel_runtime::codec::compress::Compress;
-use kvmodel_runtime::codec::proto::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
-use kvmodel_runtime::codec::record::Encoding;
-use kvmodel_runtime::codec::storage::Storage;
-use kvmodel_runtime::model::{
+use kvmodel_runtime::__private::{Codec, Compress, CounterKeep, Encoding, OnDelete, Storage, Ttl};
+use kvmodel_runtime::__private::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel, children_counter,
 };
-use kvmodel_runtime::schema::{CounterKeep, OnDelete, Ttl};
+use kvmodel_runtime::__private::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
+use kvmodel_runtime::Timestamp;
 
 /// Why a model cannot be lowered: it names a type no schema declares (the
 /// derive's own Rust types), or it has no namespace.

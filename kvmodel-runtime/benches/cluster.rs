@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kvmodel_runtime::codec::key::{shard_key, sort_key};
+use kvmodel_runtime::__private::key::{shard_key, sort_key};
 use kvmodel_runtime::conformance::{RedisCluster, RedisServer};
 use kvmodel_runtime::{Batch, RangeRequest, RedisClusterStore, RedisStore, Store};
 

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kvmodel_runtime::codec::key::sort_key;
+use kvmodel_runtime::__private::key::sort_key;
 use kvmodel_runtime::{Batch, MemoryStore, RedbStore, Store};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 

@@ -14,7 +14,7 @@
 //! in turn, and the server's CPU (`used_cpu_user + used_cpu_sys` of `INFO
 //! cpu`) is summed per variant.
 
-use kvmodel_runtime::codec::key::sort_key;
+use kvmodel_runtime::__private::key::sort_key;
 use kvmodel_runtime::conformance::RedisServer;
 use kvmodel_runtime::{Batch, RedisStore};
 use redis::aio::MultiplexedConnection;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use kvmodel_runtime::codec::key::sort_key;
+use kvmodel_runtime::__private::key::sort_key;
 use kvmodel_runtime::conformance::RedisServer;
 use kvmodel_runtime::{Batch, RedisStore, Store};
 

@@ -5,26 +5,25 @@
 //! Most users depend on the `kvmodel` facade, which re-exports what they
 //! need. This crate's documented surface is what a store implementer needs:
 //! the [`Store`] contract and its types ([`store`]), the built-in backends,
-//! the [`Error`], and the [`conformance`] suite (feature `conformance`).
+//! the [`Error`], the [`conformance`] suite (feature `conformance`), and
+//! the types the facade re-exports from the crate root.
 //!
-//! The modules `codec`, `engine`, `model` and `schema` are public only for
-//! kvmodel's own crates (the facade, the generated code, the schema
-//! front-end and the operations CLI): they are hidden from the docs and
-//! carry no stability promise. Use the `kvmodel` facade instead.
+//! Everything else (key and record encodings, the upkeep engine, the
+//! run-time model of a schema file) is private to the crate. kvmodel's own
+//! crates (the facade, the generated code, the schema front-end and the
+//! operations CLI) reach what they need of it through one hidden module,
+//! `__private`, which carries no stability promise: use the `kvmodel`
+//! facade instead.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[doc(hidden)]
-pub mod codec;
-#[doc(hidden)]
-pub mod engine;
+pub(crate) mod codec;
+pub(crate) mod engine;
 pub mod error;
 mod exec;
-#[doc(hidden)]
-pub mod model;
-#[doc(hidden)]
-pub mod schema;
+pub(crate) mod model;
+pub(crate) mod schema;
 pub mod store;
 mod time;
 

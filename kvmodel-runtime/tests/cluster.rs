@@ -22,7 +22,7 @@ mod settle;
 
 use std::time::Duration;
 
-use kvmodel_runtime::codec::key::hash_slot;
+use kvmodel_runtime::__private::hash_slot;
 use kvmodel_runtime::conformance::{ClusterHarness, Harness, RedisCluster};
 use kvmodel_runtime::store::{AnyStore, CrashPoint};
 use kvmodel_runtime::{Batch, Error, RangeRequest, RedisClusterStore, Store};

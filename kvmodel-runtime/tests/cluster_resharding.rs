@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use kvmodel_runtime::codec::key::hash_slot;
+use kvmodel_runtime::__private::hash_slot;
 use kvmodel_runtime::conformance::RedisCluster;
 use kvmodel_runtime::{Batch, Error, RedisClusterStore, Store};
 

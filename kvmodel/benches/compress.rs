@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kvmodel::{KvEntity, RedbStore};
-use kvmodel_runtime::engine::entity;
+use kvmodel_runtime::__private::entity;
 use redb::{ReadableDatabase, TableDefinition};
 use serde::{Deserialize, Serialize};
 
@@ -288,9 +288,12 @@ fn on_redb(c: &mut Criterion) {
             let mut json = b"{\"v\":1,\"d\":".to_vec();
             serde_json::to_writer(&mut json, &p).unwrap();
             json.push(b'}');
-            let packed =
-                kvmodel_runtime::codec::compress::pack(&key, kvmodel::__private::Codec::Lz4, &json)
-                    .unwrap();
+            let packed = kvmodel_runtime::__private::compress::pack(
+                &key,
+                kvmodel::__private::Codec::Lz4,
+                &json,
+            )
+            .unwrap();
             let w = db.begin_write().unwrap();
             w.open_table(RAW)
                 .unwrap()
@@ -300,7 +303,7 @@ fn on_redb(c: &mut Criterion) {
             let r = db.begin_read().unwrap();
             let t = r.open_table(RAW).unwrap();
             let got = t.get(key.as_str()).unwrap().unwrap();
-            let json = kvmodel_runtime::codec::compress::open(&key, got.value())
+            let json = kvmodel_runtime::__private::compress::open(&key, got.value())
                 .unwrap()
                 .into_owned();
             let body = &json[b"{\"v\":1,\"d\":".len()..json.len() - 1];

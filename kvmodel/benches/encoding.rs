@@ -14,7 +14,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kvmodel::{KvEntity, KvEnum, Timestamp, Uuid};
-use kvmodel_runtime::engine::entity;
+use kvmodel_runtime::__private::entity;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, KvEnum)]

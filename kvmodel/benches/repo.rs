@@ -14,8 +14,7 @@ use kvmodel::{
     Batch, Error, KvEntity, KvEnum, MemoryStore, Outcome, PageRequest, RangeRequest, RedbStore,
     Store, Timestamp,
 };
-use kvmodel_runtime::codec::key::{Derived, KeyBuilder, sort_key};
-use kvmodel_runtime::codec::record::{self, Encoding};
+use kvmodel_runtime::__private::{Derived, Encoding, KeyBuilder, key::sort_key, record};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, KvEnum)]

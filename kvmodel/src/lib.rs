@@ -182,19 +182,19 @@ pub use kvmodel_runtime::{
     Store,
 };
 
-pub use kvmodel_runtime::engine::expiry::Sweep;
+pub use kvmodel_runtime::Sweep;
 /// Change feeds (`feed: { retain: 7d }`): a repository's `feed()` and
 /// the typed changes it streams.
 pub mod feed {
-    pub use kvmodel_runtime::engine::feed::{Change, Event, Feed, FeedStream, Position};
+    pub use kvmodel_runtime::__private::{Change, Event, Feed, FeedStream, Position};
     pub use kvmodel_runtime::store::FeedPosition;
 }
 /// A record a migration left at its version because another record holds
 /// its value of a unique index ([`Progress::duplicates`]).
-pub use kvmodel_runtime::engine::report::Duplicate;
+pub use kvmodel_runtime::__private::Duplicate;
 /// Reports of the maintenance methods every repository has (`migrate_all`,
 /// `verify`, `reconcile`, `sweep_expired`).
-pub use kvmodel_runtime::engine::report::{CounterDrift, Drift, Progress, Unjudged, Unsettled};
+pub use kvmodel_runtime::__private::{CounterDrift, Drift, Progress, Unjudged, Unsettled};
 
 /// The key arguments of an entity as one value: what a link's methods take
 /// for the record at its far end.
@@ -221,7 +221,7 @@ pub use kvmodel_runtime::engine::report::{CounterDrift, Drift, Progress, Unjudge
 /// let key = <Stock as KeyArgs>::key_of(("sku-1", 7));
 /// assert_eq!(key, StockKeys::record("sku-1", 7));
 /// ```
-pub use kvmodel_runtime::engine::links::KeyArgs;
+pub use kvmodel_runtime::__private::KeyArgs;
 
 /// Clocks for [`MemoryStore::with_clock`]: a [`ManualClock`](clock::ManualClock)
 /// makes TTLs testable without sleeping.
@@ -234,7 +234,7 @@ pub mod clock {
 /// in keys, indexes and groups; fieldless enums get both from
 /// `#[derive(KvEnum)]`.
 pub mod key {
-    pub use kvmodel_runtime::codec::key::{KeyPart, SortPart, hash_slot};
+    pub use kvmodel_runtime::__private::{KeyPart, SortPart, hash_slot};
 }
 
 /// The conformance suite every backend passes, for implementors of

@@ -14,10 +14,7 @@ use std::path::Path;
 
 use kvmodel::{Date, Timestamp, Uuid};
 use kvmodel_examples::{activity, forum, links, sessions, shop, social};
-use kvmodel_runtime::__private::Encoding;
-use kvmodel_runtime::codec::record;
-use kvmodel_runtime::engine::entity::{self, Entity, Facts};
-use kvmodel_runtime::model::{EntityModel, Model};
+use kvmodel_runtime::__private::{Encoding, Entity, EntityModel, Facts, Model, entity, record};
 use kvmodel_runtime::{Error, Result};
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -1,11 +1,11 @@
 //! The DynamoDB view of `kvmodel keys` (`--store dynamodb`): the items each
 //! key is stored as in the table, and the requests, capacity units and
 //! transaction actions of each access pattern, from the runtime's table
-//! ([`dynamo_cost`](kvmodel_runtime::engine::dynamo_cost)).
+//! ([`dynamo_cost`](kvmodel_runtime::__private::dynamo_cost)).
 
 use kvmodel_codegen::ir::{CounterKeep, Entity, Model, Tally};
-use kvmodel_runtime::engine::cost::Access as Cost;
-use kvmodel_runtime::engine::dynamo_cost::{
+use kvmodel_runtime::__private::cost::Access as Cost;
+use kvmodel_runtime::__private::dynamo_cost::{
     DISCOVERY_SHARDS, DynamoCost, DynamoShape, MAX_ACTIONS, Requests,
 };
 

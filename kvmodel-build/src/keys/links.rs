@@ -4,8 +4,7 @@
 //! side, the edge of each pair; and the link methods with their cost.
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, Link, Model, Segment};
-use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
-use kvmodel_runtime::engine::cost::Access as Cost;
+use kvmodel_runtime::__private::{Derived, KeyBuilder, cost::Access as Cost};
 
 use super::{Access, Row, part};
 

@@ -7,8 +7,10 @@ mod mermaid;
 mod tallies;
 
 use heck::ToSnakeCase;
-use kvmodel_runtime::codec::key::{Derived, KeyBuilder};
-use kvmodel_runtime::engine::cost::{self, Access as Cost, Shape};
+use kvmodel_runtime::__private::{
+    Derived, KeyBuilder,
+    cost::{self, Access as Cost, Shape},
+};
 
 use kvmodel_codegen::ir::{Entity, FieldExpr, FieldType, Model, OnDelete, Segment, TypeKind};
 
@@ -336,7 +338,7 @@ fn dependents(e: &Entity, model: &Model) -> Option<Access> {
              commit each), until none is left; the record goes last, so a delete cut short is \
              finished by running it again",
             cascade.join(", "),
-            kvmodel_runtime::engine::on_delete::CASCADE_PAGE
+            kvmodel_runtime::__private::CASCADE_PAGE
         ));
         "3 + per page 1 + 2 per child (memory, redb: 2 + per page 1 + 1 per child)".to_owned()
     };

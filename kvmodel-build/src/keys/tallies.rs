@@ -3,7 +3,7 @@
 
 use kvmodel_codegen::ir::{Model, Segment, Tally};
 use kvmodel_codegen::vocab::format_duration_ms;
-use kvmodel_runtime::engine::tally::TallyKey;
+use kvmodel_runtime::__private::TallyKey;
 
 use super::{Format, column_width, sample_of};
 

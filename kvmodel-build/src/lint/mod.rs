@@ -130,7 +130,7 @@ fn unbounded_record(e: &Entity, model: &Model, diags: &mut Diagnostics) {
 /// item's 400 KB (uncompressed). `DynamoStore` refuses such a write with
 /// `InvalidBatch`, writing nothing; other stores take it.
 fn dynamo_transaction(e: &Entity, model: &Model, diags: &mut Diagnostics) {
-    use kvmodel_runtime::engine::dynamo_cost::{MAX_ACTIONS, MAX_ITEM_BYTES};
+    use kvmodel_runtime::__private::dynamo_cost::{MAX_ACTIONS, MAX_ITEM_BYTES};
     if e.key.is_none() || allowed(Lint::DynamoTransaction, &[&e.allow]) {
         return;
     }

@@ -36,7 +36,7 @@ fn module_of(rel: &Path) -> Vec<String> {
 /// A token of Rust source with comments, literals and whitespace gone:
 /// identifiers (and keywords), `::`, and single punctuation characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
+pub(crate) enum Token {
     Ident(String),
     PathSep,
     Punct(char),
@@ -44,7 +44,7 @@ enum Token {
 
 /// The tokens of `src`, skipping comments, string, byte-string, raw-string
 /// and character literals.
-fn tokens(src: &str) -> Vec<Token> {
+pub(crate) fn tokens(src: &str) -> Vec<Token> {
     let s: Vec<char> = src.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;

@@ -1,7 +1,8 @@
 //! Checking schemas: lints and their allowances, the declared form, DynamoDB
 //! fit, projects, scalars and the vocabulary; and checking the workspace's
-//! own sources for import cycles between modules (`layers`); one module
-//! each, in one test binary.
+//! own sources for import cycles between modules (`layers`) and for the
+//! runtime's public modules (`surface`); one module each, in one test
+//! binary.
 
 mod allow;
 mod declare;
@@ -9,4 +10,5 @@ mod dynamo_lint;
 mod layers;
 mod project;
 mod scalars;
+mod surface;
 mod vocabulary;

@@ -188,7 +188,7 @@ fn articles_fit_the_word() {
 fn the_record_size_limit_is_the_runtimes() {
     assert_eq!(
         kvmodel_codegen::vocab::MAX_RECORD_SIZE,
-        kvmodel_runtime::codec::record::MAX_RECORD_BYTES as u64
+        kvmodel_runtime::__private::record::MAX_RECORD_BYTES as u64
     );
 }
 

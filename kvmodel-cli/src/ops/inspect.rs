@@ -5,14 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
-use kvmodel_runtime::codec::hex;
-use kvmodel_runtime::codec::key::Derived;
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::links::{EdgeValue, End, Link, Registry, registry_key, stands};
-use kvmodel_runtime::engine::records::Records;
-use kvmodel_runtime::engine::shards;
-use kvmodel_runtime::engine::state;
-use kvmodel_runtime::model::{EntityModel, FieldExpr, TypeModel, parse_arg};
+use kvmodel_runtime::__private::{
+    Derived, EdgeValue, End, EntityDef, EntityModel, FieldExpr, Link, ModelDef, Records, Registry,
+    TypeModel, hex, parse_arg, registry_key, shards, stands, state,
+};
 use kvmodel_runtime::{AnyStore, Date, RangeRequest, Store, Timestamp};
 
 use super::{Code, Context, Fail, fail, print, store_error};

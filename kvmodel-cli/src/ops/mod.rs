@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
+use kvmodel_runtime::__private::{EntityModel, Model};
 use kvmodel_runtime::AnyStore;
-use kvmodel_runtime::model::{EntityModel, Model};
 
 pub use inspect::{InspectArgs, inspect};
 pub use migrate::{MigrateArgs, migrate};
@@ -265,8 +265,8 @@ mod tests {
 /// What the unit tests of the commands share.
 #[cfg(test)]
 pub mod testing {
-    use kvmodel_runtime::engine::def::ModelDef;
-    use kvmodel_runtime::model::Model;
+    use kvmodel_runtime::__private::Model;
+    use kvmodel_runtime::__private::ModelDef;
 
     /// The schema file at `path` (from the repository's root), lowered as
     /// the commands lower it.

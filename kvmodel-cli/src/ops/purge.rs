@@ -1,6 +1,6 @@
 //! `kvmodel purge`: removes records that cannot be read, with the entries
 //! found to point to them, through the code behind the repository's
-//! `purge` (`kvmodel_runtime::engine::orphans`). A record that reads is
+//! `purge` (`kvmodel_runtime::__private::orphans`). A record that reads is
 //! refused: removing it is a `delete`, which the program does with its
 //! relations' `on_delete` rules.
 
@@ -10,12 +10,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 
-use kvmodel_runtime::codec::hex;
-use kvmodel_runtime::engine::MAX_ATTEMPTS;
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::orphans::{self, Found, Purge};
-use kvmodel_runtime::model::{EntityModel, Model, parse_arg};
-use kvmodel_runtime::schema::OnDelete;
+use kvmodel_runtime::__private::{
+    EntityDef, EntityModel, MAX_ATTEMPTS, Model, ModelDef, OnDelete, hex,
+    orphans::{self, Found, Purge},
+    parse_arg,
+};
 use kvmodel_runtime::{AnyStore, Error, Store};
 
 use super::inspect::record_keys;
@@ -475,7 +474,7 @@ pub fn json(r: &Report) -> Value {
 mod tests {
     use kvmodel::{Batch, Store};
     use kvmodel_examples::shop::{Order, OrderRepo, User, UserKeys, UserRepo, UserStatus};
-    use kvmodel_runtime::engine::walk::Walker;
+    use kvmodel_runtime::__private::Walker;
 
     use super::*;
     use crate::ops::testing::{def, model};

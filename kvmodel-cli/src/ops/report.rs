@@ -2,9 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::report::{Drift, KeptCounter, Unsettled};
-use kvmodel_runtime::engine::state::IndexState;
-use kvmodel_runtime::model::EntityModel;
+use kvmodel_runtime::__private::{Drift, EntityModel, KeptCounter, Unsettled, state::IndexState};
 
 /// One thing out of step.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,8 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Value, json};
 
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::feed::RawEvent;
+use kvmodel_runtime::__private::{EntityDef, ModelDef, RawEvent};
 use kvmodel_runtime::store::FeedPosition;
 use kvmodel_runtime::{Error, Store};
 

@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::state;
-use kvmodel_runtime::engine::walk::{Phase, WalkState, Walker};
+use kvmodel_runtime::__private::{EntityDef, ModelDef, Phase, WalkState, Walker, state};
 
 use super::progress::Progress;
 use super::report::{self, EntityReport};

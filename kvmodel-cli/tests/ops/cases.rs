@@ -7,9 +7,10 @@ use kvmodel::{Batch, Date, Error, Store};
 use kvmodel_examples::shop::{
     Order, OrderKeys, OrderRepo, Product, ProductRepo, User, UserKeys, UserRepo, UserStatus,
 };
-use kvmodel_runtime::engine::def::ModelDef;
-use kvmodel_runtime::engine::ledger::{self, Acquired, Lease, Outcome};
-use kvmodel_runtime::engine::walk::{WalkState, Walker};
+use kvmodel_runtime::__private::{
+    ModelDef, WalkState, Walker,
+    ledger::{self, Acquired, Lease, Outcome},
+};
 use serde_json::Value;
 
 use super::support::*;

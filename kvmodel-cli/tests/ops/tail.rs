@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use kvmodel::{KvEntity, RedbStore, Store};
-use kvmodel_runtime::engine::entity::Entity;
+use kvmodel_runtime::__private::Entity;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]

@@ -8,7 +8,7 @@ use crate::ir::{Entity, FieldExpr, FieldType};
 use crate::vocab;
 
 /// The kinds of derived key an entity's builders write; their spelling lives
-/// in the runtime (`kvmodel_runtime::codec::key::Derived`), never here.
+/// in the runtime (`kvmodel_runtime::__private::Derived`), never here.
 #[derive(Clone, Copy)]
 pub(crate) enum Derived {
     Claim,

@@ -87,16 +87,6 @@ pub fn is_compressed(bytes: &[u8]) -> bool {
     bytes.first() == Some(&MAGIC)
 }
 
-/// The codec a stored value is compressed with, `None` for a plain record
-/// (or an unknown codec, which [`open`] reports).
-pub fn codec_of(bytes: &[u8]) -> Option<Codec> {
-    match bytes {
-        [MAGIC, 1, ..] => Some(Codec::Lz4),
-        [MAGIC, 2, ..] => Some(Codec::Zstd),
-        _ => None,
-    }
-}
-
 /// `encoded` (a record envelope of `key`) compressed with `codec`, header
 /// included.
 pub fn pack(key: &str, codec: Codec, encoded: &[u8]) -> Result<Vec<u8>> {
@@ -141,7 +131,7 @@ fn zstd_pack(key: &str, _encoded: &[u8], _out: &mut Vec<u8>) -> Result<()> {
 /// The record envelope stored at `key`: `bytes` themselves for a plain
 /// record, decompressed for a compressed value, or [`Error::Decode`] naming
 /// the key for a value that is forged, truncated, declares more than
-/// [`MAX_DECOMPRESSED`], or uses a codec this build cannot read.
+/// `MAX_DECOMPRESSED`, or uses a codec this build cannot read.
 pub fn open<'a>(key: &str, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>> {
     if !is_compressed(bytes) {
         return Ok(Cow::Borrowed(bytes));
@@ -258,9 +248,46 @@ fn zstd_open(key: &str, _body: &[u8], _declared: usize) -> Result<Vec<u8>> {
     ))
 }
 
+/// Expands to nothing in a build that reads and writes zstd records, and to
+/// a compile error naming the feature otherwise: the generated code of an
+/// entity that compresses with zstd invokes it.
+#[cfg(feature = "zstd")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_zstd {
+    ($entity:literal) => {};
+}
+
+/// Expands to nothing in a build that reads and writes zstd records, and to
+/// a compile error naming the feature otherwise: the generated code of an
+/// entity that compresses with zstd invokes it.
+#[cfg(not(feature = "zstd"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_zstd {
+    ($entity:literal) => {
+        ::core::compile_error!(::core::concat!(
+            "`",
+            $entity,
+            "` compresses its records with zstd, which needs kvmodel's `zstd` feature: enable \
+             it (`kvmodel = { version = \"…\", features = [\"zstd\"] }`) or use `codec = \"lz4\"`"
+        ));
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The codec a packed value's header names, `None` for a plain record
+    /// (or an unknown codec).
+    fn codec_of(bytes: &[u8]) -> Option<Codec> {
+        match bytes {
+            [MAGIC, 1, ..] => Some(Codec::Lz4),
+            [MAGIC, 2, ..] => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
 
     fn text(n: usize) -> Vec<u8> {
         let mut v = br#"{"v":1,"d":{"body":""#.to_vec();

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 /// Largest encoded record accepted (Redis's own limit is 512 MiB); an
 /// entity's [`Storage`](crate::codec::storage::Storage) applies it, and
-/// no stored value may decompress to more ([`compress::MAX_DECOMPRESSED`]).
+/// no stored value may decompress to more (`compress::MAX_DECOMPRESSED`).
 pub const MAX_RECORD_BYTES: usize = compress::MAX_DECOMPRESSED;
 
 /// How a record's payload is encoded.
@@ -35,7 +35,7 @@ pub enum Encoding {
     Json,
     /// MessagePack with named fields.
     MsgPack,
-    /// Protobuf, with field numbers from the field names (see [`proto`]).
+    /// Protobuf, with field numbers from the field names (see `codec::proto`).
     Protobuf,
 }
 

@@ -7,13 +7,6 @@ use crate::codec::record::MAX_RECORD_BYTES;
 use crate::error::{Error, Result};
 
 /// The storage settings of an entity, applied to every record it writes.
-///
-/// ```
-/// use kvmodel_runtime::codec::storage::Storage;
-/// let limited = Storage::PLAIN.max_size(1024);
-/// assert!(limited.seal("Post", "blog:post:1", vec![b'x'; 1024]).is_ok());
-/// assert!(limited.seal("Post", "blog:post:1", vec![b'x'; 1025]).is_err());
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Storage {
     /// The largest encoded record accepted, in bytes, measured before any
@@ -71,5 +64,25 @@ impl Storage {
             Some(c) if encoded.len() >= c.above => compress::pack(key, c.codec, &encoded),
             _ => Ok(encoded),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Storage;
+
+    #[test]
+    fn a_record_above_the_limit_is_refused() {
+        let limited = Storage::PLAIN.max_size(1024);
+        assert!(
+            limited
+                .seal("Post", "blog:post:1", vec![b'x'; 1024])
+                .is_ok()
+        );
+        assert!(
+            limited
+                .seal("Post", "blog:post:1", vec![b'x'; 1025])
+                .is_err()
+        );
     }
 }

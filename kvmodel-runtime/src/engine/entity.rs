@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::schema::OnDelete;
 use crate::store::Store;
 
-pub use crate::schema::{ClaimFact, CounterFact, CounterKeep, Facts, MemberFact, Ttl};
+pub use crate::schema::{ClaimFact, CounterKeep, Facts, MemberFact, Ttl};
 
 /// A record type with a version, readable from any older version.
 #[diagnostic::on_unimplemented(
@@ -72,7 +72,7 @@ pub struct EntityMeta {
 }
 
 /// An entity's change feed: every commit that changes one of its records
-/// appends an event to it in the same commit ([`feed`](crate::engine::feed)).
+/// appends an event to it in the same commit (`engine::feed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeedMeta {
     /// How long events are kept: older ones are removed as new ones come.
@@ -175,7 +175,7 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
 
     /// The entity of the children of dependent number `dependent` (of
     /// [`dependents`](Entity::dependents)), for a delete's worklist
-    /// ([`on_delete`](crate::engine::on_delete)); `None` past the last.
+    /// (`engine::on_delete`); `None` past the last.
     fn dependent_kind<S: Store>(dependent: usize) -> Option<Kind<S>> {
         let _ = dependent;
         None
@@ -274,7 +274,7 @@ pub fn decode<E: Versioned>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {
     Ok((version, E::upcast(key, version, value)?))
 }
 
-/// Decodes the record stored at `key` like [`decode`], and checks that it
+/// Decodes the record stored at `key` like `decode`, and checks that it
 /// is the record of that key: bytes copied under another key are not
 /// that key's record.
 pub fn decode_at<E: Entity>(key: &str, bytes: &[u8]) -> Result<(u32, E)> {

@@ -216,7 +216,7 @@ pub struct PageRequest<T = Unordered> {
 pub const MAX_PAGE: usize = 10_000;
 
 impl<T> PageRequest<T> {
-    /// The first page of at most `limit` items (capped at [`MAX_PAGE`]),
+    /// The first page of at most `limit` items (capped at 10,000),
     /// ascending unless [`descending`](Self::descending) is called or a
     /// cursor says otherwise.
     pub fn new(limit: usize) -> Self {

@@ -5,7 +5,7 @@
 //! They reuse the entity counters' machinery: the store's counter
 //! operations ([`Op::Incr`](crate::store::Op::Incr) with a limit, so an
 //! overflow fails the commit and writes nothing), the sharded layout of
-//! [`shards`] (a write goes to one shard at random, a read sums every
+//! `engine::shards` (a write goes to one shard at random, a read sums every
 //! shard in one round trip) and one commit per write.
 //!
 //! Keys: `{ns}:{key space}#tally:{{c1:c2:…}}` for the template's components
@@ -15,7 +15,7 @@
 //! and the braces put every shard of one counter in one Redis Cluster slot,
 //! so that a write and its TTL, or a reset of every shard, is one script.
 //!
-//! Layer: write parts: above [`shards`](crate::engine::shards).
+//! Layer: write parts: above `engine::shards`.
 
 use std::time::Duration;
 

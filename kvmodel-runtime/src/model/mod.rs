@@ -10,23 +10,13 @@
 //! From a record the model computes the same key, claims, collection
 //! members, counter amounts and encoding as the generated code, so a store
 //! written by a program can be checked, repaired and migrated by a tool.
-//!
-//! ```
-//! use kvmodel_runtime::model::{EntityModel, FieldModel, Segment, TypeModel};
-//!
-//! let user = EntityModel::new("User", "shop", vec![Segment::lit("user"), Segment::field("id")])
-//!     .with_field(FieldModel::new("id", TypeModel::String));
-//! let key = user.key_of_parts(&[serde_json::json!("1:orders")]).unwrap();
-//! assert_eq!(key, "shop:user:1%3Aorders");
-//! ```
 
 mod facts;
 mod record;
 mod value;
 
-pub use crate::codec::value::Generic;
 pub use record::Record;
-pub use value::{Ordered, parse_arg};
+pub use value::parse_arg;
 
 use crate::codec::key::{Derived, RecordKeys};
 use crate::codec::proto::ProtoMessage;
@@ -436,5 +426,22 @@ impl EntityModel {
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EntityModel, FieldModel, Segment, TypeModel};
+
+    #[test]
+    fn a_model_builds_the_key_the_generated_code_builds() {
+        let user = EntityModel::new(
+            "User",
+            "shop",
+            vec![Segment::lit("user"), Segment::field("id")],
+        )
+        .with_field(FieldModel::new("id", TypeModel::String));
+        let key = user.key_of_parts(&[serde_json::json!("1:orders")]).unwrap();
+        assert_eq!(key, "shop:user:1%3Aorders");
     }
 }

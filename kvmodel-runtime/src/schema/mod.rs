@@ -8,7 +8,7 @@
 mod facts;
 pub mod rules;
 
-pub use facts::{ClaimFact, CounterFact, Facts, MemberFact};
+pub use facts::{ClaimFact, Facts, MemberFact};
 
 /// Time to live of an entity's records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

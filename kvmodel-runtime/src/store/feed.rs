@@ -2,7 +2,7 @@
 //! appends in its commit, their positions, and a page of them as a reader
 //! gets it. The store keeps each feed's entries as opaque bytes, in commit
 //! order, for as long as the feed's retention says; the engine
-//! ([`feed`](crate::engine::feed)) gives them their meaning.
+//! (`engine::feed`) gives them their meaning.
 
 use std::fmt;
 use std::str::FromStr;

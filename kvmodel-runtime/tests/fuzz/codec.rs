@@ -3,11 +3,13 @@
 use std::collections::BTreeMap;
 
 use bolero::{TypeGenerator, check};
-use kvmodel_runtime::codec::key::{
-    Derived, KeyBuilder, KeyMatch, SortPart, SortReader, derived_parts, escape, escape_bytes_into,
-    read_terminated, sort_key, unescape, unescape_bytes, write_terminated,
+use kvmodel_runtime::__private::key::{
+    SortReader, derived_parts, escape, escape_bytes_into, read_terminated, sort_key, unescape,
+    unescape_bytes, write_terminated,
 };
-use kvmodel_runtime::codec::record::{self, Encoding};
+use kvmodel_runtime::__private::{
+    Derived, Encoding, KeyBuilder, KeyMatch, SortPart, from_value, record,
+};
 use kvmodel_runtime::store::counter::{parse_counter, read_counter};
 use kvmodel_runtime::store::{decode_entry, encode_entry};
 use kvmodel_runtime::{Cursor, Date, Direction, Error, ListRequest, PageRequest, Timestamp, Uuid};
@@ -242,7 +244,7 @@ fn record_round_trip() {
                 }
                 let (v, value) = record::decode_value(KEY, &bytes).unwrap();
                 assert_eq!(v, *version);
-                let migrated: Rec = record::from_value(KEY, value)
+                let migrated: Rec = from_value(KEY, value)
                     .unwrap_or_else(|e| panic!("{encoding:?}: the migration path fails: {e}"));
                 let via = record::encode(KEY, encoding, *version, &migrated).unwrap();
                 assert_eq!(
@@ -459,10 +461,8 @@ fn cursors() {
 }
 
 /// The fields of a protobuf record of every kind and shape.
-const PROTO: kvmodel_runtime::codec::proto::ProtoMessage = {
-    use kvmodel_runtime::codec::proto::{
-        ProtoField, ProtoKind as K, ProtoMessage, ProtoShape as S,
-    };
+const PROTO: kvmodel_runtime::__private::ProtoMessage = {
+    use kvmodel_runtime::__private::{ProtoField, ProtoKind as K, ProtoMessage, ProtoShape as S};
     const fn f(name: &'static str, number: u32, kind: K, shape: S) -> ProtoField {
         ProtoField {
             name,
@@ -500,7 +500,7 @@ const PROTO: kvmodel_runtime::codec::proto::ProtoMessage = {
 /// what decodes encodes again to bytes that decode to the same value.
 #[test]
 fn protobuf_bytes() {
-    use kvmodel_runtime::codec::proto;
+    use kvmodel_runtime::__private::proto;
     check!(name = "protobuf_bytes")
         .with_test_time(BUDGET)
         .for_each(|tail: &[u8]| {

@@ -1,6 +1,9 @@
 //! Property tests of the key and sort encodings.
 
-use kvmodel_runtime::codec::key::{self, KeyBuilder, SortPart, SortReader, sort_key};
+use kvmodel_runtime::__private::{
+    Derived, KeyBuilder, KeyPart, SortPart,
+    key::{self, SortReader, sort_key},
+};
 use kvmodel_runtime::store::{decode_entry, encode_entry};
 use proptest::prelude::*;
 
@@ -44,7 +47,7 @@ proptest! {
     #[test]
     fn record_keys_never_reach_derived_keys(id in tricky(), idx in "[a-z_]{1,8}", v in tricky()) {
         let record = KeyBuilder::new("shop").lit("user").part(id.as_str()).finish();
-        let derived = KeyBuilder::derived("shop", "user", key::Derived::Claim).lit(&idx).part(v.as_str()).finish();
+        let derived = KeyBuilder::derived("shop", "user", Derived::Claim).lit(&idx).part(v.as_str()).finish();
         prop_assert_ne!(&record, &derived);
         prop_assert!(!record.contains('#'));
     }
@@ -98,7 +101,7 @@ proptest! {
     /// An integer key component is its decimal digits, as `{}` writes them.
     #[test]
     fn integer_components_are_decimal(a: i64, b: u64, c: i32, d: u32, e: i16, f: u16, g: i8, h: u8) {
-        fn written<P: key::KeyPart>(p: P) -> String {
+        fn written<P: KeyPart>(p: P) -> String {
             let mut out = String::new();
             p.write_key(&mut out);
             out
@@ -168,7 +171,7 @@ proptest! {
 /// The extremes of every integer width are written as `{}` writes them.
 #[test]
 fn integer_components_at_the_extremes() {
-    fn written<P: key::KeyPart>(p: P) -> String {
+    fn written<P: KeyPart>(p: P) -> String {
         let mut out = String::new();
         p.write_key(&mut out);
         out
@@ -204,7 +207,7 @@ proptest! {
 
     #[test]
     fn derived_parts_inverts_the_builder(a in tricky(), b in tricky()) {
-        let key = KeyBuilder::derived("shop", "user", key::Derived::Claim).lit("by_pair").part(a.as_str()).part(b.as_str()).finish();
-        prop_assert_eq!(key::derived_parts(&key, key::Derived::Claim, "by_pair"), Some(vec![a, b]));
+        let key = KeyBuilder::derived("shop", "user", Derived::Claim).lit("by_pair").part(a.as_str()).part(b.as_str()).finish();
+        prop_assert_eq!(key::derived_parts(&key, Derived::Claim, "by_pair"), Some(vec![a, b]));
     }
 }

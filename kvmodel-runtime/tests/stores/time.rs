@@ -2,8 +2,7 @@
 //! MessagePack records), sorts in keys as it compares, and falls in exactly
 //! one hour, day and month bucket; nothing outside years 0000–9999 is built.
 
-use kvmodel_runtime::__private::{day, hour, month, sort_of};
-use kvmodel_runtime::codec::record::{self, Encoding};
+use kvmodel_runtime::__private::{Encoding, day, hour, month, record, sort_of};
 use kvmodel_runtime::{Date, Timestamp};
 use proptest::prelude::*;
 

@@ -5,11 +5,11 @@ use std::time::Duration;
 use kvmodel::__private::{Entity, serde_json};
 use kvmodel::conformance::Harness;
 use kvmodel::{Batch, Error, PageRequest, Store, Timestamp};
-use kvmodel_runtime::engine::def::Typed;
-use kvmodel_runtime::engine::ledger::{self, Acquired, Lease, Outcome, Run};
-use kvmodel_runtime::engine::migrate::MigrateState;
-use kvmodel_runtime::engine::state;
-use kvmodel_runtime::engine::walk::{WalkState, Walker};
+use kvmodel_runtime::__private::{
+    MigrateState, Typed, WalkState, Walker,
+    ledger::{self, Acquired, Lease, Outcome, Run},
+    state,
+};
 
 use super::model::*;
 

@@ -87,7 +87,7 @@ async fn modify_gives_up_with_conflict_and_writes_nothing() {
     assert!(err.to_string().contains("kept changing"), "{err}");
     assert_eq!(
         rival.reads.load(Ordering::SeqCst),
-        kvmodel_runtime::engine::repo::MAX_ATTEMPTS
+        kvmodel_runtime::__private::MAX_ATTEMPTS
     );
     let plain = DocRepo::new(inner);
     assert_eq!(

@@ -1,13 +1,15 @@
 //! The requests and transaction actions each access pattern sends to
 //! DynamoDB, counted on the emulator, against the table `kvmodel keys
-//! --store dynamodb` prints (`kvmodel_runtime::engine::dynamo_cost`).
+//! --store dynamodb` prints (`kvmodel_runtime::__private::dynamo_cost`).
 
 use std::collections::BTreeMap;
 
 use kvmodel::conformance::{DynamoEmulator, DynamoRequests};
 use kvmodel::{DynamoStore, KvEntity, PageRequest};
-use kvmodel_runtime::engine::cost::Access;
-use kvmodel_runtime::engine::dynamo_cost::{DynamoCost, DynamoShape};
+use kvmodel_runtime::__private::{
+    cost::Access,
+    dynamo_cost::{DynamoCost, DynamoShape},
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Error, KvEntity, PageRequest, RangeRequest, Store, Timestamp};
-use kvmodel_runtime::engine::def::ModelDef;
-use kvmodel_runtime::engine::walk::Walker;
+use kvmodel_runtime::__private::{ModelDef, Walker};
 use serde::{Deserialize, Serialize};
 
 /// A short link with its own expiry date.
@@ -65,7 +64,7 @@ async fn collection_len<S: Store>(s: &S, key: &str) -> usize {
 
 /// `Link` as the `kvmodel` command reads it: through the run-time model.
 fn link_model() -> ModelDef {
-    use kvmodel_runtime::model::{
+    use kvmodel_runtime::__private::{
         CounterModel, EntityModel, FieldExpr, FieldModel, IndexModel, Segment, TypeModel,
     };
     let mut expires_at = FieldModel::new("expires_at", TypeModel::Timestamp);
@@ -107,7 +106,7 @@ fn link_model() -> ModelDef {
         group_by,
         sum: None,
         shards: 1,
-        keep: kvmodel_runtime::schema::CounterKeep::Follows,
+        keep: kvmodel_runtime::__private::CounterKeep::Follows,
         since: 1,
     };
     m.counters = vec![

@@ -8,7 +8,7 @@ use crate::model::*;
 use kvmodel::__private::Store;
 use kvmodel::PageRequest;
 use kvmodel::conformance::{CountingStore, Harness, RedisHarness};
-use kvmodel_runtime::engine::cost::{Access, STATE_CHECK, STATE_FIRST_LOOK};
+use kvmodel_runtime::__private::cost::{Access, STATE_CHECK, STATE_FIRST_LOOK};
 
 /// Runs every access pattern of `UserRepo` once on `store`, calling
 /// `check(access, what)` after each.

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{KvCounter, KvEntity, Store};
-use kvmodel_runtime::codec::key::shard_key;
-use kvmodel_runtime::engine::def::ModelDef;
-use kvmodel_runtime::engine::walk::Walker;
+use kvmodel_runtime::__private::{ModelDef, Walker, key::shard_key};
 use serde::{Deserialize, Serialize};
 
 /// Page views per page and day, spread over 4 keys, kept a day after the
@@ -53,10 +51,10 @@ pub struct View {
 
 /// `View` as the `kvmodel` command reads it: through the run-time model.
 fn view_model() -> ModelDef {
-    use kvmodel_runtime::model::{
+    use kvmodel_runtime::__private::CounterKeep;
+    use kvmodel_runtime::__private::{
         CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
     };
-    use kvmodel_runtime::schema::CounterKeep;
     let mut m = EntityModel::new(
         "View",
         "site",

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Error, KvEntity, PageRequest, Store};
-use kvmodel_runtime::engine::entity::Entity;
-use kvmodel_runtime::engine::links::registry_key;
+use kvmodel_runtime::__private::{Entity, registry_key};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kvmodel::Store;
 use kvmodel::feed::{Event, FeedPosition, Position};
-use kvmodel_runtime::engine::entity::Entity;
+use kvmodel_runtime::__private::Entity;
 use proptest::prelude::*;
 use proptest::sample::select;
 

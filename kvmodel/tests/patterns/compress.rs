@@ -236,7 +236,7 @@ pub async fn forged_compressed_values_are_errors_naming_the_key<H: Harness>(h: &
     // declares 2 KiB.
     let zeros = vec![0u8; 16 << 20];
     let frame =
-        kvmodel_runtime::codec::compress::pack("x", kvmodel::__private::Codec::Zstd, &zeros)
+        kvmodel_runtime::__private::compress::pack("x", kvmodel::__private::Codec::Zstd, &zeros)
             .unwrap();
     let mut bomb = frame.clone();
     bomb[2..6].copy_from_slice(&2048u32.to_le_bytes());

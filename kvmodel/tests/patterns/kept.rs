@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Batch, KvEntity, Store, Timestamp};
-use kvmodel_runtime::engine::def::ModelDef;
-use kvmodel_runtime::engine::report::{Drift, KeptCounter};
-use kvmodel_runtime::engine::walk::Walker;
-use kvmodel_runtime::schema::CounterKeep;
+use kvmodel_runtime::__private::{CounterKeep, Drift, KeptCounter, ModelDef, Walker};
 use serde::{Deserialize, Serialize};
 
 /// A click on a short link: the raw event expires at its own `ends`, its
@@ -82,7 +79,7 @@ fn kept(drift: &Drift) -> Vec<(String, i128, i64)> {
 
 /// `Click` as the `kvmodel` command reads it: through the run-time model.
 fn click_model() -> ModelDef {
-    use kvmodel_runtime::model::{
+    use kvmodel_runtime::__private::{
         CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
     };
     let mut ends = FieldModel::new("ends", TypeModel::Timestamp);

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use kvmodel::conformance::Harness;
 use kvmodel::{Drift, KvEntity, PageRequest, Store, Timestamp};
-use kvmodel_runtime::engine::def::{ModelDef, Typed};
-use kvmodel_runtime::engine::walk::Walker;
+use kvmodel_runtime::__private::{ModelDef, Typed, Walker};
 use serde::{Deserialize, Serialize};
 
 use crate::window::{Window, windows};
@@ -122,7 +121,7 @@ async fn featured_in<S: Store>(r: &Repos<S>, id: &str) -> Vec<String> {
 /// run-time model, which declares no links (a walk judges link keys from
 /// what they hold) but does declare the expiry field.
 fn models() -> (ModelDef, ModelDef) {
-    use kvmodel_runtime::model::{EntityModel, FieldModel, Segment, TypeModel};
+    use kvmodel_runtime::__private::{EntityModel, FieldModel, Segment, TypeModel};
     let mut expires_at = FieldModel::new("expires_at", TypeModel::Timestamp);
     expires_at.optional = true;
     let mut short = EntityModel::new(

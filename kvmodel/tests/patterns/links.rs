@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use kvmodel::conformance::{CountingStore, Harness};
 use kvmodel::{Error, KvEntity, PageRequest, Store};
-use kvmodel_runtime::engine::cost::Access;
+use kvmodel_runtime::__private::cost::Access;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -492,9 +492,9 @@ pub async fn reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone<H:
 /// the link keys as the generated entities do: links need no description
 /// in the model, their keys say what they are.
 pub async fn the_model_walk_agrees_on_every_link_key<H: Harness>(h: &H) {
-    use kvmodel_runtime::engine::def::{ModelDef, Typed};
-    use kvmodel_runtime::engine::walk::Walker;
-    use kvmodel_runtime::model::{EntityModel, FieldModel, Segment, TypeModel};
+    use kvmodel_runtime::__private::Walker;
+    use kvmodel_runtime::__private::{EntityModel, FieldModel, Segment, TypeModel};
+    use kvmodel_runtime::__private::{ModelDef, Typed};
     let model = |name: &str, lit: &str, key: &str, extra: Option<&str>| {
         let mut m = EntityModel::new(name, "lnk", vec![Segment::lit(lit), Segment::field(key)])
             .with_field(FieldModel::new(key, TypeModel::String));

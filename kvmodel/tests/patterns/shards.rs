@@ -4,8 +4,7 @@
 
 use kvmodel::conformance::{CountingStore, Harness};
 use kvmodel::{Batch, KvEntity, Store};
-use kvmodel_runtime::codec::key::shard_key;
-use kvmodel_runtime::engine::cost::Access;
+use kvmodel_runtime::__private::{cost::Access, key::shard_key};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
@@ -173,8 +172,8 @@ pub async fn a_counter_that_becomes_sharded_keeps_its_count<H: Harness>(h: &H) {
 }
 
 /// `Like` as the `kvmodel` command reads it: through the run-time model.
-fn like_model() -> kvmodel_runtime::engine::def::ModelDef {
-    use kvmodel_runtime::model::{
+fn like_model() -> kvmodel_runtime::__private::ModelDef {
+    use kvmodel_runtime::__private::{
         CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
     };
     let mut m = EntityModel::new(
@@ -198,7 +197,7 @@ fn like_model() -> kvmodel_runtime::engine::def::ModelDef {
         },
         sum: sum.then(|| "weight".into()),
         shards,
-        keep: kvmodel_runtime::schema::CounterKeep::Follows,
+        keep: kvmodel_runtime::__private::CounterKeep::Follows,
         since: 1,
     };
     m.counters = vec![
@@ -206,11 +205,11 @@ fn like_model() -> kvmodel_runtime::engine::def::ModelDef {
         counter("total", false, false, 4),
         counter("weight", true, true, 8),
     ];
-    kvmodel_runtime::engine::def::ModelDef::new(m)
+    kvmodel_runtime::__private::ModelDef::new(m)
 }
 
 pub async fn the_model_walk_treats_the_shards_as_one_counter<H: Harness>(h: &H) {
-    use kvmodel_runtime::engine::walk::Walker;
+    use kvmodel_runtime::__private::Walker;
     let store = h.store();
     let repo = LikeRepo::new(store.clone());
     for u in 0..30 {

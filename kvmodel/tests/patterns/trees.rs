@@ -294,7 +294,7 @@ async fn write_by_hand<E: Entity, S: Store>(store: &S, before: &E, value: &E) {
     let key = value.record_key();
     let (old, new) = (Facts::of(before), Facts::of(value));
     let mut b = Batch::new();
-    let bytes = kvmodel_runtime::engine::entity::encode(&key, value).unwrap();
+    let bytes = kvmodel_runtime::__private::entity::encode(&key, value).unwrap();
     b.present(key.as_str()).put(key.as_str(), bytes, None);
     for m in new
         .members

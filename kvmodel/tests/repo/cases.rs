@@ -470,9 +470,9 @@ pub async fn migration_from_chain<H: Harness>(h: &H) {
     let mut b = Batch::new();
     b.put(
         &key,
-        kvmodel_runtime::codec::record::encode(
+        kvmodel_runtime::__private::record::encode(
             &key,
-            kvmodel_runtime::codec::record::Encoding::Json,
+            kvmodel_runtime::__private::Encoding::Json,
             1,
             &v1,
         )
@@ -487,9 +487,9 @@ pub async fn migration_from_chain<H: Harness>(h: &H) {
     let key2 = ProfileKeys::record("p2");
     b.put(
         &key2,
-        kvmodel_runtime::codec::record::encode(
+        kvmodel_runtime::__private::record::encode(
             &key2,
-            kvmodel_runtime::codec::record::Encoding::MsgPack,
+            kvmodel_runtime::__private::Encoding::MsgPack,
             2,
             &v2,
         )
@@ -733,7 +733,7 @@ pub async fn maintenance_migrates_verifies_and_repairs<H: Harness>(h: &H) {
     b.delete(UserKeys::by_email("m1@x.io"))
         .remove(
             UserKeys::by_status(Status::Active),
-            kvmodel_runtime::codec::key::sort_key(&u3.created_at),
+            kvmodel_runtime::__private::key::sort_key(&u3.created_at),
             UserKeys::record("m3").into_bytes(),
         )
         .incr(UserKeys::counter_by_status(Status::Active), 5);

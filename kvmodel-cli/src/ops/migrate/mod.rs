@@ -4,14 +4,12 @@
 
 use clap::Args;
 
+use kvmodel_runtime::__private::{
+    EntityDef, EntityModel, MigrateState, ModelDef, Walker, hex,
+    ledger::{self, Acquired, EntityRun, Lease, Outcome, Run},
+    state,
+};
 use kvmodel_runtime::Store;
-use kvmodel_runtime::codec::hex;
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::ledger::{self, Acquired, EntityRun, Lease, Outcome, Run};
-use kvmodel_runtime::engine::migrate::MigrateState;
-use kvmodel_runtime::engine::state;
-use kvmodel_runtime::engine::walk::Walker;
-use kvmodel_runtime::model::EntityModel;
 
 use super::progress::Progress;
 use super::{Code, Context, Fail, Format, Target, fail, parse_duration, print, store_error};

@@ -2,10 +2,8 @@
 
 use serde_json::json;
 
+use kvmodel_runtime::__private::{EntityDef, ModelDef, ledger, state};
 use kvmodel_runtime::Store;
-use kvmodel_runtime::engine::def::{EntityDef, ModelDef};
-use kvmodel_runtime::engine::ledger;
-use kvmodel_runtime::engine::state;
 
 use super::outcome;
 use crate::ops::{Code, Context, Fail, Format, print, store_error};

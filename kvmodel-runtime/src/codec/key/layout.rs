@@ -149,14 +149,6 @@ impl Derived {
 /// discovery set, expiry ledger, receipts and index state, all under
 /// `{namespace}:{key space}#`. Generated entities and the run-time model
 /// spell them here, once.
-///
-/// ```
-/// use kvmodel_runtime::codec::key::Space;
-/// let users = Space::new("shop", "user");
-/// assert_eq!(users.all_key(), "shop:user#all");
-/// assert_eq!(users.receipt_key("shop:user:1"), "shop:user#rcpt:user:1");
-/// assert_eq!(users.record_of_receipt("shop:user#rcpt:user:1").unwrap(), "shop:user:1");
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Space<'a> {
     /// The namespace.
@@ -272,15 +264,7 @@ impl<'a> Space<'a> {
 /// shard 0 is the counter key itself, so a counter that becomes sharded
 /// keeps its count; shard `i > 0` appends `#i`. A `#` never appears in a
 /// component or a literal, and once in every derived key, so a second one
-/// marks a shard ([`shard_of`] reads it back).
-///
-/// ```
-/// use kvmodel_runtime::codec::key::{shard_key, shard_of};
-/// assert_eq!(shard_key("shop:like#count:per_post:7", 0), "shop:like#count:per_post:7");
-/// assert_eq!(shard_key("shop:like#count:per_post:7", 3), "shop:like#count:per_post:7#3");
-/// assert_eq!(shard_of("shop:like#count:per_post:7#3"), ("shop:like#count:per_post:7", 3));
-/// assert_eq!(shard_of("shop:like#count:per_post:7"), ("shop:like#count:per_post:7", 0));
-/// ```
+/// marks a shard (`shard_of` reads it back).
 pub fn shard_key(counter_key: &str, shard: u32) -> String {
     if shard == 0 {
         counter_key.to_owned()
@@ -321,8 +305,13 @@ pub fn derived_parts(key: &str, kind: Derived, name: &str) -> Option<Vec<String>
     )
 }
 
-/// A derived key read back: `{namespace}:{key space}#{kind}[:{rest}]`.
+/// A derived key read back: `{namespace}:{key space}#{kind}[:{rest}]`
+/// (by the stores that place a key by its kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(any(feature = "redis-cluster", feature = "dynamodb")),
+    allow(dead_code)
+)]
 pub struct DerivedKey<'k> {
     /// The namespace.
     pub namespace: &'k str,
@@ -335,6 +324,10 @@ pub struct DerivedKey<'k> {
     pub rest: &'k str,
 }
 
+#[cfg_attr(
+    not(any(feature = "redis-cluster", feature = "dynamodb")),
+    allow(dead_code)
+)]
 impl<'k> DerivedKey<'k> {
     /// Reads a derived key of any entity: `None` for a record key or any
     /// other key. A derived key holds exactly one `#` (user components
@@ -359,6 +352,7 @@ impl<'k> DerivedKey<'k> {
     }
 
     /// Where [`rest`](DerivedKey::rest) starts in the key.
+    #[cfg_attr(not(feature = "redis-cluster"), allow(dead_code))]
     pub fn rest_at(&self, key: &str) -> usize {
         key.len() - self.rest.len()
     }
@@ -367,13 +361,6 @@ impl<'k> DerivedKey<'k> {
 /// Checks whether a key equals `target` while it is built, segment by
 /// segment, without allocating: the same calls as [`KeyBuilder`], ending in
 /// a `bool`.
-///
-/// ```
-/// use kvmodel_runtime::codec::key::{KeyBuilder, KeyMatch};
-/// let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
-/// assert!(KeyMatch::new(&key, "shop").lit("user").part("1:orders").finish());
-/// assert!(!KeyMatch::new(&key, "shop").lit("user").part("1").finish());
-/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct KeyMatch<'a> {
     target: &'a str,
@@ -507,14 +494,6 @@ impl Segments for KeyMatch<'_> {
 /// escaped, so it never holds a `:`, and a record key has exactly its
 /// template's segments. Derived keys never start with the prefix (their
 /// key space ends at a `#`).
-///
-/// ```
-/// use kvmodel_runtime::codec::key::RecordKeys;
-/// let users = RecordKeys::new("shop", "user:{id}");
-/// assert_eq!(users.prefix(), "shop:user:");
-/// assert!(users.matches("shop:user:42"));
-/// assert!(!users.matches("shop:user:admin:7"));
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordKeys {
     prefix: String,
@@ -601,6 +580,14 @@ mod record_keys {
     }
 
     #[test]
+    fn a_record_key_starts_with_the_prefix() {
+        let users = RecordKeys::new("shop", "user:{id}");
+        assert_eq!(users.prefix(), "shop:user:");
+        assert!(users.matches("shop:user:42"));
+        assert!(!users.matches("shop:user:admin:7"));
+    }
+
+    #[test]
     fn a_template_without_placeholders_is_one_key() {
         let config = RecordKeys::new("app", "settings:global");
         assert_eq!(config.prefix(), "app:settings:global");
@@ -622,8 +609,49 @@ mod record_keys {
 }
 
 #[cfg(test)]
+mod built_keys {
+    use super::{KeyBuilder, KeyMatch, shard_key, shard_of};
+
+    #[test]
+    fn a_component_is_escaped_and_a_key_matches_as_it_is_built() {
+        let key = KeyBuilder::new("shop")
+            .lit("user")
+            .part("1:orders")
+            .finish();
+        assert_eq!(key, "shop:user:1%3Aorders");
+        assert!(
+            KeyMatch::new(&key, "shop")
+                .lit("user")
+                .part("1:orders")
+                .finish()
+        );
+        assert!(!KeyMatch::new(&key, "shop").lit("user").part("1").finish());
+    }
+
+    #[test]
+    fn a_shard_key_reads_back() {
+        let counter = "shop:like#count:per_post:7";
+        assert_eq!(shard_key(counter, 0), counter);
+        assert_eq!(shard_key(counter, 3), "shop:like#count:per_post:7#3");
+        assert_eq!(shard_of("shop:like#count:per_post:7#3"), (counter, 3));
+        assert_eq!(shard_of(counter), (counter, 0));
+    }
+}
+
+#[cfg(test)]
 mod derived_keys {
     use super::{Derived, DerivedKey, Space};
+
+    #[test]
+    fn a_space_spells_its_derived_keys() {
+        let users = Space::new("shop", "user");
+        assert_eq!(users.all_key(), "shop:user#all");
+        assert_eq!(users.receipt_key("shop:user:1"), "shop:user#rcpt:user:1");
+        assert_eq!(
+            users.record_of_receipt("shop:user#rcpt:user:1").unwrap(),
+            "shop:user:1"
+        );
+    }
 
     #[test]
     fn every_derived_key_reads_back() {

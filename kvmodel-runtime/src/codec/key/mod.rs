@@ -16,12 +16,6 @@
 //! The layout of derived keys (claims, collections, counters, the discovery
 //! set) lives in `layout`: one enum of their kinds, the builder generated
 //! code calls, and the matcher that checks a key without allocating.
-//!
-//! ```
-//! use kvmodel_runtime::codec::key::KeyBuilder;
-//! let key = KeyBuilder::new("shop").lit("user").part("1:orders").finish();
-//! assert_eq!(key, "shop:user:1%3Aorders");
-//! ```
 
 mod layout;
 mod part;
@@ -29,17 +23,20 @@ mod slot;
 mod sort;
 mod time;
 
+#[cfg(any(feature = "redis-cluster", feature = "dynamodb"))]
+pub(crate) use layout::DerivedKey;
 pub use layout::{
-    Derived, DerivedKey, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts,
-    shard_key, shard_of,
+    Derived, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts, shard_key, shard_of,
 };
 pub use part::KeyPart;
 #[cfg(feature = "redis-cluster")]
+pub use slot::SLOTS;
+#[cfg(feature = "redis-cluster")]
 pub(crate) use slot::crc16;
-pub use slot::{SLOTS, hash_slot};
+pub use slot::hash_slot;
 pub use sort::{
-    SortPart, SortReader, match_terminated, read_terminated, read_terminated_into, sort_is,
-    sort_key, write_terminated,
+    SortPart, SortReader, read_terminated, read_terminated_into, sort_is, sort_key,
+    write_terminated,
 };
 
 use crate::error::{Error, Result};

@@ -38,7 +38,7 @@ fn hashed(key: &[u8]) -> &[u8] {
 /// The hash slot of `key` on a Redis Cluster.
 ///
 /// ```
-/// use kvmodel_runtime::codec::key::hash_slot;
+/// # use kvmodel_runtime::__private::hash_slot;
 /// assert_eq!(hash_slot("foo"), 12182);
 /// assert_eq!(hash_slot("docs:tenant:{t1}:doc:1"), hash_slot("docs:tenant#count:per_tenant:{t1}"));
 /// ```

@@ -123,11 +123,6 @@ pub struct ProtoMessage {
 )]
 pub trait ProtoEnum {}
 
-/// Whether `bytes` (decompressed) are a protobuf envelope.
-pub fn is_protobuf(bytes: &[u8]) -> bool {
-    bytes.first() == Some(&TAG)
-}
-
 #[cfg(not(feature = "protobuf"))]
 fn feature_error(key: &str) -> Error {
     Error::decode(
@@ -200,6 +195,34 @@ pub fn decode(key: &str, message: Option<&ProtoMessage>, bytes: &[u8]) -> Result
         let _ = (message, bytes);
         Err(feature_error(key))
     }
+}
+
+/// Expands to nothing in a build that reads and writes protobuf records,
+/// and to a compile error naming the feature otherwise: the generated code
+/// of a protobuf-encoded entity invokes it.
+#[cfg(feature = "protobuf")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_protobuf {
+    ($entity:literal) => {};
+}
+
+/// Expands to nothing in a build that reads and writes protobuf records,
+/// and to a compile error naming the feature otherwise: the generated code
+/// of a protobuf-encoded entity invokes it.
+#[cfg(not(feature = "protobuf"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kvmodel_require_protobuf {
+    ($entity:literal) => {
+        ::core::compile_error!(::core::concat!(
+            "`",
+            $entity,
+            "` is encoded with protobuf, which needs kvmodel's `protobuf` feature: enable it \
+             (`kvmodel = { version = \"…\", features = [\"protobuf\"] }`) or use \
+             `encoding = \"json\"`"
+        ));
+    };
 }
 
 #[cfg(all(test, feature = "protobuf"))]
