@@ -4,7 +4,7 @@
 //! members early prepares its record's slot first, and no other slot while
 //! another write holds or changed the record.
 
-use kvmodel_runtime::codec::key::hash_slot;
+use kvmodel_runtime::__private::hash_slot;
 use kvmodel_runtime::conformance::{ClusterHarness, Harness};
 use kvmodel_runtime::store::CrashPoint;
 use kvmodel_runtime::{Batch, Store};
