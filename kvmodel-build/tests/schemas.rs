@@ -269,7 +269,7 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         local.contains(
             "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
              discovery (sharded). Sequential round trips per commit, after the reads above: \
-             create 2, update 2, delete 4"
+             create 3, update 3, delete 4"
         ),
         "{local}"
     );
@@ -280,7 +280,7 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         global.contains(
             "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
              unique by_slug, discovery (sharded). Sequential round trips per commit, after the \
-             reads above: create 4, update 4 (2 when it moves nothing kept in another slot), \
+             reads above: create 5, update 5 (3 when it moves nothing kept in another slot), \
              delete 4"
         ),
         "{global}"
@@ -295,7 +295,7 @@ fn keys_show_the_slot_grouping_of_a_colocated_entity() {
         fed.contains(
             "in the record's slot: record, unique by_title, counter per_tenant; elsewhere: \
              discovery (sharded), change feed (stream). Sequential round trips per commit, \
-             after the reads above: create 4, update 4, delete 4"
+             after the reads above: create 5, update 5, delete 4"
         ),
         "{fed}"
     );

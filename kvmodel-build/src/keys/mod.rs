@@ -431,9 +431,10 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
 /// A key shares the record's slot when it carries the co-location tag; a
 /// receipt is stored in its record's slot by the cluster store; the
 /// discovery set is sharded over other slots. A commit whose only other
-/// slots gain members takes 2 sequential steps (prepare, commit); any other
-/// commit across slots takes 4 (prepare, commit, apply, finish). Every write
-/// re-adds its discovery member, so it always reaches one other slot; a
+/// slots gain members takes 3 sequential steps (prepare the record's slot,
+/// then the others, commit); any other commit across slots that adds
+/// members takes 5 (the same, then apply, finish). Every write re-adds its
+/// discovery member, so it always reaches one other slot; a
 /// write of an entity with a change feed also appends to its stream, in a
 /// slot of its own, after the commit point.
 pub(crate) struct ClusterLayout {
@@ -495,16 +496,20 @@ impl ClusterLayout {
         if feed {
             away.push("change feed (stream)".to_owned());
         }
+        // A write that adds members in other slots (the discovery member,
+        // re-added by every create and update) prepares its record's slot
+        // first, then the others: one step more than a prepare of every
+        // slot at once.
         let create = if feed || kinds.iter().any(|k| *k == "unique" || *k == "counter") {
-            4
+            5
         } else {
-            2
+            3
         };
         let update = match (kinds.is_empty() && !feed, e.expires()) {
-            (true, _) => "2",
-            (false, true) => "4",
-            (false, false) if feed => "4",
-            (false, false) => "4 (2 when it moves nothing kept in another slot)",
+            (true, _) => "3",
+            (false, true) => "5",
+            (false, false) if feed => "5",
+            (false, false) => "5 (3 when it moves nothing kept in another slot)",
         };
         ClusterLayout {
             home,
@@ -525,7 +530,8 @@ impl ClusterLayout {
         format!(
             "On a Redis Cluster: in the record's slot: {}; elsewhere: {elsewhere}. Sequential round \
              trips per commit, after the reads above: create {}, update {}, delete 4 \
-             (each step sends one script to every slot it concerns at once).",
+             (each step sends one script to every slot it concerns at once, but a write that \
+             adds members in other slots prepares its record's slot before the others).",
             self.home.join(", "),
             self.create,
             self.update,

@@ -111,8 +111,8 @@ fn consider(e: &Entity, model: &Model, now: &ClusterLayout, field: &str) -> Opti
     if hot.is_empty() {
         return None;
     }
-    // A create adds members elsewhere without holding them (2 steps); it
-    // takes the 4-step commit for the counters it moves elsewhere. One that
+    // A create adds members elsewhere without holding them (3 steps); it
+    // takes the 5-step commit for the counters it moves elsewhere. One that
     // names the parent of an enforced relation conditions on that record,
     // which lies in its own slot whatever the child's tag.
     let counts = hot.iter().any(|s| s.name.starts_with("counter "));
@@ -191,12 +191,12 @@ pub(super) fn report(e: &Entity, finding: &Finding, diags: &mut Diagnostics) -> 
         (Some((now, then)), update) => format!(
             "every create takes the cross-slot commit for them ({now} sequential round trips instead of {then}){}",
             if update {
-                ", as does an update that moves one of them (4 instead of 2)"
+                ", as does an update that moves one of them (5 instead of 3)"
             } else {
                 ""
             }
         ),
-        (None, _) => "an update that moves one of them takes the cross-slot commit for them (4 sequential round trips instead of 2)".to_owned(),
+        (None, _) => "an update that moves one of them takes the cross-slot commit for them (5 sequential round trips instead of 3)".to_owned(),
     };
     let (origin, setting, instead) = match &e.colocate {
         Some(c) => (

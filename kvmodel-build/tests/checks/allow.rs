@@ -204,7 +204,7 @@ fn cross_slot_writes_of_a_co_located_entity_are_information() {
         d.message
             .contains("its unique `by_number` lies in other slots")
             && d.message
-                .contains("a create takes 4 sequential round trips"),
+                .contains("a create takes 5 sequential round trips"),
         "{}",
         d.message
     );
@@ -250,8 +250,8 @@ fn hot_collections_of_one_parent_in_other_slots_are_information() {
         "on a Redis Cluster, `Click` keeps the relation `link`, index `by_link_country`, \
          counter `per_link` and counter `per_link_day` that all its records with the same \
          `link_id` write in other slots than those records, so every create takes the \
-         cross-slot commit for them (4 sequential round trips instead of 2), as does an \
-         update that moves one of them (4 instead of 2); the writers of a busy `link_id` all \
+         cross-slot commit for them (5 sequential round trips instead of 3), as does an \
+         update that moves one of them (5 instead of 3); the writers of a busy `link_id` all \
          take it on the same keys"
     );
     let help = d.help.as_deref().unwrap();
@@ -311,7 +311,7 @@ fn hot_collections_need_a_parent_a_fix_and_a_gain() {
             "on a Redis Cluster, `Click` keeps the relation `link`, index `by_link_country` and \
              counter `per_link_day` that all its records with the same `link_id` write in other \
              slots than those records, so an update that moves one of them takes the cross-slot \
-             commit for them (4 sequential round trips instead of 2)"
+             commit for them (5 sequential round trips instead of 3)"
         ),
         "{}",
         d.message
