@@ -475,3 +475,71 @@ async fn an_append_to_a_key_that_is_no_stream_is_refused() {
         .unwrap();
     assert_eq!(len, 1);
 }
+
+/// The time to live of `key`, in ms (`PTTL`).
+async fn pttl(conn: &mut MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query_async(conn).await.unwrap()
+}
+
+/// A collection that loses its last member in a batch that is refused
+/// keeps its time to live: a removal is never made and then undone.
+#[tokio::test]
+async fn a_refused_batch_leaves_an_emptied_collection_and_its_time_to_live() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut conn = connect(&server).await;
+    let mut seed = Batch::new();
+    seed.add("z", b"s".to_vec(), b"m".to_vec())
+        .expire("z", std::time::Duration::from_secs(100))
+        .put("text", b"abc".to_vec(), None);
+    assert!(store.commit(seed).await.unwrap().is_applied());
+    let mut b = Batch::new();
+    b.remove("z", b"s".to_vec(), b"m".to_vec()).incr("text", 1);
+    assert!(RedisStore::shape_script(&b).unwrap().is_some());
+    let got = store.commit(b.clone()).await;
+    assert!(
+        matches!(got, Err(kvmodel_runtime::Error::InvalidBatch { .. })),
+        "{got:?}"
+    );
+    assert!(pttl(&mut conn, "z").await > 90_000, "shape script");
+    let reply = run_forged(&mut conn, &b, None, |_| {}).await;
+    assert_eq!(
+        reply,
+        Value::Array(vec![
+            Value::Int(-1),
+            Value::BulkString(b"text".to_vec()),
+            Value::BulkString(
+                b"it holds a value that is not a 64-bit decimal integer counter".to_vec()
+            )
+        ])
+    );
+    assert!(pttl(&mut conn, "z").await > 90_000, "commit script");
+}
+
+/// Plans the store never sends: a condition after an operation is still
+/// checked, and an empty time to live is refused, not taken as none.
+#[tokio::test]
+async fn forged_plans_are_checked_whole() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut conn = connect(&server).await;
+    let mut seed = Batch::new();
+    seed.put("k", b"old".to_vec(), None);
+    assert!(store.commit(seed).await.unwrap().is_applied());
+    let mut b = Batch::new();
+    b.put("k", b"new".to_vec(), None);
+    // `p k`, then a forged `A k` (absent) after it: fails, condition 0.
+    let reply = run_forged(&mut conn, &b, None, |argv| argv[0] = b"p\x01A\x01".to_vec()).await;
+    assert_eq!(reply, Value::Array(vec![Value::Int(0), Value::Int(0)]));
+    // A put with an empty time to live.
+    let reply = run_forged(&mut conn, &b, None, |argv| {
+        argv[0] = b"q\x01".to_vec();
+        argv.push(Vec::new());
+    })
+    .await;
+    match &reply {
+        Value::Array(items) => assert_eq!(items.first(), Some(&Value::Int(-1))),
+        other => panic!("unexpected reply {other:?}"),
+    }
+    assert_eq!(store.get("k").await.unwrap(), Some(b"old".to_vec()));
+}

@@ -11,8 +11,9 @@
 //! A shape script takes `commit.lua`'s `KEYS` and `ARGV` (the plan
 //! ([`commit_args`](super::wire::commit_args)) names the script) and
 //! commits an ordinary batch as `commit.lua` does: conditions checked with
-//! one `GET` each, values checked, members and counters moved first with
-//! commands that refuse a key of another kind, values written last, then
+//! one `GET` each, values checked, members added (to collections that lose
+//! none) and counters moved first with commands that refuse a key of
+//! another kind, values and collections that lose members written last, then
 //! change-feed appends (with `feed.lua`'s `feed_append`, which such a
 //! script starts with). Where
 //! `commit.lua` would hand the batch to its general validation (a key of
@@ -61,7 +62,7 @@ impl Shape {
 /// The shape scripts of one store, by plan, each made by the store's
 /// `make` from the shape's body and whether the batch appends to a feed.
 pub(crate) struct Shapes<T> {
-    scripts: Mutex<HashMap<Vec<u8>, Option<Arc<T>>>>,
+    scripts: Mutex<HashMap<Vec<u8>, Arc<T>>>,
     make: fn(String, bool) -> T,
 }
 
@@ -85,14 +86,17 @@ impl<T> Shapes<T> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(shape) = scripts.get(plan) {
-            return shape.clone();
+            return Some(shape.clone());
         }
         if scripts.len() >= MAX_SHAPES {
             return None;
         }
-        let shape = body(plan).map(|(body, appends)| Arc::new((self.make)(body, appends)));
+        // A plan without a shape is not kept: reading it again is cheap,
+        // and it takes no place from a shape.
+        let (body, appends) = body(plan)?;
+        let shape = Arc::new((self.make)(body, appends));
         scripts.insert(plan.to_vec(), shape.clone());
-        shape
+        Some(shape)
     }
 }
 
@@ -171,6 +175,14 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
         .position(|e| e.kind.is_ascii_lowercase())
         .unwrap_or(entries.len());
     let (conditions, ops) = entries.split_at(split);
+    // A collection that loses members is checked first and changed with the
+    // values, never moved back: a removal that empties it takes its time to
+    // live with it, which adding the member again would not restore.
+    let late: std::collections::HashSet<usize> = ops
+        .iter()
+        .filter(|e| e.kind == b'r')
+        .map(|e| e.key)
+        .collect();
     let mut roles: HashMap<usize, Role> = HashMap::new();
     let mut read = std::collections::HashSet::new();
     let mut out = String::from(
@@ -215,6 +227,12 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
                     "c = call('TYPE', K[{n}]).ok if c ~= 'stream' and c ~= 'none' then return {{-9}} end"
                 );
             }
+            None if late.contains(&n) => {
+                let _ = writeln!(
+                    out,
+                    "c = call('TYPE', K[{n}]).ok if c ~= 'zset' and c ~= 'none' then return {{-9}} end"
+                );
+            }
             None => {}
         }
         if e.kind == b'f' {
@@ -244,10 +262,13 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
             );
         }
     }
-    // Members and counters, each refusal moving back what moved.
+    // Members (of collections that only gain them) and counters, each
+    // refusal moving back what moved.
     let moves: Vec<&Entry> = ops
         .iter()
-        .filter(|e| matches!(e.kind, b'z' | b'r' | b'u' | b'v' | b'i'))
+        .filter(|e| {
+            matches!(e.kind, b'u' | b'v' | b'i') || (e.kind == b'z' && !late.contains(&e.key))
+        })
         .collect();
     if !moves.is_empty() {
         let names: Vec<String> = (1..=moves.len()).map(|j| format!("r{j}")).collect();
@@ -257,7 +278,6 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
             let (j, n, v) = (j + 1, e.key, e.value);
             let call = match e.kind {
                 b'z' => format!("pcall('ZADD', K[{n}], 0, A[{v}])"),
-                b'r' => format!("pcall('ZREM', K[{n}], A[{v}])"),
                 b'u' => format!("pcall('INCRBY', K[{n}], '1')"),
                 b'v' => format!("pcall('INCRBY', K[{n}], '-1')"),
                 _ => format!("pcall('INCRBY', K[{n}], A[{v}])"),
@@ -272,7 +292,6 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
             let (j, n, v) = (j + 1, e.key, e.value);
             let back = match e.kind {
                 b'z' => format!("if r{j} == 1 then call('ZREM', K[{n}], A[{v}]) end"),
-                b'r' => format!("if r{j} == 1 then call('ZADD', K[{n}], 0, A[{v}]) end"),
                 // A counter moved back to zero goes: an absent counter
                 // reads as zero. (INCRBY only: the commands a writer's
                 // ACL allows.)
@@ -297,11 +316,14 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
         }
         out.push_str("return {-9}\nend\n");
     }
-    // Values: commands that cannot fail now. UNLINK, never DEL: a big
-    // collection is freed in the background.
+    // Values, and the collections that lose members: commands that cannot
+    // fail now. UNLINK, never DEL: a big collection is freed in the
+    // background.
     for e in ops {
         let (n, v) = (e.key, e.value);
         let _ = match e.kind {
+            b'z' if late.contains(&n) => writeln!(out, "call('ZADD', K[{n}], 0, A[{v}])"),
+            b'r' => writeln!(out, "call('ZREM', K[{n}], A[{v}])"),
             b'p' => writeln!(out, "call('SET', K[{n}], A[{v}])"),
             b'q' => writeln!(out, "call('SET', K[{n}], A[{v}], 'PX', A[{}])", v + 1),
             b'd' => writeln!(out, "call('UNLINK', K[{n}])"),

@@ -19,10 +19,11 @@
 -- checked with one `GET` each; a value key put or deleted once (a put on
 -- a key no condition read asks its `TYPE`); members and counters moved
 -- any number of times; feeds (feed.lua's `feed_append`) appended to.
--- Members and counters are moved first, with commands that refuse a key of
--- another kind and then change nothing, and are moved back if one is
--- refused; the values are written last, with commands that cannot fail,
--- then the feeds. Anything else, and a refusal, goes to `general`
+-- Members added to collections that lose none, and counters, are moved
+-- first, with commands that refuse a key of another kind and then change
+-- nothing, and are moved back if one is refused; a collection that loses
+-- members has its `TYPE` asked, and changes with the values, written last
+-- with commands that cannot fail, then the feeds. Anything else, and a refusal, goes to `general`
 -- (general.lua: prelude.lua's exact validation with the rules of
 -- `kvmodel_runtime::store::check`), which names what does not fit. A
 -- refused batch writes nothing. (A counter moved back to zero is removed:
@@ -64,7 +65,7 @@ end
 -- ordinary: a value key put or deleted once and nothing else, a member key
 -- only gaining and losing members, a counter only moving, a feed (a Stream
 -- or nothing yet) only growing.
-local kinds, keys, as, bs, role, m = {}, {}, {}, {}, {}, 0
+local kinds, keys, as, bs, role, late, m = {}, {}, {}, {}, {}, {}, 0
 while p <= len do
   local kind = byte(plan, p)
   local n = byte(plan, p + 1)
@@ -95,6 +96,14 @@ while p <= len do
     role[n] = 2
     a = ARGV[v]
     v = v + 1
+    -- A collection that loses members is checked here and changed with the
+    -- values, never moved back: a removal that empties it takes its time to
+    -- live with it, which adding the member again would not restore.
+    if kind == 114 and not late[k] then
+      local t = call('TYPE', k).ok
+      if t ~= 'zset' and t ~= 'none' then return general(known) end
+      late[k] = true
+    end
   elseif kind == 117 or kind == 118 or kind == 105 then
     if r and r ~= 3 then return general(known) end
     role[n] = 3
@@ -118,6 +127,9 @@ while p <= len do
     a, b = ARGV[v], ARGV[v + 1]
     v = v + 2
     if not (find(b, '^[1-9][0-9]*$') and #b <= 13) then return general(known) end
+  elseif kind <= 90 then
+    -- A condition after an operation: checked with the rest, by `general`.
+    return general(nil)
   else
     return general(known)
   end
@@ -125,21 +137,19 @@ while p <= len do
   kinds[m], keys[m], as[m], bs[m] = kind, k, a, b
 end
 
--- Members and counters move first. On a refusal what moved moves back,
--- last first, and `general` names the refusal.
+-- Members (of collections that only gain them) and counters move first.
+-- On a refusal what moved moves back, last first, and `general` names the
+-- refusal.
 for j = 1, m do
   local kind = kinds[j]
   local got
-  if kind == 122 then got = pcall('ZADD', keys[j], 0, as[j])
-  elseif kind == 114 then got = pcall('ZREM', keys[j], as[j])
+  if kind == 122 and not late[keys[j]] then got = pcall('ZADD', keys[j], 0, as[j])
   elseif kind == 105 then got = pcall('INCRBY', keys[j], as[j]) end
   if type(got) == 'table' then
     for u = j - 1, 1, -1 do
       local uk, k, a = kinds[u], keys[u], as[u]
       if uk == 122 then
         if bs[u] then call('ZREM', k, a) end
-      elseif uk == 114 then
-        if bs[u] then call('ZADD', k, 0, a) end
       elseif uk == 105 then
         local left
         if a == '-9223372036854775808' then
@@ -153,15 +163,17 @@ for j = 1, m do
     end
     return general(known)
   end
-  -- Whether a member came or went (so that moving it back is owed).
-  if kind ~= 105 and got == 1 then bs[j] = true end
+  -- Whether a member came (so that taking it back is owed).
+  if kind == 122 and got == 1 then bs[j] = true end
 end
 
--- The values, then the feeds (their entries last in the plan): commands
--- that cannot fail now.
+-- The values and the collections that lose members, then the feeds
+-- (their entries last in the plan): commands that cannot fail now.
 for j = 1, m do
   local kind = kinds[j]
-  if kind == 112 then call('SET', keys[j], as[j])
+  if kind == 114 then call('ZREM', keys[j], as[j])
+  elseif kind == 122 and late[keys[j]] then call('ZADD', keys[j], 0, as[j])
+  elseif kind == 112 then call('SET', keys[j], as[j])
   elseif kind == 113 then call('SET', keys[j], as[j], 'PX', bs[j])
   -- UNLINK, never DEL: a big collection is freed in the background.
   elseif kind == 100 then call('UNLINK', keys[j])

@@ -354,7 +354,9 @@ local function library()
       local shape = PLAN[c] or {c, 0}
       local a, b = shape[3] or '', ''
       if shape[2] >= 1 then a = ARGV[v] end
-      if shape[2] == 2 then b = ARGV[v + 1] end
+      -- A time to live or a limit the plan names cannot be empty (empty
+      -- means none to validation).
+      if shape[2] == 2 then b = ARGV[v + 1] if b == '' then b = '(empty)' end end
       v = v + shape[2]
       if string.find(c, '^%u$') then
         conditions[#conditions + 1] = {kind = shape[1], k = n, want = a, index = #conditions}
