@@ -46,49 +46,13 @@ fn member(id: &str, email: &str, team: &str) -> Member {
 
 const LEASE: Duration = Duration::from_millis(200);
 
-/// Waits until every write stuck before this call is overdue: its
-/// deadline, stamped by a node at most one `lease` after that node's clock
-/// reads now, plus the margin of one more lease, has passed on the nodes'
-/// clock (their `TIME`, which recovery goes by) and on this process's
-/// (which a write meeting its holds goes by). Polls the clocks rather than
-/// sleeping a fixed time, so it holds however slowly the machine runs; a
-/// slow node is asked again.
+/// Waits until every write stuck before this call is overdue
+/// ([`RedisCluster::overdue`]).
 async fn overdue(lease: Duration) {
-    let lease = u64::try_from(lease.as_millis()).unwrap();
     let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
         .await
         .unwrap();
-    let client = redis::Client::open(cluster.seeds()[0].as_str()).unwrap();
-    let limit = std::time::Instant::now() + Duration::from_secs(120);
-    let (mut conn, mut due) = (None, None);
-    loop {
-        assert!(
-            std::time::Instant::now() < limit,
-            "the test cluster's clock could not be read"
-        );
-        if conn.is_none() {
-            conn = client.get_multiplexed_async_connection().await.ok();
-        }
-        let node: Option<(u64, u64)> = match conn.as_mut() {
-            Some(c) => redis::cmd("TIME").query_async(c).await.ok(),
-            None => None,
-        };
-        match node {
-            Some((s, us)) => {
-                let node = s * 1000 + us / 1000;
-                let due = *due.get_or_insert(node + 2 * lease);
-                let here = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis();
-                if node > due && here > u128::from(due) {
-                    return;
-                }
-            }
-            None => conn = None,
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    cluster.overdue(lease).await;
 }
 
 /// Which of the test cluster's three masters serves `key`.

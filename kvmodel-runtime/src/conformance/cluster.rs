@@ -155,6 +155,48 @@ impl RedisCluster {
         SHARED.get_or_init(RedisCluster::start)
     }
 
+    /// Waits until every write stuck before this call is overdue: its
+    /// deadline, stamped by a node at most one `lease` after that node's clock
+    /// reads now, plus the margin of one more lease, has passed on the nodes'
+    /// clock (their `TIME`, which recovery goes by) and on this process's
+    /// (which a write meeting its holds goes by). Polls the clocks rather than
+    /// sleeping a fixed time, so it holds however slowly the machine runs; a
+    /// slow node is asked again.
+    pub async fn overdue(&self, lease: Duration) {
+        let lease = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX / 4);
+        let client = redis::Client::open(self.seeds()[0].as_str()).expect("a seed URL");
+        let limit = std::time::Instant::now() + Duration::from_secs(120);
+        let (mut conn, mut due) = (None, None);
+        loop {
+            assert!(
+                std::time::Instant::now() < limit,
+                "the test cluster's clock could not be read"
+            );
+            if conn.is_none() {
+                conn = client.get_multiplexed_async_connection().await.ok();
+            }
+            let node: Option<(u64, u64)> = match conn.as_mut() {
+                Some(c) => redis::cmd("TIME").query_async(c).await.ok(),
+                None => None,
+            };
+            match node {
+                Some((s, us)) => {
+                    let node = s * 1000 + us / 1000;
+                    let due = *due.get_or_insert(node + 2 * lease);
+                    let here = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_millis();
+                    if node > due && here > u128::from(due) {
+                        return;
+                    }
+                }
+                None => conn = None,
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// A `redis://127.0.0.1:PORT` seed URL per master.
     pub fn seeds(&self) -> Vec<String> {
         self.nodes
