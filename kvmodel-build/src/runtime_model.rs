@@ -7,7 +7,7 @@ use kvmodel_runtime::__private::{
     CounterModel, EntityModel, EnumModel, FieldExpr, FieldModel, IndexModel, Model, RelationModel,
     Segment, StepModel, StructModel, TypeModel, children_counter,
 };
-use kvmodel_runtime::__private::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
+use kvmodel_runtime::__private::{ProtoField, ProtoMessage, ProtoShape, Scalar};
 use kvmodel_runtime::Timestamp;
 
 /// Why a model cannot be lowered: it names a type no schema declares (the
@@ -199,26 +199,37 @@ fn fields(
 /// text).
 fn default_value(ty: &TypeModel, v: &serde_json::Value) -> serde_json::Value {
     match (ty, v) {
-        (TypeModel::Timestamp, serde_json::Value::String(s)) => s
+        (TypeModel::Scalar(Scalar::Timestamp), serde_json::Value::String(s)) => s
             .parse::<Timestamp>()
             .map_or_else(|_| v.clone(), |t| serde_json::Value::String(t.to_string())),
         _ => v.clone(),
     }
 }
 
+/// The runtime's scalar for a scalar field type; `None` for lists, maps
+/// and named types.
+fn scalar(t: &FieldType) -> Option<Scalar> {
+    Some(match t {
+        FieldType::String => Scalar::String,
+        FieldType::Bool => Scalar::Bool,
+        FieldType::I32 => Scalar::I32,
+        FieldType::I64 => Scalar::I64,
+        FieldType::U32 => Scalar::U32,
+        FieldType::U64 => Scalar::U64,
+        FieldType::F64 => Scalar::F64,
+        FieldType::Bytes => Scalar::Bytes,
+        FieldType::Timestamp => Scalar::Timestamp,
+        FieldType::Date => Scalar::Date,
+        FieldType::Uuid => Scalar::Uuid,
+        FieldType::List(_) | FieldType::Map(_) | FieldType::Named(_) => return None,
+    })
+}
+
 fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeModel, LowerError> {
+    if let Some(s) = scalar(t) {
+        return Ok(TypeModel::Scalar(s));
+    }
     Ok(match t {
-        FieldType::String => TypeModel::String,
-        FieldType::Bool => TypeModel::Bool,
-        FieldType::I32 => TypeModel::I32,
-        FieldType::I64 => TypeModel::I64,
-        FieldType::U32 => TypeModel::U32,
-        FieldType::U64 => TypeModel::U64,
-        FieldType::F64 => TypeModel::F64,
-        FieldType::Bytes => TypeModel::Bytes,
-        FieldType::Timestamp => TypeModel::Timestamp,
-        FieldType::Date => TypeModel::Date,
-        FieldType::Uuid => TypeModel::Uuid,
         FieldType::List(item) => TypeModel::List(Box::new(ty(model, item, path)?)),
         FieldType::Map(item) => TypeModel::Map(Box::new(ty(model, item, path)?)),
         FieldType::Named(n) => {
@@ -248,26 +259,19 @@ fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeMo
                 }
             }
         }
+        // Scalars returned above.
+        _ => unreachable!("a scalar field type is returned before the match"),
     })
 }
 
 /// The runtime's kind of one protobuf value of type `ty` (a list's or a
 /// map's is its items').
-fn proto_kind(ty: &FieldType) -> ProtoKind {
+fn proto_kind(ty: &FieldType) -> Scalar {
     match ty {
-        FieldType::String => ProtoKind::String,
-        FieldType::Bool => ProtoKind::Bool,
-        FieldType::I32 => ProtoKind::I32,
-        FieldType::I64 => ProtoKind::I64,
-        FieldType::U32 => ProtoKind::U32,
-        FieldType::U64 => ProtoKind::U64,
-        FieldType::F64 => ProtoKind::F64,
-        FieldType::Bytes => ProtoKind::Bytes,
-        FieldType::Timestamp => ProtoKind::Timestamp,
-        FieldType::Date => ProtoKind::Date,
-        FieldType::Uuid => ProtoKind::Uuid,
-        FieldType::Named(_) => ProtoKind::Enum,
         FieldType::List(t) | FieldType::Map(t) => proto_kind(t),
+        // An enum is held as the `string` name of its variant.
+        FieldType::Named(_) => Scalar::String,
+        scalar_type => scalar(scalar_type).unwrap_or(Scalar::String),
     }
 }
 

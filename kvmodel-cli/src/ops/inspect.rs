@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use kvmodel_runtime::__private::{
     Derived, EdgeValue, End, EntityDef, EntityModel, FieldExpr, Link, ModelDef, Records, Registry,
-    TypeModel, hex, parse_arg, registry_key, shards, stands, state,
+    Scalar, TypeModel, hex, parse_arg, registry_key, shards, stands, state,
 };
 use kvmodel_runtime::{AnyStore, Date, RangeRequest, Store, Timestamp};
 
@@ -352,7 +352,7 @@ fn arg(model: &EntityModel, field: &str, text: &str) -> Result<Value, Fail> {
     let ty = model
         .field(field)
         .map(|f| &f.ty)
-        .unwrap_or(&TypeModel::String);
+        .unwrap_or(&TypeModel::Scalar(Scalar::String));
     parse_arg(ty, text).map_err(|e| fail(format_args!("{field}: {e}")))
 }
 

@@ -23,8 +23,8 @@ pub(super) fn needs_feature(cx: &Ctx<'_>) -> TokenStream {
     quote_spanned!(span=> #p::require_protobuf!(#name);)
 }
 
-/// The runtime's `ProtoKind` of one value of type `ty` (a list's or a map's
-/// is its items').
+/// The runtime's `Scalar` of one value of type `ty` (a list's or a map's
+/// is its items'; an enum is held as the `string` name of its variant).
 fn runtime_kind(ty: &FieldType) -> TokenStream {
     match ty {
         FieldType::String => quote!(String),
@@ -38,7 +38,7 @@ fn runtime_kind(ty: &FieldType) -> TokenStream {
         FieldType::Timestamp => quote!(Timestamp),
         FieldType::Date => quote!(Date),
         FieldType::Uuid => quote!(Uuid),
-        FieldType::Named(_) => quote!(Enum),
+        FieldType::Named(_) => quote!(String),
         FieldType::List(t) | FieldType::Map(t) => runtime_kind(t),
     }
 }
@@ -57,7 +57,7 @@ fn field_tokens(p: &TokenStream, f: &ProtoField) -> TokenStream {
         #p::ProtoField {
             name: #name,
             number: #number,
-            kind: #p::ProtoKind::#kind,
+            kind: #p::Scalar::#kind,
             shape: #p::ProtoShape::#shape,
         }
     }

@@ -14,5 +14,6 @@ pub mod key;
 pub mod migrate;
 pub mod proto;
 pub mod record;
+pub mod scalar;
 pub mod storage;
 pub mod value;

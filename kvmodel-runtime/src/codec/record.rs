@@ -408,12 +408,13 @@ mod tests {
     /// cut one, and names a float that protobuf cannot hold.
     #[test]
     fn protobuf_records_have_headers_and_refuse_non_finite_floats() {
-        use crate::codec::proto::{ProtoField, ProtoKind, ProtoShape};
+        use crate::codec::proto::{ProtoField, ProtoShape};
+        use crate::codec::scalar::Scalar;
         const M: ProtoMessage = ProtoMessage {
             fields: &[ProtoField {
                 name: "x",
                 number: 1,
-                kind: ProtoKind::F64,
+                kind: Scalar::F64,
                 shape: ProtoShape::One,
             }],
             renamed: &[],

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::value::uuid_of;
 use super::{EntityModel, FieldExpr, Segment, TypeModel};
 use crate::codec::key::{Derived, KeyBuilder, KeyPart, SortPart, escape_bytes_into, sort_key};
+use crate::codec::scalar::Scalar;
 use crate::error::{Error, Result};
 use crate::schema::Facts;
 use crate::schema::rules::{hour, lowercase, month};
@@ -24,17 +25,19 @@ fn unkeyable(entity: &str, what: &str, field: &str) -> Error {
 /// as its `KeyPart` does.
 fn write_key(ty: &TypeModel, value: &Value, out: &mut String) -> bool {
     match (ty, value) {
-        (TypeModel::String | TypeModel::Enum(_), Value::String(s)) => s.write_key(out),
-        (TypeModel::Bool, Value::Bool(b)) => b.write_key(out),
-        (TypeModel::I32 | TypeModel::I64, Value::Number(n)) => match n.as_i64() {
+        (TypeModel::Scalar(Scalar::String) | TypeModel::Enum(_), Value::String(s)) => {
+            s.write_key(out)
+        }
+        (TypeModel::Scalar(Scalar::Bool), Value::Bool(b)) => b.write_key(out),
+        (TypeModel::Scalar(Scalar::I32 | Scalar::I64), Value::Number(n)) => match n.as_i64() {
             Some(i) => i.write_key(out),
             None => return false,
         },
-        (TypeModel::U32 | TypeModel::U64, Value::Number(n)) => match n.as_u64() {
+        (TypeModel::Scalar(Scalar::U32 | Scalar::U64), Value::Number(n)) => match n.as_u64() {
             Some(i) => i.write_key(out),
             None => return false,
         },
-        (TypeModel::Bytes, Value::Array(items)) => {
+        (TypeModel::Scalar(Scalar::Bytes), Value::Array(items)) => {
             let bytes: Option<Vec<u8>> = items
                 .iter()
                 .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
@@ -44,15 +47,15 @@ fn write_key(ty: &TypeModel, value: &Value, out: &mut String) -> bool {
                 None => return false,
             }
         }
-        (TypeModel::Timestamp, Value::String(s)) => match s.parse::<Timestamp>() {
+        (TypeModel::Scalar(Scalar::Timestamp), Value::String(s)) => match s.parse::<Timestamp>() {
             Ok(t) => t.write_key(out),
             Err(_) => return false,
         },
-        (TypeModel::Date, Value::String(s)) => match s.parse::<Date>() {
+        (TypeModel::Scalar(Scalar::Date), Value::String(s)) => match s.parse::<Date>() {
             Ok(d) => d.write_key(out),
             Err(_) => return false,
         },
-        (TypeModel::Uuid, v) => match uuid_of(v) {
+        (TypeModel::Scalar(Scalar::Uuid), v) => match uuid_of(v) {
             Some(u) => u.write_key(out),
             None => return false,
         },
@@ -65,41 +68,41 @@ fn write_key(ty: &TypeModel, value: &Value, out: &mut String) -> bool {
 /// writes it.
 fn write_sort(ty: &TypeModel, value: &Value, out: &mut Vec<u8>) -> bool {
     match (ty, value) {
-        (TypeModel::String, Value::String(s)) => s.write_sort(out),
-        (TypeModel::Bool, Value::Bool(b)) => b.write_sort(out),
-        (TypeModel::I32, Value::Number(n)) => {
+        (TypeModel::Scalar(Scalar::String), Value::String(s)) => s.write_sort(out),
+        (TypeModel::Scalar(Scalar::Bool), Value::Bool(b)) => b.write_sort(out),
+        (TypeModel::Scalar(Scalar::I32), Value::Number(n)) => {
             match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
                 Some(i) => i.write_sort(out),
                 None => return false,
             }
         }
-        (TypeModel::I64, Value::Number(n)) => match n.as_i64() {
+        (TypeModel::Scalar(Scalar::I64), Value::Number(n)) => match n.as_i64() {
             Some(i) => i.write_sort(out),
             None => return false,
         },
-        (TypeModel::U32, Value::Number(n)) => {
+        (TypeModel::Scalar(Scalar::U32), Value::Number(n)) => {
             match n.as_u64().and_then(|i| u32::try_from(i).ok()) {
                 Some(i) => i.write_sort(out),
                 None => return false,
             }
         }
-        (TypeModel::U64, Value::Number(n)) => match n.as_u64() {
+        (TypeModel::Scalar(Scalar::U64), Value::Number(n)) => match n.as_u64() {
             Some(i) => i.write_sort(out),
             None => return false,
         },
-        (TypeModel::F64, Value::Number(n)) => match n.as_f64() {
+        (TypeModel::Scalar(Scalar::F64), Value::Number(n)) => match n.as_f64() {
             Some(f) => f.write_sort(out),
             None => return false,
         },
-        (TypeModel::Timestamp, Value::String(s)) => match s.parse::<Timestamp>() {
+        (TypeModel::Scalar(Scalar::Timestamp), Value::String(s)) => match s.parse::<Timestamp>() {
             Ok(t) => t.write_sort(out),
             Err(_) => return false,
         },
-        (TypeModel::Date, Value::String(s)) => match s.parse::<Date>() {
+        (TypeModel::Scalar(Scalar::Date), Value::String(s)) => match s.parse::<Date>() {
             Ok(d) => d.write_sort(out),
             Err(_) => return false,
         },
-        (TypeModel::Uuid, v) => match uuid_of(v) {
+        (TypeModel::Scalar(Scalar::Uuid), v) => match uuid_of(v) {
             Some(u) => u.write_sort(out),
             None => return false,
         },

@@ -21,6 +21,7 @@ pub use value::parse_arg;
 use crate::codec::key::{Derived, RecordKeys};
 use crate::codec::proto::ProtoMessage;
 use crate::codec::record::Encoding;
+use crate::codec::scalar::Scalar;
 use crate::codec::storage::Storage;
 use crate::schema::{CounterKeep, OnDelete, Ttl};
 
@@ -64,28 +65,8 @@ impl Segment {
 /// The type of a field, with named types resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeModel {
-    /// `string`.
-    String,
-    /// `bool`.
-    Bool,
-    /// `i32`.
-    I32,
-    /// `i64`.
-    I64,
-    /// `u32`.
-    U32,
-    /// `u64`.
-    U64,
-    /// `f64`.
-    F64,
-    /// `bytes`.
-    Bytes,
-    /// `timestamp`.
-    Timestamp,
-    /// A calendar date.
-    Date,
-    /// `uuid`.
-    Uuid,
+    /// A scalar: text, a number, bytes, a timestamp, a date, a uuid.
+    Scalar(Scalar),
     /// `list<T>`.
     List(Box<TypeModel>),
     /// `map<string, T>`.
@@ -431,7 +412,7 @@ impl EntityModel {
 
 #[cfg(test)]
 mod tests {
-    use super::{EntityModel, FieldModel, Segment, TypeModel};
+    use super::{EntityModel, FieldModel, Scalar, Segment, TypeModel};
 
     #[test]
     fn a_model_builds_the_key_the_generated_code_builds() {
@@ -440,7 +421,7 @@ mod tests {
             "shop",
             vec![Segment::lit("user"), Segment::field("id")],
         )
-        .with_field(FieldModel::new("id", TypeModel::String));
+        .with_field(FieldModel::new("id", TypeModel::Scalar(Scalar::String)));
         let key = user.key_of_parts(&[serde_json::json!("1:orders")]).unwrap();
         assert_eq!(key, "shop:user:1%3Aorders");
     }

@@ -10,6 +10,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use super::{FieldModel, TypeModel};
+use crate::codec::scalar::Scalar;
 use crate::codec::value::bin;
 use crate::time::{Date, Timestamp};
 
@@ -82,7 +83,7 @@ pub(crate) fn conform(
 ) -> Result<Value, Mismatch> {
     // A MessagePack byte string reads as text where serde takes UTF-8 bytes.
     let value = match (ty, bin(&value)) {
-        (TypeModel::String | TypeModel::Enum(_), Some(b)) => {
+        (TypeModel::Scalar(Scalar::String) | TypeModel::Enum(_), Some(b)) => {
             String::from_utf8(b).map(Value::String).map_err(|_| {
                 format!("`{path}` should be text, but it holds bytes that are not UTF-8")
             })?
@@ -90,66 +91,7 @@ pub(crate) fn conform(
         _ => value,
     };
     match ty {
-        TypeModel::String => match value {
-            Value::String(_) => Ok(value),
-            other => Err(expected(path, "a string", &other)),
-        },
-        TypeModel::Bool => match value {
-            Value::Bool(_) => Ok(value),
-            other => Err(expected(path, "a bool", &other)),
-        },
-        TypeModel::I32 => int(path, value, "an i32", |n| {
-            n.as_i64()
-                .and_then(|i| i32::try_from(i).ok())
-                .map(Value::from)
-        }),
-        TypeModel::I64 => int(path, value, "an i64", |n| n.as_i64().map(Value::from)),
-        TypeModel::U32 => int(path, value, "a u32", |n| {
-            n.as_u64()
-                .and_then(|i| u32::try_from(i).ok())
-                .map(Value::from)
-        }),
-        TypeModel::U64 => int(path, value, "a u64", |n| n.as_u64().map(Value::from)),
-        TypeModel::F64 => match &value {
-            Value::Number(n) => n
-                .as_f64()
-                .map(Value::from)
-                .ok_or_else(|| expected(path, "an f64", &value)),
-            _ => Err(expected(path, "an f64", &value)),
-        },
-        TypeModel::Bytes => match value {
-            Value::Array(items) => items
-                .into_iter()
-                .map(|b| match b.as_u64().and_then(|b| u8::try_from(b).ok()) {
-                    Some(b) => Ok(Value::from(b)),
-                    None => Err(expected(path, "a list of bytes (0 to 255)", &b)),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array),
-            other => Err(expected(path, "a list of bytes", &other)),
-        },
-        TypeModel::Timestamp => match &value {
-            Value::String(s) => s
-                .parse::<Timestamp>()
-                .map(|t| Value::String(t.to_string()))
-                .map_err(|e| format!("`{path}` is not a timestamp: {e}")),
-            _ => Err(expected(path, "an RFC 3339 timestamp", &value)),
-        },
-        TypeModel::Date => match &value {
-            Value::String(s) => s
-                .parse::<Date>()
-                .map(|d| Value::String(d.to_string()))
-                .map_err(|e| format!("`{path}` is not a date: {e}")),
-            _ => Err(expected(path, "a date (YYYY-MM-DD)", &value)),
-        },
-        TypeModel::Uuid => {
-            let uuid = match mode {
-                Mode::MsgPack => bin(&value).and_then(|b| uuid::Uuid::from_slice(&b).ok()),
-                Mode::Json => value.as_str().and_then(|s| uuid::Uuid::parse_str(s).ok()),
-            };
-            uuid.map(|u| Value::String(u.hyphenated().to_string()))
-                .ok_or_else(|| expected(path, "a uuid", &value))
-        }
+        TypeModel::Scalar(scalar) => conform_scalar(mode, path, *scalar, value),
         TypeModel::List(item) => match value {
             Value::Array(items) => items
                 .into_iter()
@@ -186,6 +128,73 @@ pub(crate) fn conform(
             }
             other => Err(expected(path, &format!("a `{}` map", s.name), &other)),
         },
+    }
+}
+
+/// [`conform`] for a scalar.
+fn conform_scalar(mode: Mode, path: &str, scalar: Scalar, value: Value) -> Result<Value, Mismatch> {
+    let what = scalar.what();
+    match scalar {
+        Scalar::String => match value {
+            Value::String(_) => Ok(value),
+            other => Err(expected(path, what, &other)),
+        },
+        Scalar::Bool => match value {
+            Value::Bool(_) => Ok(value),
+            other => Err(expected(path, what, &other)),
+        },
+        Scalar::I32 => int(path, value, what, |n| {
+            n.as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .map(Value::from)
+        }),
+        Scalar::I64 => int(path, value, what, |n| n.as_i64().map(Value::from)),
+        Scalar::U32 => int(path, value, what, |n| {
+            n.as_u64()
+                .and_then(|i| u32::try_from(i).ok())
+                .map(Value::from)
+        }),
+        Scalar::U64 => int(path, value, what, |n| n.as_u64().map(Value::from)),
+        Scalar::F64 => match &value {
+            Value::Number(n) => n
+                .as_f64()
+                .map(Value::from)
+                .ok_or_else(|| expected(path, what, &value)),
+            _ => Err(expected(path, what, &value)),
+        },
+        Scalar::Bytes => match value {
+            Value::Array(items) => items
+                .into_iter()
+                .map(|b| match b.as_u64().and_then(|b| u8::try_from(b).ok()) {
+                    Some(b) => Ok(Value::from(b)),
+                    None => Err(expected(path, "a list of bytes (0 to 255)", &b)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            other => Err(expected(path, what, &other)),
+        },
+        Scalar::Timestamp => match &value {
+            Value::String(s) => s
+                .parse::<Timestamp>()
+                .map(|t| Value::String(t.to_string()))
+                .map_err(|e| format!("`{path}` is not a timestamp: {e}")),
+            _ => Err(expected(path, what, &value)),
+        },
+        Scalar::Date => match &value {
+            Value::String(s) => s
+                .parse::<Date>()
+                .map(|d| Value::String(d.to_string()))
+                .map_err(|e| format!("`{path}` is not a date: {e}")),
+            _ => Err(expected(path, what, &value)),
+        },
+        Scalar::Uuid => {
+            let uuid = match mode {
+                Mode::MsgPack => bin(&value).and_then(|b| uuid::Uuid::from_slice(&b).ok()),
+                Mode::Json => value.as_str().and_then(|s| uuid::Uuid::parse_str(s).ok()),
+            };
+            uuid.map(|u| Value::String(u.hyphenated().to_string()))
+                .ok_or_else(|| expected(path, what, &value))
+        }
     }
 }
 
@@ -263,27 +272,34 @@ impl Serialize for Ordered<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let v = self.value;
         match self.ty {
-            TypeModel::String | TypeModel::Timestamp | TypeModel::Date | TypeModel::Enum(_) => {
+            TypeModel::Scalar(Scalar::String | Scalar::Timestamp | Scalar::Date)
+            | TypeModel::Enum(_) => {
                 s.serialize_str(v.as_str().ok_or_else(|| bad::<S::Error>("text"))?)
             }
-            TypeModel::Bool => {
+            TypeModel::Scalar(Scalar::Bool) => {
                 s.serialize_bool(v.as_bool().ok_or_else(|| bad::<S::Error>("a bool"))?)
             }
-            TypeModel::I32 => {
+            TypeModel::Scalar(Scalar::I32) => {
                 let i = v.as_i64().and_then(|i| i32::try_from(i).ok());
                 s.serialize_i32(i.ok_or_else(|| bad::<S::Error>("an i32"))?)
             }
-            TypeModel::I64 => s.serialize_i64(v.as_i64().ok_or_else(|| bad::<S::Error>("an i64"))?),
-            TypeModel::U32 => {
+            TypeModel::Scalar(Scalar::I64) => {
+                s.serialize_i64(v.as_i64().ok_or_else(|| bad::<S::Error>("an i64"))?)
+            }
+            TypeModel::Scalar(Scalar::U32) => {
                 let i = v.as_u64().and_then(|i| u32::try_from(i).ok());
                 s.serialize_u32(i.ok_or_else(|| bad::<S::Error>("a u32"))?)
             }
-            TypeModel::U64 => s.serialize_u64(v.as_u64().ok_or_else(|| bad::<S::Error>("a u64"))?),
-            TypeModel::F64 => s.serialize_f64(v.as_f64().ok_or_else(|| bad::<S::Error>("an f64"))?),
-            TypeModel::Uuid => uuid_of(v)
+            TypeModel::Scalar(Scalar::U64) => {
+                s.serialize_u64(v.as_u64().ok_or_else(|| bad::<S::Error>("a u64"))?)
+            }
+            TypeModel::Scalar(Scalar::F64) => {
+                s.serialize_f64(v.as_f64().ok_or_else(|| bad::<S::Error>("an f64"))?)
+            }
+            TypeModel::Scalar(Scalar::Uuid) => uuid_of(v)
                 .ok_or_else(|| bad::<S::Error>("a uuid"))?
                 .serialize(s),
-            TypeModel::Bytes => {
+            TypeModel::Scalar(Scalar::Bytes) => {
                 let items = v.as_array().ok_or_else(|| bad::<S::Error>("bytes"))?;
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for b in items {
@@ -322,24 +338,24 @@ impl Serialize for Ordered<'_> {
 /// uuids, a number for integers, `true`/`false` for bools.
 pub fn parse_arg(ty: &TypeModel, text: &str) -> Result<Value, String> {
     let value = match ty {
-        TypeModel::I32 | TypeModel::I64 => text
+        TypeModel::Scalar(Scalar::I32 | Scalar::I64) => text
             .parse::<i64>()
             .map(Value::from)
             .map_err(|_| format!("`{text}` is not an integer"))?,
-        TypeModel::U32 | TypeModel::U64 => text
+        TypeModel::Scalar(Scalar::U32 | Scalar::U64) => text
             .parse::<u64>()
             .map(Value::from)
             .map_err(|_| format!("`{text}` is not a non-negative integer"))?,
-        TypeModel::F64 => text
+        TypeModel::Scalar(Scalar::F64) => text
             .parse::<f64>()
             .map(Value::from)
             .map_err(|_| format!("`{text}` is not a number"))?,
-        TypeModel::Bool => match text {
+        TypeModel::Scalar(Scalar::Bool) => match text {
             "true" => Value::Bool(true),
             "false" => Value::Bool(false),
             _ => return Err(format!("`{text}` is not `true` or `false`")),
         },
-        TypeModel::Bytes => Value::Array(text.bytes().map(Value::from).collect()),
+        TypeModel::Scalar(Scalar::Bytes) => Value::Array(text.bytes().map(Value::from).collect()),
         TypeModel::List(_) | TypeModel::Map(_) | TypeModel::Struct(_) => {
             serde_json::from_str(text).map_err(|e| format!("`{text}` is not JSON: {e}"))?
         }

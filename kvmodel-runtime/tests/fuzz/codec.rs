@@ -462,7 +462,7 @@ fn cursors() {
 
 /// The fields of a protobuf record of every kind and shape.
 const PROTO: kvmodel_runtime::__private::ProtoMessage = {
-    use kvmodel_runtime::__private::{ProtoField, ProtoKind as K, ProtoMessage, ProtoShape as S};
+    use kvmodel_runtime::__private::{ProtoField, ProtoMessage, ProtoShape as S, Scalar as K};
     const fn f(name: &'static str, number: u32, kind: K, shape: S) -> ProtoField {
         ProtoField {
             name,
@@ -487,7 +487,7 @@ const PROTO: kvmodel_runtime::__private::ProtoMessage = {
             f("tags", 12, K::String, S::List),
             f("scores", 13, K::I64, S::Map),
             f("age", 14, K::U32, S::Optional),
-            f("status", 15, K::Enum, S::One),
+            f("status", 15, K::String, S::One),
             f("when", 16, K::Timestamp, S::List),
             f("ratios", 17, K::F64, S::List),
         ],

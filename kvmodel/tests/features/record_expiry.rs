@@ -65,19 +65,22 @@ async fn collection_len<S: Store>(s: &S, key: &str) -> usize {
 /// `Link` as the `kvmodel` command reads it: through the run-time model.
 fn link_model() -> ModelDef {
     use kvmodel_runtime::__private::{
-        CounterModel, EntityModel, FieldExpr, FieldModel, IndexModel, Segment, TypeModel,
+        CounterModel, EntityModel, FieldExpr, FieldModel, IndexModel, Scalar, Segment, TypeModel,
     };
-    let mut expires_at = FieldModel::new("expires_at", TypeModel::Timestamp);
+    let mut expires_at = FieldModel::new("expires_at", TypeModel::Scalar(Scalar::Timestamp));
     expires_at.optional = true;
     let mut m = EntityModel::new(
         "Link",
         "short",
         vec![Segment::lit("link"), Segment::field("id")],
     )
-    .with_field(FieldModel::new("id", TypeModel::String))
-    .with_field(FieldModel::new("slug", TypeModel::String))
-    .with_field(FieldModel::new("owner", TypeModel::String))
-    .with_field(FieldModel::new("created_at", TypeModel::Timestamp))
+    .with_field(FieldModel::new("id", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new("slug", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new("owner", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new(
+        "created_at",
+        TypeModel::Scalar(Scalar::Timestamp),
+    ))
     .with_field(expires_at);
     m.expiry = Some("expires_at".into());
     let field = |f: &str| FieldExpr::Field(f.into());

@@ -53,7 +53,7 @@ pub struct View {
 fn view_model() -> ModelDef {
     use kvmodel_runtime::__private::CounterKeep;
     use kvmodel_runtime::__private::{
-        CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
+        CounterModel, EntityModel, FieldExpr, FieldModel, Scalar, Segment, TypeModel,
     };
     let mut m = EntityModel::new(
         "View",
@@ -64,8 +64,8 @@ fn view_model() -> ModelDef {
             Segment::field("day"),
         ],
     )
-    .with_field(FieldModel::new("page", TypeModel::String))
-    .with_field(FieldModel::new("day", TypeModel::String));
+    .with_field(FieldModel::new("page", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new("day", TypeModel::Scalar(Scalar::String)));
     m.counters = vec![CounterModel {
         name: "per_page".into(),
         group_by: vec![FieldExpr::Field("page".into())],

@@ -80,18 +80,18 @@ fn kept(drift: &Drift) -> Vec<(String, i128, i64)> {
 /// `Click` as the `kvmodel` command reads it: through the run-time model.
 fn click_model() -> ModelDef {
     use kvmodel_runtime::__private::{
-        CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
+        CounterModel, EntityModel, FieldExpr, FieldModel, Scalar, Segment, TypeModel,
     };
-    let mut ends = FieldModel::new("ends", TypeModel::Timestamp);
+    let mut ends = FieldModel::new("ends", TypeModel::Scalar(Scalar::Timestamp));
     ends.optional = true;
     let mut m = EntityModel::new(
         "Click",
         "kept",
         vec![Segment::lit("click"), Segment::field("id")],
     )
-    .with_field(FieldModel::new("id", TypeModel::String))
-    .with_field(FieldModel::new("link", TypeModel::String))
-    .with_field(FieldModel::new("size", TypeModel::U64))
+    .with_field(FieldModel::new("id", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new("link", TypeModel::Scalar(Scalar::String)))
+    .with_field(FieldModel::new("size", TypeModel::Scalar(Scalar::U64)))
     .with_field(ends);
     m.expiry = Some("ends".into());
     let counter = |name: &str, sum: bool, shards: u32, keep: CounterKeep| CounterModel {

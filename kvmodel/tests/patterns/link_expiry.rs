@@ -121,15 +121,15 @@ async fn featured_in<S: Store>(r: &Repos<S>, id: &str) -> Vec<String> {
 /// run-time model, which declares no links (a walk judges link keys from
 /// what they hold) but does declare the expiry field.
 fn models() -> (ModelDef, ModelDef) {
-    use kvmodel_runtime::__private::{EntityModel, FieldModel, Segment, TypeModel};
-    let mut expires_at = FieldModel::new("expires_at", TypeModel::Timestamp);
+    use kvmodel_runtime::__private::{EntityModel, FieldModel, Scalar, Segment, TypeModel};
+    let mut expires_at = FieldModel::new("expires_at", TypeModel::Scalar(Scalar::Timestamp));
     expires_at.optional = true;
     let mut short = EntityModel::new(
         "Short",
         "lxp",
         vec![Segment::lit("short"), Segment::field("id")],
     )
-    .with_field(FieldModel::new("id", TypeModel::String))
+    .with_field(FieldModel::new("id", TypeModel::Scalar(Scalar::String)))
     .with_field(expires_at);
     short.expiry = Some("expires_at".into());
     let label = EntityModel::new(
@@ -137,7 +137,7 @@ fn models() -> (ModelDef, ModelDef) {
         "lxp",
         vec![Segment::lit("label"), Segment::field("name")],
     )
-    .with_field(FieldModel::new("name", TypeModel::String));
+    .with_field(FieldModel::new("name", TypeModel::Scalar(Scalar::String)));
     (ModelDef::new(short), ModelDef::new(label))
 }
 

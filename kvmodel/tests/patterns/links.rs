@@ -493,13 +493,13 @@ pub async fn reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone<H:
 /// in the model, their keys say what they are.
 pub async fn the_model_walk_agrees_on_every_link_key<H: Harness>(h: &H) {
     use kvmodel_runtime::__private::Walker;
-    use kvmodel_runtime::__private::{EntityModel, FieldModel, Segment, TypeModel};
+    use kvmodel_runtime::__private::{EntityModel, FieldModel, Scalar, Segment, TypeModel};
     use kvmodel_runtime::__private::{ModelDef, Typed};
     let model = |name: &str, lit: &str, key: &str, extra: Option<&str>| {
         let mut m = EntityModel::new(name, "lnk", vec![Segment::lit(lit), Segment::field(key)])
-            .with_field(FieldModel::new(key, TypeModel::String));
+            .with_field(FieldModel::new(key, TypeModel::Scalar(Scalar::String)));
         if let Some(f) = extra {
-            m = m.with_field(FieldModel::new(f, TypeModel::String));
+            m = m.with_field(FieldModel::new(f, TypeModel::Scalar(Scalar::String)));
         }
         ModelDef::new(m)
     };

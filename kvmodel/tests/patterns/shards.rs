@@ -174,7 +174,7 @@ pub async fn a_counter_that_becomes_sharded_keeps_its_count<H: Harness>(h: &H) {
 /// `Like` as the `kvmodel` command reads it: through the run-time model.
 fn like_model() -> kvmodel_runtime::__private::ModelDef {
     use kvmodel_runtime::__private::{
-        CounterModel, EntityModel, FieldExpr, FieldModel, Segment, TypeModel,
+        CounterModel, EntityModel, FieldExpr, FieldModel, Scalar, Segment, TypeModel,
     };
     let mut m = EntityModel::new(
         "Like",
@@ -185,9 +185,15 @@ fn like_model() -> kvmodel_runtime::__private::ModelDef {
             Segment::field("user_id"),
         ],
     )
-    .with_field(FieldModel::new("post_id", TypeModel::String))
-    .with_field(FieldModel::new("user_id", TypeModel::String))
-    .with_field(FieldModel::new("weight", TypeModel::I64));
+    .with_field(FieldModel::new(
+        "post_id",
+        TypeModel::Scalar(Scalar::String),
+    ))
+    .with_field(FieldModel::new(
+        "user_id",
+        TypeModel::Scalar(Scalar::String),
+    ))
+    .with_field(FieldModel::new("weight", TypeModel::Scalar(Scalar::I64)));
     let counter = |name: &str, group: bool, sum: bool, shards: u32| CounterModel {
         name: name.into(),
         group_by: if group {

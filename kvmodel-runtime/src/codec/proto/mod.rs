@@ -42,39 +42,11 @@ mod wire;
 
 use serde_json::Value;
 
+use crate::codec::scalar::Scalar;
 use crate::error::{Error, Result};
 
 /// The first byte of every protobuf envelope: field 1 (`version`), varint.
 pub const TAG: u8 = 0x08;
-
-/// What a protobuf field holds, one value of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProtoKind {
-    /// `string`.
-    String,
-    /// `bool`.
-    Bool,
-    /// `int32`.
-    I32,
-    /// `int64`.
-    I64,
-    /// `uint32`.
-    U32,
-    /// `uint64`.
-    U64,
-    /// `double`.
-    F64,
-    /// `bytes`.
-    Bytes,
-    /// `google.protobuf.Timestamp`.
-    Timestamp,
-    /// A date as `string` text.
-    Date,
-    /// A uuid as its 16 `bytes`.
-    Uuid,
-    /// A fieldless enum, as the `string` name of its variant.
-    Enum,
-}
 
 /// How many values a protobuf field holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,8 +68,9 @@ pub struct ProtoField {
     pub name: &'static str,
     /// Its protobuf field number.
     pub number: u32,
-    /// What one value of it is.
-    pub kind: ProtoKind,
+    /// What one value of it is. A fieldless enum is held as the `string`
+    /// name of its variant: [`Scalar::String`].
+    pub kind: Scalar,
     /// How many values it holds.
     pub shape: ProtoShape,
 }

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 
-const fn field(name: &'static str, number: u32, kind: ProtoKind, shape: ProtoShape) -> ProtoField {
+const fn field(name: &'static str, number: u32, kind: Scalar, shape: ProtoShape) -> ProtoField {
     ProtoField {
         name,
         number,
@@ -13,25 +13,25 @@ const fn field(name: &'static str, number: u32, kind: ProtoKind, shape: ProtoSha
 
 const EVERY: ProtoMessage = ProtoMessage {
     fields: &[
-        field("s", 1, ProtoKind::String, ProtoShape::One),
-        field("b", 2, ProtoKind::Bool, ProtoShape::One),
-        field("i32", 3, ProtoKind::I32, ProtoShape::One),
-        field("i64", 4, ProtoKind::I64, ProtoShape::One),
-        field("u32", 5, ProtoKind::U32, ProtoShape::One),
-        field("u64", 6, ProtoKind::U64, ProtoShape::One),
-        field("f", 7, ProtoKind::F64, ProtoShape::One),
-        field("raw", 8, ProtoKind::Bytes, ProtoShape::One),
-        field("at", 9, ProtoKind::Timestamp, ProtoShape::One),
-        field("day", 10, ProtoKind::Date, ProtoShape::One),
-        field("id", 11, ProtoKind::Uuid, ProtoShape::One),
-        field("status", 12, ProtoKind::Enum, ProtoShape::One),
-        field("maybe", 13, ProtoKind::I64, ProtoShape::Optional),
-        field("never", 14, ProtoKind::String, ProtoShape::Optional),
-        field("nums", 15, ProtoKind::I32, ProtoShape::List),
-        field("words", 16, ProtoKind::String, ProtoShape::List),
-        field("when", 17, ProtoKind::Timestamp, ProtoShape::List),
-        field("scores", 18, ProtoKind::F64, ProtoShape::Map),
-        field("labels", 262_143, ProtoKind::String, ProtoShape::Map),
+        field("s", 1, Scalar::String, ProtoShape::One),
+        field("b", 2, Scalar::Bool, ProtoShape::One),
+        field("i32", 3, Scalar::I32, ProtoShape::One),
+        field("i64", 4, Scalar::I64, ProtoShape::One),
+        field("u32", 5, Scalar::U32, ProtoShape::One),
+        field("u64", 6, Scalar::U64, ProtoShape::One),
+        field("f", 7, Scalar::F64, ProtoShape::One),
+        field("raw", 8, Scalar::Bytes, ProtoShape::One),
+        field("at", 9, Scalar::Timestamp, ProtoShape::One),
+        field("day", 10, Scalar::Date, ProtoShape::One),
+        field("id", 11, Scalar::Uuid, ProtoShape::One),
+        field("status", 12, Scalar::String, ProtoShape::One),
+        field("maybe", 13, Scalar::I64, ProtoShape::Optional),
+        field("never", 14, Scalar::String, ProtoShape::Optional),
+        field("nums", 15, Scalar::I32, ProtoShape::List),
+        field("words", 16, Scalar::String, ProtoShape::List),
+        field("when", 17, Scalar::Timestamp, ProtoShape::List),
+        field("scores", 18, Scalar::F64, ProtoShape::Map),
+        field("labels", 262_143, Scalar::String, ProtoShape::Map),
     ],
     renamed: &[],
 };
@@ -84,9 +84,9 @@ fn empty_lists_and_maps_read_back_empty() {
 fn wire_bytes_are_standard_protobuf() {
     const M: ProtoMessage = ProtoMessage {
         fields: &[
-            field("a", 1, ProtoKind::I32, ProtoShape::One),
-            field("l", 2, ProtoKind::U32, ProtoShape::List),
-            field("t", 3, ProtoKind::Timestamp, ProtoShape::One),
+            field("a", 1, Scalar::I32, ProtoShape::One),
+            field("l", 2, Scalar::U32, ProtoShape::List),
+            field("t", 3, Scalar::Timestamp, ProtoShape::One),
         ],
         renamed: &[],
     };
@@ -110,12 +110,12 @@ fn wire_bytes_are_standard_protobuf() {
 #[test]
 fn renamed_fields_of_older_records_read_under_their_old_names() {
     const OLD: ProtoMessage = ProtoMessage {
-        fields: &[field("full_name", 9, ProtoKind::String, ProtoShape::One)],
+        fields: &[field("full_name", 9, Scalar::String, ProtoShape::One)],
         renamed: &[],
     };
     const NEW: ProtoMessage = ProtoMessage {
-        fields: &[field("name", 4, ProtoKind::String, ProtoShape::One)],
-        renamed: &[field("full_name", 9, ProtoKind::String, ProtoShape::One)],
+        fields: &[field("name", 4, Scalar::String, ProtoShape::One)],
+        renamed: &[field("full_name", 9, Scalar::String, ProtoShape::One)],
     };
     let bytes = encode("k", &OLD, 1, &json!({"full_name": "Ada"})).unwrap();
     let (_, value) = decode("k", Some(&NEW), &bytes).unwrap();
@@ -125,7 +125,7 @@ fn renamed_fields_of_older_records_read_under_their_old_names() {
 #[test]
 fn unknown_numbers_are_skipped_and_packed_or_not_both_read() {
     const M: ProtoMessage = ProtoMessage {
-        fields: &[field("l", 2, ProtoKind::U32, ProtoShape::List)],
+        fields: &[field("l", 2, Scalar::U32, ProtoShape::List)],
         renamed: &[],
     };
     // Field 7 (a string, unknown), then l unpacked twice.

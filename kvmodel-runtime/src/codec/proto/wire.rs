@@ -5,7 +5,8 @@
 use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
 use serde_json::{Map, Value};
 
-use super::{ProtoField, ProtoKind, ProtoMessage, ProtoShape};
+use super::{ProtoField, ProtoMessage, ProtoShape};
+use crate::codec::scalar::Scalar;
 use crate::time::Timestamp;
 
 type Reason = String;
@@ -14,18 +15,16 @@ type Reason = String;
 const VERSION: u32 = 1;
 const RECORD: u32 = 2;
 
-fn wire_type(kind: ProtoKind) -> WireType {
+fn wire_type(kind: Scalar) -> WireType {
     match kind {
-        ProtoKind::Bool | ProtoKind::I32 | ProtoKind::I64 | ProtoKind::U32 | ProtoKind::U64 => {
-            WireType::Varint
-        }
-        ProtoKind::F64 => WireType::SixtyFourBit,
+        Scalar::Bool | Scalar::I32 | Scalar::I64 | Scalar::U32 | Scalar::U64 => WireType::Varint,
+        Scalar::F64 => WireType::SixtyFourBit,
         _ => WireType::LengthDelimited,
     }
 }
 
 /// Whether a list of `kind` is written packed (proto3's default for numbers).
-fn packed(kind: ProtoKind) -> bool {
+fn packed(kind: Scalar) -> bool {
     wire_type(kind) != WireType::LengthDelimited
 }
 
@@ -39,43 +38,43 @@ fn mismatch(path: &str, what: &str) -> Reason {
 }
 
 /// Writes one value of `kind` without its key.
-fn put_value(buf: &mut Vec<u8>, path: &str, kind: ProtoKind, v: &Value) -> Result<(), Reason> {
+fn put_value(buf: &mut Vec<u8>, path: &str, kind: Scalar, v: &Value) -> Result<(), Reason> {
     match kind {
-        ProtoKind::String | ProtoKind::Date | ProtoKind::Enum => {
+        Scalar::String | Scalar::Date => {
             put_len(
                 buf,
                 v.as_str().ok_or_else(|| mismatch(path, "text"))?.as_bytes(),
             );
         }
-        ProtoKind::Bool => encode_varint(
+        Scalar::Bool => encode_varint(
             u64::from(v.as_bool().ok_or_else(|| mismatch(path, "a bool"))?),
             buf,
         ),
-        ProtoKind::I32 | ProtoKind::I64 => {
+        Scalar::I32 | Scalar::I64 => {
             // int32 and int64 are both written as the 64-bit two's complement.
             let i = v.as_i64().ok_or_else(|| mismatch(path, "an integer"))?;
             encode_varint(i as u64, buf);
         }
-        ProtoKind::U32 | ProtoKind::U64 => {
+        Scalar::U32 | Scalar::U64 => {
             encode_varint(
                 v.as_u64()
                     .ok_or_else(|| mismatch(path, "an unsigned integer"))?,
                 buf,
             );
         }
-        ProtoKind::F64 => {
+        Scalar::F64 => {
             let x = v.as_f64().ok_or_else(|| mismatch(path, "a number"))?;
             buf.extend_from_slice(&x.to_le_bytes());
         }
-        ProtoKind::Bytes => put_len(buf, &byte_list(path, v)?),
-        ProtoKind::Uuid => {
+        Scalar::Bytes => put_len(buf, &byte_list(path, v)?),
+        Scalar::Uuid => {
             let u = v
                 .as_str()
                 .and_then(|s| uuid::Uuid::parse_str(s).ok())
                 .ok_or_else(|| mismatch(path, "a uuid"))?;
             put_len(buf, u.as_bytes());
         }
-        ProtoKind::Timestamp => {
+        Scalar::Timestamp => {
             let t: Timestamp = v
                 .as_str()
                 .and_then(|s| s.parse().ok())
@@ -246,43 +245,36 @@ fn wrong_type(path: &str, wt: WireType) -> Reason {
 }
 
 /// Reads one value of `kind` written with wire type `wt`.
-fn get_value(
-    r: &mut Reader<'_>,
-    path: &str,
-    kind: ProtoKind,
-    wt: WireType,
-) -> Result<Value, Reason> {
+fn get_value(r: &mut Reader<'_>, path: &str, kind: Scalar, wt: WireType) -> Result<Value, Reason> {
     if wt != wire_type(kind) {
         return Err(wrong_type(path, wt));
     }
     Ok(match kind {
-        ProtoKind::String | ProtoKind::Date | ProtoKind::Enum => {
+        Scalar::String | Scalar::Date => {
             let b = r.len_delimited()?;
             let s = std::str::from_utf8(b)
                 .map_err(|_| format!("`{path}` should be text, but it is not UTF-8"))?;
             Value::String(s.to_owned())
         }
-        ProtoKind::Bool => Value::Bool(r.varint()? != 0),
+        Scalar::Bool => Value::Bool(r.varint()? != 0),
         // Protobuf reads int32 and uint32 by truncating the 64-bit value.
-        ProtoKind::I32 => Value::from(r.varint()? as i32),
-        ProtoKind::I64 => Value::from(r.varint()? as i64),
-        ProtoKind::U32 => Value::from(r.varint()? as u32),
-        ProtoKind::U64 => Value::from(r.varint()?),
-        ProtoKind::F64 => {
+        Scalar::I32 => Value::from(r.varint()? as i32),
+        Scalar::I64 => Value::from(r.varint()? as i64),
+        Scalar::U32 => Value::from(r.varint()? as u32),
+        Scalar::U64 => Value::from(r.varint()?),
+        Scalar::F64 => {
             let b = r.take(8)?;
             let mut a = [0u8; 8];
             a.copy_from_slice(b);
             Value::from(f64::from_le_bytes(a))
         }
-        ProtoKind::Bytes => {
-            Value::Array(r.len_delimited()?.iter().map(|b| Value::from(*b)).collect())
-        }
-        ProtoKind::Uuid => {
+        Scalar::Bytes => Value::Array(r.len_delimited()?.iter().map(|b| Value::from(*b)).collect()),
+        Scalar::Uuid => {
             let u = uuid::Uuid::from_slice(r.len_delimited()?)
                 .map_err(|_| format!("`{path}` should be a uuid's 16 bytes"))?;
             Value::String(u.hyphenated().to_string())
         }
-        ProtoKind::Timestamp => {
+        Scalar::Timestamp => {
             let mut inner = Reader(r.len_delimited()?);
             let (mut seconds, mut nanos) = (0i64, 0i64);
             while !inner.0.is_empty() {
@@ -312,7 +304,7 @@ fn get_value(
 fn get_items(
     r: &mut Reader<'_>,
     path: &str,
-    kind: ProtoKind,
+    kind: Scalar,
     wt: WireType,
     items: &mut Vec<Value>,
 ) -> Result<(), Reason> {
@@ -331,7 +323,7 @@ fn get_items(
 fn get_entry(
     r: &mut Reader<'_>,
     path: &str,
-    kind: ProtoKind,
+    kind: Scalar,
     wt: WireType,
     entries: &mut Map<String, Value>,
 ) -> Result<(), Reason> {
@@ -343,7 +335,7 @@ fn get_entry(
     while !inner.0.is_empty() {
         match inner.key()? {
             (1, wt) => {
-                key = match get_value(&mut inner, path, ProtoKind::String, wt)? {
+                key = match get_value(&mut inner, path, Scalar::String, wt)? {
                     Value::String(s) => s,
                     _ => String::new(),
                 }
@@ -361,13 +353,13 @@ fn get_entry(
 }
 
 /// The value protobuf reads for an absent field of `kind`, where it has one.
-fn zero(kind: ProtoKind) -> Option<Value> {
+fn zero(kind: Scalar) -> Option<Value> {
     Some(match kind {
-        ProtoKind::String => Value::String(String::new()),
-        ProtoKind::Bool => Value::Bool(false),
-        ProtoKind::I32 | ProtoKind::I64 | ProtoKind::U32 | ProtoKind::U64 => Value::from(0),
-        ProtoKind::F64 => Value::from(0.0),
-        ProtoKind::Bytes => Value::Array(Vec::new()),
+        Scalar::String => Value::String(String::new()),
+        Scalar::Bool => Value::Bool(false),
+        Scalar::I32 | Scalar::I64 | Scalar::U32 | Scalar::U64 => Value::from(0),
+        Scalar::F64 => Value::from(0.0),
+        Scalar::Bytes => Value::Array(Vec::new()),
         _ => return None,
     })
 }
