@@ -195,8 +195,10 @@ async fn a_commit_whose_reply_is_lost_has_an_unknown_outcome() {
         .endpoint_url(format!("http://{addr}"))
         .timeout_config(
             aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
-                .operation_attempt_timeout(Duration::from_millis(500))
-                .operation_timeout(Duration::from_secs(2))
+                // Long enough for the emulator to apply the write on a
+                // loaded machine: the reply is lost, not the request.
+                .operation_attempt_timeout(Duration::from_secs(2))
+                .operation_timeout(Duration::from_secs(4))
                 .build(),
         )
         .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
@@ -216,9 +218,17 @@ async fn a_commit_whose_reply_is_lost_has_an_unknown_outcome() {
         "{err}"
     );
     proxy.abort();
+    // The request reached the emulator before its reply was swallowed; on a
+    // loaded machine it may still be applying it.
     let direct = DynamoStore::from_client(emulator.client(), "app");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut stored = direct.get("k").await.unwrap();
+    while stored.is_none() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stored = direct.get("k").await.unwrap();
+    }
     assert_eq!(
-        direct.get("k").await.unwrap().as_deref(),
+        stored.as_deref(),
         Some(&b"v"[..]),
         "the write was applied though its reply was lost"
     );

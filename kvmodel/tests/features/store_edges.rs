@@ -152,22 +152,28 @@ async fn a_killed_burst_loses_no_acknowledged_create() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = acked.clone();
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
-        let mut acked = Vec::new();
         for line in std::io::BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             if let Some(id) = line.strip_prefix("acked ") {
-                acked.push(id.to_owned());
+                seen.lock().unwrap().push(id.to_owned());
             }
         }
-        acked
     });
-    // Let the burst run, then kill it mid-flight.
-    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    // Let the burst run (however long the child takes to start on a loaded
+    // machine), then kill it mid-flight.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while acked.lock().unwrap().len() <= 64 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     child.kill().unwrap();
     child.wait().unwrap();
-    let acked = reader.join().unwrap();
+    reader.join().unwrap();
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
     assert!(
         acked.len() > 32,
         "only {} creates before the kill",
