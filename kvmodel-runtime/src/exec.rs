@@ -81,6 +81,33 @@ pub(crate) async fn sleep(d: Duration) {
     }
 }
 
+/// Runs `fut` for at most `d`: `None` when the time ran out first. Like
+/// [`sleep`], it needs no async runtime.
+pub(crate) async fn timeout<F: Future>(d: Duration, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut alarm = std::pin::pin!(sleep(d));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        alarm.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// A jittered exponential backoff before retry `attempt` (from 1): a wait
+/// drawn from 0 to `first · 2^(attempt-1)`, at most `cap`. Concurrent
+/// writers that raced each other draw different waits, so they do not meet
+/// again in step.
+pub(crate) fn jitter(attempt: u32, first: Duration, cap: Duration) -> Duration {
+    let first = u64::try_from(first.as_micros()).unwrap_or(u64::MAX);
+    let cap = u64::try_from(cap.as_micros()).unwrap_or(u64::MAX);
+    let bound = first
+        .saturating_mul(1u64 << attempt.saturating_sub(1).min(32))
+        .min(cap);
+    Duration::from_micros(fastrand::u64(0..=bound))
+}
+
 /// A future that completes at a deadline, woken by the shared timer thread;
 /// it needs no async runtime.
 pub(crate) struct Sleep {
@@ -170,7 +197,7 @@ mod tests {
     use std::thread::Thread;
     use std::time::{Duration, Instant};
 
-    use super::{Sleep, sleep};
+    use super::{Sleep, jitter, sleep, timeout};
 
     /// Wakes by unparking the thread that polls.
     struct Unpark(Thread);
@@ -225,5 +252,33 @@ mod tests {
         assert!(short >= Duration::from_millis(30), "{short:?}");
         assert!(short < long, "{short:?} {long:?}");
         assert!(long >= Duration::from_millis(400), "{long:?}");
+    }
+
+    #[test]
+    fn a_timeout_outside_tokio_answers_the_first_to_finish() {
+        assert!(tokio::runtime::Handle::try_current().is_err());
+        let started = Instant::now();
+        let never = std::future::pending::<()>();
+        assert_eq!(block_on(timeout(Duration::from_millis(30), never)), None);
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        let soon = sleep(Duration::from_millis(5));
+        assert_eq!(block_on(timeout(Duration::from_secs(30), soon)), Some(()));
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+
+    #[test]
+    fn jitter_stays_within_its_doubling_bound_and_its_cap() {
+        let first = Duration::from_millis(1);
+        let cap = Duration::from_millis(64);
+        for attempt in 0u32..80 {
+            let bound = (first * 2u32.pow(attempt.saturating_sub(1).min(20))).min(cap);
+            for _ in 0..50 {
+                assert!(jitter(attempt, first, cap) <= bound, "attempt {attempt}");
+            }
+        }
+        // The draws spread over the range instead of sitting at one value.
+        let draws: std::collections::HashSet<_> =
+            (0..200).map(|_| jitter(10, first, cap)).collect();
+        assert!(draws.len() > 20, "{}", draws.len());
     }
 }

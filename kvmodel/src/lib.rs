@@ -49,7 +49,8 @@
 //!
 //! - **Spans.** Every repository operation is a span named after the engine
 //!   method that runs it, with the fields `entity` (the entity's Rust type
-//!   name) and `backend` (`memory`, `redb`, `redis` or `redis-cluster`):
+//!   name) and `backend` (`memory`, `redb`, `redis`, `redis-cluster` or
+//!   `dynamodb`):
 //!   `create`, `create_many`, `get`, `get_many`, `exists`, `count_all`,
 //!   `update`, `upsert`, `modify`, `try_modify`, `delete`, `find_unique`
 //!   (the `find_by_…` methods), `list` (`list_<index>`,

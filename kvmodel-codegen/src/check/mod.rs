@@ -3,7 +3,7 @@
 //! Each rule says why it exists. All problems are collected; none stops the
 //! others from being found.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use heck::ToSnakeCase;
 
@@ -197,12 +197,38 @@ fn named_is_struct(ty: &FieldType, model: Option<&Model>) -> bool {
 
 fn check_key(e: &Entity, diags: &mut Diagnostics) {
     let Some(k) = &e.key else { return };
-    if let Some(msg) = &k.error {
-        diags.error("E102", &k.origin, msg.clone());
-        return;
-    }
     // A leading literal keeps entities' key spaces apart: without it, one
     // entity's id could spell another entity's key.
+    let Some(placeholders) = key_template(k, &e.name.to_snake_case(), diags) else {
+        return;
+    };
+    for &p in &placeholders {
+        match e.field(p) {
+            None => unknown_field(e, p, &k.origin, "the key template", diags),
+            Some(f) if f.optional => diags.error("E104", &k.origin, format!("the key field `{p}` is optional; a primary key must always have a value")),
+            Some(f) if !f.ty.is_keyable() => diags.error("E104", &k.origin, format!("the key field `{p}` has type `{}`, which cannot be a key component; use a string, integer, bool, uuid, timestamp or enum field", f.ty.schema_name())),
+            Some(_) => {}
+        }
+    }
+    if placeholders.is_empty() {
+        diags.push(Diagnostic::error("E104", &k.origin, format!("the key template `{}` has no `{{field}}` placeholder, so every record would share one key", k.text)));
+    }
+}
+
+/// The checks of a key template of its own, an entity's or a standalone
+/// counter's: its parse error (E102, and nothing more to check: `None`), a
+/// leading literal (E102; the help starts the template with `example`),
+/// each placeholder once (E105). Returns the placeholders, each once, for
+/// the caller to check against its fields.
+pub(crate) fn key_template<'k>(
+    k: &'k KeyTemplate,
+    example: &str,
+    diags: &mut Diagnostics,
+) -> Option<Vec<&'k str>> {
+    if let Some(msg) = &k.error {
+        diags.error("E102", &k.origin, msg.clone());
+        return None;
+    }
     if !matches!(k.segments.first(), Some(Segment::Literal(_))) {
         diags.push(
             Diagnostic::error(
@@ -213,34 +239,22 @@ fn check_key(e: &Entity, diags: &mut Diagnostics) {
                     k.text
                 ),
             )
-            .help(format!(
-                "write e.g. \"{}:{}\"",
-                e.name.to_snake_case(),
-                k.text
-            )),
+            .help(format!("write e.g. \"{example}:{}\"", k.text)),
         );
     }
-    let mut seen = BTreeSet::new();
-    let mut any = false;
+    let mut seen = Vec::new();
     for p in k.placeholders() {
-        any = true;
-        if !seen.insert(p) {
+        if seen.contains(&p) {
             diags.error(
                 "E105",
                 &k.origin,
                 format!("the placeholder `{{{p}}}` appears twice in the key template"),
             );
-        }
-        match e.field(p) {
-            None => unknown_field(e, p, &k.origin, "the key template", diags),
-            Some(f) if f.optional => diags.error("E104", &k.origin, format!("the key field `{p}` is optional; a primary key must always have a value")),
-            Some(f) if !f.ty.is_keyable() => diags.error("E104", &k.origin, format!("the key field `{p}` has type `{}`, which cannot be a key component; use a string, integer, bool, uuid, timestamp or enum field", f.ty.schema_name())),
-            Some(_) => {}
+        } else {
+            seen.push(p);
         }
     }
-    if !any {
-        diags.push(Diagnostic::error("E104", &k.origin, format!("the key template `{}` has no `{{field}}` placeholder, so every record would share one key", k.text)));
-    }
+    Some(seen)
 }
 
 fn check_keyable(

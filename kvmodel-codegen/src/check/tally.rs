@@ -3,7 +3,7 @@
 
 use heck::ToSnakeCase;
 
-use crate::ir::{Model, Segment, Tally};
+use crate::ir::{Model, Tally};
 use crate::origin::{Diagnostic, Diagnostics, suggestion};
 use crate::vocab;
 
@@ -28,36 +28,12 @@ pub fn check(t: &Tally, model: Option<&Model>, diags: &mut Diagnostics) {
         model.is_none(),
         diags,
     );
-    if let Some(msg) = &k.error {
-        diags.error("E102", &k.origin, msg.clone());
-        return;
-    }
     // A leading literal names the counter's key space, which keeps counters
     // of one namespace apart (E153) and says whose keys they are.
-    if !matches!(k.segments.first(), Some(Segment::Literal(_))) {
-        diags.push(
-            Diagnostic::error(
-                "E102",
-                &k.origin,
-                format!(
-                    "the key template `{}` must start with a literal segment",
-                    k.text
-                ),
-            )
-            .help(format!("write e.g. \"views:{}\"", k.text)),
-        );
-    }
-    let mut seen = Vec::new();
-    for p in k.placeholders() {
-        if seen.contains(&p) {
-            diags.error(
-                "E105",
-                &k.origin,
-                format!("the placeholder `{{{p}}}` appears twice in the key template"),
-            );
-            continue;
-        }
-        seen.push(p);
+    let Some(placeholders) = super::key_template(k, "views", diags) else {
+        return;
+    };
+    for &p in &placeholders {
         match t.field(p) {
             None if t.broken_fields.iter().any(|f| f == p) => {}
             None => {
@@ -76,7 +52,7 @@ pub fn check(t: &Tally, model: Option<&Model>, diags: &mut Diagnostics) {
     // The fields are the key and nothing else: a field outside the template
     // would be taken by every method and used by none.
     for f in &t.fields {
-        if !seen.contains(&f.name.as_str()) {
+        if !placeholders.contains(&f.name.as_str()) {
             diags.push(
                 Diagnostic::error(
                     "E152",

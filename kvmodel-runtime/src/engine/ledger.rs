@@ -25,7 +25,7 @@ use crate::store::{Direction, RangeRequest, Store};
 
 /// The key of the namespace's maintenance item `what`.
 pub fn key(namespace: &str, what: &str) -> String {
-    format!("{namespace}:#kvmodel:{what}")
+    crate::codec::key::maintenance_key(namespace, what)
 }
 
 /// Who holds the migration lease, and until when.

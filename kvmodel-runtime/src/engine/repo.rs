@@ -53,8 +53,12 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for Engine<E, S> {
 /// Waits a little before retrying an optimistic write: jittered exponential
 /// backoff, 0–1 ms after the first failure up to 0–64 ms.
 pub(crate) async fn backoff(attempt: u32) {
-    let cap_us = 1_000u64 << attempt.min(6);
-    let wait = std::time::Duration::from_micros(fastrand::u64(0..=cap_us));
+    use std::time::Duration;
+    let wait = crate::exec::jitter(
+        attempt.saturating_add(1),
+        Duration::from_millis(1),
+        Duration::from_millis(64),
+    );
     #[cfg(feature = "tracing")]
     crate::engine::trace::retry(attempt, wait);
     crate::exec::sleep(wait).await;

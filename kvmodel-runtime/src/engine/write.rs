@@ -62,6 +62,32 @@ impl<E: Entity, S: Store> Engine<E, S> {
         }
         Ok(checked.claim(index).map(|c| self.unique_violation(c)))
     }
+
+    /// What a write does once its commit is answered: an applied one takes
+    /// a sweep step and returns `done`; a failed one returns its refusal,
+    /// or waits its backoff and answers `None`, to be tried again.
+    async fn settle<T>(
+        &self,
+        outcome: Outcome,
+        attempt: u32,
+        parents: &[(usize, ParentFact)],
+        checked: &Checked,
+        done: T,
+    ) -> Result<Option<T>> {
+        match outcome {
+            Outcome::Applied => {
+                self.sweep_step().await;
+                Ok(Some(done))
+            }
+            Outcome::Failed { index } => match self.refusal(index, parents, checked).await? {
+                Some(e) => Err(e),
+                None => {
+                    backoff(attempt).await;
+                    Ok(None)
+                }
+            },
+        }
+    }
 }
 
 impl<E: Entity, S: Store> Engine<E, S> {
@@ -94,10 +120,6 @@ impl<E: Entity, S: Store> Engine<E, S> {
             )?;
             let parents = on_delete::require_parents(&mut b, &[], parents.clone());
             match self.commit(b).await? {
-                Outcome::Applied => {
-                    self.sweep_step().await;
-                    return Ok(());
-                }
                 Outcome::Failed { index: 0 } => {
                     return Err(Error::AlreadyExists {
                         entity: E::META.name,
@@ -110,10 +132,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     Box::pin(self.expire_leftover(&key)).await?;
                     backoff(attempt).await;
                 }
-                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
-                    Some(e) => return Err(e),
-                    None => backoff(attempt).await,
-                },
+                outcome => {
+                    if let Some(()) = self
+                        .settle(outcome, attempt, &parents, &checked, ())
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                }
             }
         }
         Err(Self::gave_up(key))
@@ -171,15 +197,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                     Ok(Planned::Commit(b, (new_value, checked, parents)))
                 })
                 .await?;
-            match outcome {
-                Outcome::Applied => {
-                    self.sweep_step().await;
-                    return Ok(new_value);
-                }
-                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
-                    Some(e) => return Err(e),
-                    None => backoff(attempt).await,
-                },
+            if let Some(v) = self
+                .settle(outcome, attempt, &parents, &checked, new_value)
+                .await?
+            {
+                return Ok(v);
             }
         }
         Err(Self::gave_up(key))
@@ -259,15 +281,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 Box::pin(self.expire_leftover(&key)).await?;
                 continue;
             };
-            match outcome {
-                Outcome::Applied => {
-                    self.sweep_step().await;
-                    return Ok(created);
-                }
-                Outcome::Failed { index } => match self.refusal(index, &parents, &checked).await? {
-                    Some(e) => return Err(e),
-                    None => backoff(attempt).await,
-                },
+            if let Some(c) = self
+                .settle(outcome, attempt, &parents, &checked, created)
+                .await?
+            {
+                return Ok(c);
             }
         }
         Err(Self::gave_up(key))

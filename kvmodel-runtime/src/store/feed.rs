@@ -203,7 +203,7 @@ impl FeedSignal {
             return Ok(page);
         }
         // A timeout is not an error: the reader gets an empty page.
-        let _ = tokio::time::timeout(wait, notified).await;
+        let _ = crate::exec::timeout(wait, notified).await;
         read()
     }
 }

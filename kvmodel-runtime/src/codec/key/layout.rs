@@ -260,6 +260,13 @@ impl<'a> Space<'a> {
     }
 }
 
+/// The key of the namespace's maintenance item `what` (the migration
+/// lease, the runs' ledger): `{ns}:#kvmodel:{what}`. No entity's key space
+/// is empty, so it meets no record or derived key.
+pub fn maintenance_key(namespace: &str, what: &str) -> String {
+    format!("{namespace}:#kvmodel:{what}")
+}
+
 /// The key of shard `shard` of the counter at `counter_key` (`shards: N`):
 /// shard 0 is the counter key itself, so a counter that becomes sharded
 /// keeps its count; shard `i > 0` appends `#i`. A `#` never appears in a
@@ -308,10 +315,6 @@ pub fn derived_parts(key: &str, kind: Derived, name: &str) -> Option<Vec<String>
 /// A derived key read back: `{namespace}:{key space}#{kind}[:{rest}]`
 /// (by the stores that place a key by its kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    not(any(feature = "redis-cluster", feature = "dynamodb")),
-    allow(dead_code)
-)]
 pub struct DerivedKey<'k> {
     /// The namespace.
     pub namespace: &'k str,
@@ -324,10 +327,6 @@ pub struct DerivedKey<'k> {
     pub rest: &'k str,
 }
 
-#[cfg_attr(
-    not(any(feature = "redis-cluster", feature = "dynamodb")),
-    allow(dead_code)
-)]
 impl<'k> DerivedKey<'k> {
     /// Reads a derived key of any entity: `None` for a record key or any
     /// other key. A derived key holds exactly one `#` (user components
@@ -349,6 +348,21 @@ impl<'k> DerivedKey<'k> {
             kind,
             rest,
         })
+    }
+
+    /// The derived key of kind `kind` beside this one: the same namespace,
+    /// key space and rest, with `name` (when not empty) before the rest. A
+    /// record's link registry `…#links:{record}` has its link collection
+    /// `…#link:{name}:{record}` and its receipt `…#rcpt:{record}` beside it.
+    pub fn beside(&self, kind: Derived, name: &str) -> String {
+        let mut b = KeyBuilder::derived(self.namespace, self.key_space, kind);
+        if !name.is_empty() {
+            b = b.lit(name);
+        }
+        if !self.rest.is_empty() {
+            b = b.lit(self.rest);
+        }
+        b.finish()
     }
 
     /// Where [`rest`](DerivedKey::rest) starts in the key.
@@ -669,5 +683,29 @@ mod derived_keys {
         assert_eq!(DerivedKey::parse("shop:user:1"), None, "a record key");
         assert_eq!(DerivedKey::parse("shop:user#nope"), None, "no such kind");
         assert_eq!(DerivedKey::parse("shop:user#all#all"), None, "two markers");
+    }
+
+    #[test]
+    fn a_derived_key_spells_the_keys_beside_it() {
+        let users = Space::new("shop", "user");
+        let registry = users.of_record(Derived::Registry, "", "shop:{t1}:user:1");
+        let d = DerivedKey::parse(&registry).unwrap();
+        let link = d.beside(Derived::Link, "follows");
+        assert_eq!(
+            link,
+            users.of_record(Derived::Link, "follows", "shop:{t1}:user:1")
+        );
+        assert_eq!(
+            d.beside(Derived::Receipt, ""),
+            users.receipt_key("shop:{t1}:user:1")
+        );
+        // A count's collection: the name is already in the rest.
+        let count = d.beside(Derived::LinkCount, "follows");
+        let c = DerivedKey::parse(&count).unwrap();
+        assert_eq!(c.beside(Derived::Link, ""), link);
+        assert_eq!(
+            super::maintenance_key("shop", "lease"),
+            "shop:#kvmodel:lease"
+        );
     }
 }

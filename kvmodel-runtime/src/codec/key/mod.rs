@@ -23,10 +23,10 @@ mod slot;
 mod sort;
 mod time;
 
-#[cfg(any(feature = "redis-cluster", feature = "dynamodb"))]
 pub(crate) use layout::DerivedKey;
 pub use layout::{
-    Derived, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts, shard_key, shard_of,
+    Derived, KeyBuilder, KeyMatch, RecordKeys, Segments, Space, derived_parts, maintenance_key,
+    shard_key, shard_of,
 };
 pub use part::KeyPart;
 #[cfg(feature = "redis-cluster")]

@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 
 use super::{EdgeValue, End, keep_as_read, read_edge, read_registry, registry_key};
-use crate::codec::key::{Derived, Space};
+use crate::codec::key::{Derived, DerivedKey, Space};
 use crate::error::Result;
 use crate::store::batch::Batch;
 use crate::store::{RangeRequest, Store};
@@ -35,14 +35,8 @@ const PAGE: usize = 256;
 /// receipt an expired write of it leaves until the sweep. `None` for a key
 /// that is not a registry.
 pub fn receipt_of_registry(registry: &str) -> Option<String> {
-    let marker = format!("#{}:", Derived::Registry.as_str());
-    let at = registry.find(&marker)?;
-    Some(format!(
-        "{}#{}:{}",
-        &registry[..at],
-        Derived::Receipt.as_str(),
-        &registry[at + marker.len()..]
-    ))
+    let registry = DerivedKey::parse(registry).filter(|k| k.kind == Derived::Registry)?;
+    Some(registry.beside(Derived::Receipt, ""))
 }
 
 /// Adds to `b` what the expiry of the record at `key` (of the entity whose

@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::key::{Derived, Space};
+use crate::codec::key::{Derived, DerivedKey, Space};
 use crate::engine::entity::Entity;
 use crate::error::{Error, Result};
 use crate::store::batch::Batch;
@@ -249,11 +249,11 @@ impl EdgeValue {
             End::From => (&self.from_registry, &self.name),
             End::To => (&self.to_registry, &self.inverse),
         };
-        let marker = format!("#{}:", Derived::Registry.as_str());
-        let at = registry.find(&marker)?;
-        let (head, rest) = (&registry[..at], &registry[at + marker.len()..]);
-        let key = |kind: Derived| format!("{head}#{}:{name}:{rest}", kind.as_str());
-        Some((key(Derived::Link), key(Derived::LinkCount)))
+        let registry = DerivedKey::parse(registry).filter(|k| k.kind == Derived::Registry)?;
+        Some((
+            registry.beside(Derived::Link, name),
+            registry.beside(Derived::LinkCount, name),
+        ))
     }
 
     /// The record key and registry key of `end`.
@@ -366,14 +366,8 @@ pub(crate) fn add_entry_at(b: &mut Batch, collection: &str, count: &str, far: &s
 /// The link collection a link count key counts: `…#nlink:…` →
 /// `…#link:…`; `None` for another key.
 pub fn collection_of_count(count_key: &str) -> Option<String> {
-    let marker = format!("#{}:", Derived::LinkCount.as_str());
-    let at = count_key.find(&marker)?;
-    Some(format!(
-        "{}#{}:{}",
-        &count_key[..at],
-        Derived::Link.as_str(),
-        &count_key[at + marker.len()..]
-    ))
+    let count = DerivedKey::parse(count_key).filter(|k| k.kind == Derived::LinkCount)?;
+    Some(count.beside(Derived::Link, ""))
 }
 
 /// Adds to a delete's batch what removes the link collections, counts and

@@ -69,7 +69,7 @@ impl DynamoStore {
                 Attempt::ReadAll => reads = Reads::All,
                 Attempt::Raced => {
                     raced += 1;
-                    tokio::time::sleep(backoff(raced)).await;
+                    backoff(raced).await;
                 }
             }
         }

@@ -325,7 +325,7 @@ impl DynamoStore {
                     "the table was not active after 5 minutes",
                 ));
             }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            crate::exec::sleep(std::time::Duration::from_millis(200)).await;
         }
         let spec = TimeToLiveSpecification::builder()
             .attribute_name(TTL)

@@ -120,7 +120,7 @@ impl DynamoStore {
                             ),
                         ));
                     }
-                    tokio::time::sleep(backoff(attempt)).await;
+                    backoff(attempt).await;
                 }
             }
         }
@@ -321,10 +321,15 @@ fn decode_cursor(cursor: &[u8]) -> Result<Item> {
     ]))
 }
 
-/// A pause before attempt `attempt` (from 1): jittered, growing to 100 ms.
-pub(super) fn backoff(attempt: u32) -> Duration {
-    let cap = 2u64.saturating_pow(attempt.min(7)).min(100);
-    Duration::from_millis(fastrand::u64(1..=cap.max(1)))
+/// Waits before attempt `attempt` (from 1) after writers raced: jittered,
+/// growing to 100 ms.
+pub(super) async fn backoff(attempt: u32) {
+    let wait = crate::exec::jitter(
+        attempt,
+        Duration::from_millis(2),
+        Duration::from_millis(100),
+    );
+    crate::exec::sleep(wait).await;
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ for j = #undo, 1, -1 do
       redis.call('SET', k, u[3])
       if tonumber(u[4]) > 0 then redis.call('PEXPIRE', k, u[4]) end
     else
-      redis.call('DEL', k)
+      redis.call('UNLINK', k)
     end
   else
     redis.call('ZREM', k, u[3])
