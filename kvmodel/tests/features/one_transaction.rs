@@ -108,3 +108,64 @@ fn redb_outside_a_runtime_updates_and_deletes() {
     assert!(!block_on(repo.delete("1")).unwrap());
     assert_eq!(block_on(repo.count_total()).unwrap(), 0);
 }
+
+/// Outside any runtime, DynamoDB writers that race each other wait their
+/// backoff without a tokio timer, and lose nothing: the store sends its
+/// requests on a runtime of its own, and its waits need none.
+#[test]
+fn dynamodb_writers_outside_a_runtime_race_and_lose_nothing() {
+    // The emulator is served by a runtime of its own on other threads; the
+    // writers below run on plain threads with no runtime.
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let harness = server.block_on(kvmodel::conformance::DynamoHarness::start());
+    let repo = UserRepo::new(harness.store());
+    block_on(repo.create(&user(
+        "hot",
+        "hot@x.io",
+        Status::Active,
+        "2026-01-01T00:00:00Z",
+    )))
+    .unwrap();
+    let runs = Arc::new(AtomicU32::new(0));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            // A store each, as separate processes would have: nothing in
+            // one process orders their writes.
+            let store = server.block_on(harness.emulator().store("kvmodel"));
+            let (repo, runs) = (UserRepo::new(store), runs.clone());
+            std::thread::spawn(move || {
+                assert!(tokio::runtime::Handle::try_current().is_err());
+                for i in 0..5 {
+                    block_on(repo.modify("hot", |u| {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(2));
+                        u.visits = Some(u.visits.unwrap_or(0) + 1);
+                        u.status = if (t + i) % 2 == 0 {
+                            Status::Active
+                        } else {
+                            Status::Inactive
+                        };
+                    }))
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let u = block_on(repo.get("hot")).unwrap().unwrap();
+    assert_eq!(u.visits, Some(20), "no update lost");
+    let active = block_on(repo.count_by_status(Status::Active)).unwrap();
+    let inactive = block_on(repo.count_by_status(Status::Inactive)).unwrap();
+    assert_eq!(active + inactive, 1, "exactly one status counted");
+    assert!(
+        runs.load(Ordering::SeqCst) > 20,
+        "the writers raced: some changes ran again"
+    );
+    drop(harness);
+}
