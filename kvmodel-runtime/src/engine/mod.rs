@@ -27,7 +27,10 @@
 //! 3. **Write parts**: what one write adds to its batch. `receipt` (the
 //!    expiry receipt and ledger entry), [`feed`] (change events),
 //!    [`links`], [`shards`] and [`tally`], and on top `transition`, the
-//!    one transition of every write.
+//!    one transition of every write. Beside its part, each may give
+//!    `Engine` the reads of what it writes (`receipt` reads a record with
+//!    its receipt, `feed` reads the entity's feed, `shards` sums a sharded
+//!    counter): one feature, one module.
 //! 4. **Roles**: `impl Engine` blocks that do the work. `read`, `write`,
 //!    `delete`, [`on_delete`] (the cascade), [`expiry`] (the sweep) and
 //!    [`txn`] (transactions over several repositories).
