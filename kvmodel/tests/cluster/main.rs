@@ -5,9 +5,7 @@
 //! read-modify-writes, counters after a contended workload, and one hot
 //! record under 64 writers.
 
-#[path = "cluster/hot.rs"]
 mod hot;
-#[path = "cluster/tx_kill.rs"]
 mod tx_kill;
 
 use std::collections::BTreeMap;

@@ -7,7 +7,6 @@ use std::time::Duration;
 use kvmodel_runtime::conformance::DynamoEmulator;
 use kvmodel_runtime::{AnyStore, Batch, DynamoStore, Error, Store};
 
-#[path = "dynamodb/writers.rs"]
 mod writers;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

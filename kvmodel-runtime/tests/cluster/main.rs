@@ -13,11 +13,8 @@ mod across_slots {
     kvmodel_runtime::conformance_tests!(kvmodel_runtime::conformance::ClusterHarness::spread());
 }
 
-#[path = "cluster/holds.rs"]
 mod holds;
-#[path = "cluster/members.rs"]
 mod members_race;
-#[path = "cluster/settle.rs"]
 mod settle;
 
 use std::time::Duration;
