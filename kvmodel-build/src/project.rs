@@ -251,7 +251,7 @@ fn dependents(schemas: &mut [Schema]) {
             ),
         )
         .help(format!(
-            "add `#[kv(dependent(entity = {child}, relation = {}))]` to `{}`",
+            "add `#[kv(dependent(entity = {child}, relation = \"{}\"))]` to `{}`",
             *r.name, *parent.name
         ));
         schemas[i].diagnostics.push(d);

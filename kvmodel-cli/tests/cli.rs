@@ -455,8 +455,9 @@ fn a_derived_parent_is_told_to_name_its_dependents() {
         "{stderr}"
     );
     assert!(
-        stderr
-            .contains("add `#[kv(dependent(entity = Session, relation = account))]` to `Account`"),
+        stderr.contains(
+            "add `#[kv(dependent(entity = Session, relation = \"account\"))]` to `Account`"
+        ),
         "{stderr}"
     );
 }

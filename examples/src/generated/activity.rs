@@ -26,19 +26,20 @@ pub struct Actor {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "activity", key = "event:{id}", max_size = "16KiB")]
-#[kv(index(name = by_subject, fields(subject), order_by = at))]
+#[kv(index(name = "by_subject", fields(subject), order_by = at))]
 #[kv(
     index(
-        name = by_subject_day,
+        name = "by_subject_day",
         fields(subject, day(at)),
         order_by = at,
         description = "The events of one subject on one UTC day, oldest first."
     )
 )]
-#[kv(counter(name = per_hour, group_by(hour(at))))]
-#[kv(counter(name = per_kind_per_hour, group_by(kind, hour(at))))]
-#[kv(relation(name = actor, belongs_to = Actor, by = actor_id, order_by = at))]
+#[kv(counter(name = "per_hour", group_by(hour(at))))]
+#[kv(counter(name = "per_kind_per_hour", group_by(kind, hour(at))))]
+#[kv(relation(name = "actor", belongs_to = Actor, by = actor_id, order_by = at))]
 pub struct Event {
     pub id: ::kvmodel::Uuid,
     pub actor_id: String,
@@ -60,7 +61,7 @@ pub struct Event {
 )]
 #[kv(
     index(
-        name = latest,
+        name = "latest",
         fields(sensor),
         order_by = at,
         keep = 100,

@@ -4,7 +4,7 @@
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "forum", key = "board:{id}")]
-#[kv(dependent(entity = Thread, relation = board))]
+#[kv(dependent(entity = Thread, relation = "board"))]
 pub struct Board {
     pub id: String,
     pub title: String,
@@ -16,7 +16,7 @@ pub struct Board {
 #[kv(namespace = "forum", key = "thread:{id}")]
 #[kv(
     relation(
-        name = board,
+        name = "board",
         belongs_to = Board,
         by = board_id,
         order_by = created_at,
@@ -24,7 +24,7 @@ pub struct Board {
         description = "The threads of a board, newest last; a board with threads cannot be deleted."
     )
 )]
-#[kv(dependent(entity = Reply, relation = thread))]
+#[kv(dependent(entity = Reply, relation = "thread"))]
 pub struct Thread {
     pub id: String,
     pub board_id: String,
@@ -36,10 +36,10 @@ pub struct Thread {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "forum", key = "reply:{id}")]
-#[kv(counter(name = per_thread, group_by(thread_id)))]
+#[kv(counter(name = "per_thread", group_by(thread_id)))]
 #[kv(
     relation(
-        name = thread,
+        name = "thread",
         belongs_to = Thread,
         by = thread_id,
         order_by = at,

@@ -4,7 +4,7 @@
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "short", key = "tenant:{id}")]
-#[kv(dependent(entity = ShortLink, relation = tenant))]
+#[kv(dependent(entity = ShortLink, relation = "tenant"))]
 pub struct Tenant {
     pub id: String,
     pub name: String,
@@ -16,10 +16,10 @@ pub struct Tenant {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "short", key = "link:{tenant_id}:{code}", colocate = tenant_id)]
-#[kv(counter(name = per_tenant, group_by(tenant_id)))]
+#[kv(counter(name = "per_tenant", group_by(tenant_id)))]
 #[kv(
     relation(
-        name = tenant,
+        name = "tenant",
         belongs_to = Tenant,
         by = tenant_id,
         order_by = created_at,
@@ -28,9 +28,9 @@ pub struct Tenant {
 )]
 #[kv(
     link(
-        name = tags,
+        name = "tags",
         to = Tag,
-        inverse = links,
+        inverse = "links",
         description = "Tags of a short link, and the links of a tag."
     )
 )]
@@ -57,6 +57,7 @@ pub struct Tag {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(
     namespace = "short",
     key = "click:{tenant_id}:{id}",
@@ -66,7 +67,7 @@ pub struct Tag {
 )]
 #[kv(
     index(
-        name = by_link,
+        name = "by_link",
         fields(tenant_id, code),
         order_by = at,
         keep = 1000,
@@ -75,7 +76,7 @@ pub struct Tag {
 )]
 #[kv(
     counter(
-        name = hourly,
+        name = "hourly",
         group_by(tenant_id, code, hour(at)),
         keep = "on_expiry",
         description = "Clicks of a link per hour; kept when the clicks expire."
@@ -83,7 +84,7 @@ pub struct Tag {
 )]
 #[kv(
     counter(
-        name = daily,
+        name = "daily",
         group_by(tenant_id, code, day(at)),
         keep = "always",
         description = "Clicks of a link per day; never decremented."

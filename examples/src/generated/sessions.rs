@@ -14,8 +14,8 @@ pub enum Role {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "auth", key = "session:{id}", ttl = "30m", ttl_jitter = "10%")]
-#[kv(index(name = by_token, fields(token), unique))]
-#[kv(index(name = by_user, fields(user_id), order_by = started_at))]
+#[kv(index(name = "by_token", fields(token), unique))]
+#[kv(index(name = "by_user", fields(user_id), order_by = started_at))]
 pub struct Session {
     pub id: String,
     pub token: String,
@@ -38,7 +38,7 @@ pub struct RateWindow {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "auth", key = "invite:{code}", ttl = "7d")]
-#[kv(index(name = by_email, fields(email), unique))]
+#[kv(index(name = "by_email", fields(email), unique))]
 pub struct Invite {
     pub code: String,
     pub email: String,

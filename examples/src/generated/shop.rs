@@ -33,17 +33,17 @@ pub struct Address {
 #[kv(namespace = "shop", key = "user:{id}", version = 2, max_size = "64KiB")]
 #[kv(
     index(
-        name = by_email,
+        name = "by_email",
         fields(email),
         unique,
         normalize = "lowercase",
         description = "Finds a user by e-mail, whatever its case."
     )
 )]
-#[kv(counter(name = by_status, group_by(status), since = 2))]
+#[kv(counter(name = "by_status", group_by(status), since = 2))]
 #[kv(
     counter(
-        name = signups_per_day,
+        name = "signups_per_day",
         group_by(day(created_at)),
         description = "New users per UTC day."
     )
@@ -74,7 +74,7 @@ pub struct User {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "shop", key = "product:{sku}")]
-#[kv(index(name = by_category, fields(category), order_by = price_cents))]
+#[kv(index(name = "by_category", fields(category), order_by = price_cents))]
 pub struct Product {
     pub sku: String,
     pub category: String,
@@ -86,11 +86,11 @@ pub struct Product {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "shop", key = "order:{id}", encoding = "msgpack")]
-#[kv(counter(name = per_user, group_by(user_id)))]
-#[kv(counter(name = revenue_by_day, sum = total_cents, group_by(day(created_at))))]
+#[kv(counter(name = "per_user", group_by(user_id)))]
+#[kv(counter(name = "revenue_by_day", sum = total_cents, group_by(day(created_at))))]
 #[kv(
     relation(
-        name = user,
+        name = "user",
         belongs_to = User,
         by = user_id,
         order_by = created_at,

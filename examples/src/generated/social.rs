@@ -20,7 +20,7 @@ pub struct Author {
 )]
 #[kv(
     relation(
-        name = author,
+        name = "author",
         belongs_to = Author,
         by = author_id,
         order_by = created_at,
@@ -30,9 +30,9 @@ pub struct Author {
 )]
 #[kv(
     link(
-        name = tags,
+        name = "tags",
         to = Tag,
-        inverse = posts,
+        inverse = "posts",
         description = "Tags of a post, and the posts of a tag."
     )
 )]
@@ -56,16 +56,17 @@ pub struct Tag {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::kvmodel::KvEntity)]
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
+#[allow(clippy::duplicated_attributes)]
 #[kv(namespace = "social", key = "like:{post_id}:{user_id}")]
 #[kv(
     counter(
-        name = per_post,
+        name = "per_post",
         group_by(post_id),
         shards = 16,
         description = "Likes of one post; a viral post takes many at once."
     )
 )]
-#[kv(counter(name = total, shards = 8))]
+#[kv(counter(name = "total", shards = 8))]
 pub struct Like {
     pub post_id: String,
     pub user_id: String,

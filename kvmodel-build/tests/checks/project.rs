@@ -104,7 +104,9 @@ fn a_derived_parent_names_its_dependents() {
     let text = p.schemas[0].render_diagnostics(false);
     assert!(text.contains("accounts.rs:6:12: error[E148]"), "{text}");
     assert!(
-        text.contains("add `#[kv(dependent(entity = Session, relation = account))]` to `Account`"),
+        text.contains(
+            "add `#[kv(dependent(entity = Session, relation = \"account\"))]` to `Account`"
+        ),
         "{text}"
     );
 }

@@ -6,7 +6,7 @@
 #[kv(namespace = "app", key = "session:{id}", allow(W004))]
 #[kv(
     relation(
-        name = account,
+        name = "account",
         belongs_to = Account,
         by = account_id,
         order_by = started,
@@ -23,7 +23,7 @@ pub struct Session {
 #[derive(::kvmodel::serde::Serialize, ::kvmodel::serde::Deserialize)]
 #[serde(crate = "::kvmodel::serde")]
 #[kv(namespace = "app", key = "workspace:{id}")]
-#[kv(dependent(entity = ApiKey, relation = workspace))]
+#[kv(dependent(entity = ApiKey, relation = "workspace"))]
 pub struct Workspace {
     pub id: String,
     pub name: String,

@@ -211,7 +211,7 @@ pub(super) fn link(meta: &ParseNestedMeta<'_>, r: &mut Reader<'_>) -> syn::Resul
     Ok(Some(link))
 }
 
-/// `dependent(entity = Post, relation = author)`: a child's relation to
+/// `dependent(entity = Post, relation = "author")`: a child's relation to
 /// this entity that its delete enforces.
 pub(super) fn dependent(
     meta: &ParseNestedMeta<'_>,

@@ -7,6 +7,7 @@ use heck::ToSnakeCase;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
+use super::clippy;
 use crate::ir::{Entity, Field, FieldType, Model, Tally, TypeDef, TypeKind};
 use crate::vocab::{self, ident};
 
@@ -384,15 +385,13 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         head.push(quote!(compress(codec = #codec, above = #above)));
     }
     head.extend(allow_tokens(&e.allow));
-    // Names are printed as identifiers, like every other name the
-    // attributes hold. Besides reading alike, an attribute with an
-    // identifier value is no meta item to rustc, so clippy's
-    // `duplicated_attributes`, which reads every meta item as a prefix tree
-    // (rust-clippy#13238), does not mistake two indexes that are both
-    // `unique`, or two counters grouped by one field, for duplicates.
-    let mut attrs = vec![quote!(#[kv(#(#head),*)])];
+    // What each `#[kv(…)]` holds. The names a construct declares or refers
+    // to are quoted (`name = "by_email"`, `inverse = "posts"`,
+    // `relation = "author"`), fields and types bare (`by = user_id`,
+    // `belongs_to = User`), as the documentation writes them.
+    let mut attrs = vec![quote!(kv(#(#head),*))];
     for ix in &e.indexes {
-        let n = ident(&ix.name);
+        let n = ix.name.as_str();
         let fields = ix.fields.iter().map(|x| field_expr_tokens(x));
         let fields = quote!(#(#fields),*);
         let unique = if ix.unique {
@@ -413,11 +412,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let allow = allow_tokens(&ix.allow).map(|a| quote!(, #a));
         let desc = description_tokens(ix.description.as_ref());
         attrs.push(quote!(
-            #[kv(index(name = #n, fields(#fields) #unique #norm #order #keep #since #allow #desc))]
+            kv(index(name = #n, fields(#fields) #unique #norm #order #keep #since #allow #desc))
         ));
     }
     for c in &e.counters {
-        let n = ident(&c.name);
+        let n = c.name.as_str();
         let group = if c.group_by.is_empty() {
             quote!()
         } else {
@@ -439,10 +438,10 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let since = since_tokens(c.since.value);
         let allow = allow_tokens(&c.allow).map(|a| quote!(, #a));
         let desc = description_tokens(c.description.as_ref());
-        attrs.push(quote!(#[kv(counter(name = #n #sum #group #shards #keep #since #allow #desc))]));
+        attrs.push(quote!(kv(counter(name = #n #sum #group #shards #keep #since #allow #desc))));
     }
     for r in &e.relations {
-        let n = ident(&r.name);
+        let n = r.name.as_str();
         // `None` as a value means no value: an entity of that name is quoted.
         let to = if r.belongs_to.as_str() == "None" {
             quote!("None")
@@ -463,11 +462,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         let since = since_tokens(r.since.value);
         let desc = description_tokens(r.description.as_ref());
         attrs.push(
-            quote!(#[kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #on_delete #since #desc))]),
+            quote!(kv(relation(name = #n, belongs_to = #to, by = #by #order #keep #on_delete #since #desc))),
         );
     }
     for l in &e.links {
-        let (n, inverse) = (ident(&l.name), ident(&l.inverse));
+        let (n, inverse) = (l.name.as_str(), l.inverse.as_str());
         // As for relations: `None` as a value means no value.
         let to = if l.to.as_str() == "None" {
             quote!("None")
@@ -476,12 +475,12 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             quote!(#to)
         };
         let desc = description_tokens(l.description.as_ref());
-        attrs.push(quote!(#[kv(link(name = #n, to = #to, inverse = #inverse #desc))]));
+        attrs.push(quote!(kv(link(name = #n, to = #to, inverse = #inverse #desc))));
     }
     for d in &e.dependents {
         let to = ident(&d.entity);
-        let rel = ident(&d.relation);
-        attrs.push(quote!(#[kv(dependent(entity = #to, relation = #rel))]));
+        let rel = d.relation.as_str();
+        attrs.push(quote!(kv(dependent(entity = #to, relation = #rel))));
     }
     let mut steps: Vec<_> = e.migrations.iter().collect();
     steps.sort_by_key(|m| m.from.value);
@@ -505,11 +504,11 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
             let r = list(m.remove.iter().map(|f| f.as_str()));
             parts.push(quote!(remove(#r)));
         }
-        attrs.push(quote!(#[kv(migration(#(#parts),*))]));
+        attrs.push(quote!(kv(migration(#(#parts),*))));
     }
-    // Every step says `from = N`, a meta item clippy takes for the same
-    // attribute twice (see above); only entities with two steps need this.
-    let allow = (e.migrations.len() > 1).then(|| quote!(#[allow(clippy::duplicated_attributes)]));
+    // Attributes whose values are all literals are meta items, whose parts
+    // clippy compares across attributes: allowed where two share one.
+    let allow = clippy::repeated(&attrs).then(|| quote!(#[allow(clippy::duplicated_attributes)]));
     let eq = e.fields.iter().all(|f| hashable(&f.ty, model));
     let extra = if eq { quote!(Eq, Hash,) } else { quote!() };
     let fields: Vec<TokenStream> = e
@@ -523,7 +522,7 @@ fn entity_tokens(e: &Entity, model: &Model, out: &mut Out) -> TokenStream {
         #docs
         #derives
         #allow
-        #(#attrs)*
+        #(#[#attrs])*
         pub struct #name { #(#fields,)* }
     }
 }

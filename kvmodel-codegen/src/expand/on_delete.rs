@@ -168,7 +168,7 @@ pub(crate) fn checks(cx: &Ctx<'_>) -> TokenStream {
         let rel = r.name.as_str();
         let named = last(&r.belongs_to);
         let msg = format!(
-            "`{child}` relation `{rel}` has `on_delete = {}`, so `{named}` must name it: add `#[kv(dependent(entity = {child}, relation = {rel}))]` to `{named}`, or, when `{named}` is generated from a schema file, run `kvmodel generate` on that file and this one together, which names it",
+            "`{child}` relation `{rel}` has `on_delete = {}`, so `{named}` must name it: add `#[kv(dependent(entity = {child}, relation = \"{rel}\"))]` to `{named}`, or, when `{named}` is generated from a schema file, run `kvmodel generate` on that file and this one together, which names it",
             *r.on_delete,
         );
         out.push(quote_spanned! {span=>

@@ -198,7 +198,7 @@ impl OnDelete {
 }
 
 /// A relation of another entity to this one that the delete enforces
-/// (`dependent(entity = Post, relation = author)`).
+/// (`dependent(entity = Post, relation = "author")`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dependent {
     /// The child entity (a Rust path in the derive).
