@@ -14,6 +14,7 @@ mod dynamo_costs;
 mod dynamo_writers;
 mod floats;
 mod lints;
+mod live_cascade;
 mod on_delete_switch;
 mod one_transaction;
 mod reconcile_ttl;
