@@ -15,6 +15,8 @@ mod dynamo_writers;
 mod floats;
 mod lints;
 mod live_cascade;
+mod live_rolling;
+mod live_tamper;
 mod on_delete_switch;
 mod one_transaction;
 mod reconcile_ttl;
