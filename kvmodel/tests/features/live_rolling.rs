@@ -236,3 +236,32 @@ on! {
     redb: kvmodel::conformance::RedbHarness::new();
     redis: kvmodel::conformance::RedisHarness::start().await;
 }
+
+/// The newer version's first read of an empty entity makes what it added
+/// readable (nothing is missing from it yet); an older writer still
+/// running then creates a record, which lacks those entries. A read of
+/// them must not answer as if the record were not there: it is refused
+/// (`NotReadable`) until `migrate`, or it counts the record.
+#[tokio::test]
+#[ignore = "an older writer after the index state is established is missed silently"]
+async fn an_older_writer_after_the_first_read_is_not_missed() {
+    let store = kvmodel::MemoryStore::new();
+    let news = AcctRepo::new(store.clone());
+    assert_eq!(news.count_per_tier("basic").await.unwrap(), 0);
+    let mut rng = fastrand::Rng::with_seed(3);
+    v1::AcctRepo::new(store.clone())
+        .create(&old(1, &mut rng))
+        .await
+        .unwrap();
+    // A reader that starts now, as a new process would.
+    let fresh = AcctRepo::new(store.clone());
+    match fresh.count_per_tier("basic").await {
+        Err(Error::NotReadable { .. }) => {}
+        Ok(n) => assert_eq!(n, 1, "the version 1 record, read as tier basic, is missed"),
+        Err(e) => panic!("{e}"),
+    }
+    assert!(
+        !news.verify(50).await.unwrap().is_clean() || fresh.count_per_tier("basic").await.is_err(),
+        "verify finds nothing while a readable counter misses a record"
+    );
+}
