@@ -37,12 +37,21 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// the record itself (when it names itself) and the children `on_path`
     /// says are on the path. A count that holds nobody else goes with the
     /// record; one left to children on the path is returned in
-    /// [`Own::Deleted`].
-    pub(crate) async fn delete_once(&self, key: &str, on_path: &[OnPath]) -> Result<Own> {
+    /// [`Own::Deleted`]. A record a cascade reached `under` a parent that
+    /// it no longer names (it moved out of the tree) is left:
+    /// [`Own::Gone`].
+    pub(crate) async fn delete_once(
+        &self,
+        key: &str,
+        under: Option<(&str, &str)>,
+        on_path: &[OnPath],
+    ) -> Result<Own> {
         /// What a delete found.
         enum Found {
             Record,
             Nothing,
+            /// A record that no longer names the parent it was reached from.
+            Moved,
             /// No record, but the receipt of an expired one.
             Leftover,
         }
@@ -63,6 +72,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 };
                 let (stored_version, old_value) = entity::decode_at::<E>(key, &old_bytes)
                     .map_err(|e| on_delete::purge_hint(key, e))?;
+                if let Some((parent, relation)) = under
+                    && !old_value
+                        .parents()
+                        .iter()
+                        .any(|p| p.key == parent && p.relation == relation)
+                {
+                    return Ok(Planned::Skip((Found::Moved, Vec::new(), Vec::new())));
+                }
                 let mut old = Facts::of(&old_value);
                 old.retain_since(stored_version);
                 // Each count of children: what it holds of the record
@@ -124,7 +141,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                 self.sweep_step().await;
                 Ok(Own::Deleted(left))
             }
-            (_, Found::Nothing) => Ok(Own::Gone),
+            (_, Found::Nothing | Found::Moved) => Ok(Own::Gone),
             (_, Found::Leftover) => {
                 // Expired, not yet swept: sweep it now.
                 Box::pin(self.expire_leftover(key)).await?;

@@ -113,9 +113,25 @@ pub struct Kind<S> {
     pub(crate) children: for<'a> fn(&'a S, &'a str, Option<Cursor>) -> Step<'a, Children>,
     /// A sweep of this entity's due expiries.
     pub(crate) sweep: for<'a> fn(&'a S) -> Step<'a, ()>,
-    /// One attempt at deleting the record at a key.
-    pub(crate) delete: for<'a> fn(&'a S, &'a str, &'a [OnPath]) -> Step<'a, Own>,
+    /// Whether the record at a key is there and still names a parent
+    /// ([`Under`]): a record moved to another parent is out of the tree.
+    pub(crate) names: for<'a> fn(&'a S, &'a str, (&'a str, &'static str)) -> Step<'a, bool>,
+    /// One attempt at deleting the record at a key, a child of the parent
+    /// it is [`Under`] on the path (none for the record the delete started
+    /// from).
+    pub(crate) delete: for<'a> fn(&'a S, &'a str, UnderRef<'a>, &'a [OnPath]) -> Step<'a, Own>,
 }
+
+/// An [`Under`] borrowed, or none (the record the delete started from).
+pub(crate) type UnderRef<'a> = Option<(&'a str, &'static str)>;
+
+/// The parent a record a cascade reached must still name for the cascade
+/// to go on with it: the parent's key and the record's relation to it.
+pub(crate) type Under = (String, &'static str);
+
+/// A cascade dependent of a record: its number, the collection of the
+/// record's children, and the children's relation.
+pub(crate) type Cascade = (usize, String, &'static str);
 
 impl<S> Clone for Kind<S> {
     fn clone(&self) -> Self {
@@ -135,7 +151,7 @@ impl<S> std::fmt::Debug for Kind<S> {
 /// dependents (read from the record the listing decoded).
 pub(crate) struct Child {
     pub(crate) key: String,
-    pub(crate) cascades: Vec<(usize, String)>,
+    pub(crate) cascades: Vec<Cascade>,
 }
 
 /// A page of child records a cascade lists.
@@ -162,7 +178,8 @@ pub(crate) enum Own {
     /// Deleted; the counts of children it left (for children further down
     /// the path, per dependent number), each to remove once those are gone.
     Deleted(Vec<(usize, String)>),
-    /// No record at the key.
+    /// No record at the key, or one that no longer names the parent the
+    /// cascade reached it from (it moved out of the tree).
     Gone,
     /// The count of children of dependent number `.0` is not what the
     /// delete expected: a child came, or (`restrict`) children exist.

@@ -37,6 +37,12 @@
 //! entity's type, so the worklist is one loop over boxed steps of any
 //! entity).
 //!
+//! A record listed as a child is followed only while it still names the
+//! parent it was listed under: the worklist reads it again before each
+//! listing of its own children, and its delete conditions on the record as
+//! read, which names that parent. One an `update` moved to another parent
+//! meanwhile is out of the tree: it is left, with what is under it.
+//!
 //! A child that comes meanwhile fails the count's condition: the record's
 //! children are listed again (at most
 //! [`MAX_ATTEMPTS`](crate::engine::repo::MAX_ATTEMPTS) times, then

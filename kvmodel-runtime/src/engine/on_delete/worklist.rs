@@ -5,7 +5,9 @@
 use super::{CASCADE_PAGE, OnDelete, purge_hint};
 use crate::engine::entity::{self, Entity};
 use crate::engine::page::{Cursor, PageRequest};
-use crate::engine::relation::{Child, Children, DependentFact, Kind, OnPath, Own, Step};
+use crate::engine::relation::{
+    Cascade, Child, Children, DependentFact, Kind, OnPath, Own, Step, Under, UnderRef,
+};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS, backoff};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -22,6 +24,7 @@ impl<S: Store> Kind<S> {
             dependent: E::dependent_kind::<S>,
             children: children_of::<E, S>,
             sweep: sweep_of::<E, S>,
+            names: names_of::<E, S>,
             delete: delete_of::<E, S>,
         }
     }
@@ -37,6 +40,23 @@ fn dependents_of<'a, E: Entity, S: Store>(
         };
         let (_, value) = entity::decode_at::<E>(key, &bytes).map_err(|e| purge_hint(key, e))?;
         Ok(Some(value.dependents()))
+    })
+}
+
+fn names_of<'a, E: Entity, S: Store>(
+    store: &'a S,
+    key: &'a str,
+    (parent, relation): (&'a str, &'static str),
+) -> Step<'a, bool> {
+    Box::pin(async move {
+        let Some(bytes) = store.get(key).await? else {
+            return Ok(false);
+        };
+        let (_, value) = entity::decode_at::<E>(key, &bytes).map_err(|e| purge_hint(key, e))?;
+        Ok(value
+            .parents()
+            .iter()
+            .any(|p| p.key == parent && p.relation == relation))
     })
 }
 
@@ -97,11 +117,12 @@ fn sweep_of<'a, E: Entity, S: Store>(store: &'a S) -> Step<'a, ()> {
 fn delete_of<'a, E: Entity, S: Store>(
     store: &'a S,
     key: &'a str,
+    under: UnderRef<'a>,
     on_path: &'a [OnPath],
 ) -> Step<'a, Own> {
     Box::pin(async move {
         Engine::<E, S>::new(store.clone())
-            .delete_once(key, on_path)
+            .delete_once(key, under, on_path)
             .await
     })
 }
@@ -110,8 +131,11 @@ fn delete_of<'a, E: Entity, S: Store>(
 struct Frame<S> {
     key: String,
     kind: Kind<S>,
-    /// Its cascade dependents: number and collection of children.
-    cascades: Vec<(usize, String)>,
+    /// The parent it was listed under, which it must still name (none for
+    /// the record the delete started from).
+    under: Option<Under>,
+    /// Its cascade dependents.
+    cascades: Vec<Cascade>,
     /// The one of `cascades` being listed.
     at: usize,
     /// Whether that one was listed to its end: once `pending` is done, the
@@ -133,10 +157,11 @@ struct Frame<S> {
 }
 
 impl<S> Frame<S> {
-    fn new(key: String, kind: Kind<S>, cascades: Vec<(usize, String)>) -> Self {
+    fn new(key: String, kind: Kind<S>, under: Option<Under>, cascades: Vec<Cascade>) -> Self {
         Frame {
             key,
             kind,
+            under,
             cascades,
             at: 0,
             listed: false,
@@ -149,10 +174,10 @@ impl<S> Frame<S> {
     }
 }
 
-/// The cascade dependents among `dependents`: number and collection.
-fn cascades(dependents: Vec<DependentFact>) -> Vec<(usize, String)> {
+/// The cascade dependents among `dependents`.
+fn cascades(dependents: Vec<DependentFact>) -> Vec<Cascade> {
     let cascade = |(i, d): (usize, DependentFact)| {
-        (d.on_delete == OnDelete::Cascade).then_some((i, d.collection))
+        (d.on_delete == OnDelete::Cascade).then_some((i, d.collection, d.relation))
     };
     dependents
         .into_iter()
@@ -171,7 +196,12 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
         true => (kind.dependents)(store, key).await?.map(cascades),
         false => None,
     };
-    let mut stack = vec![Frame::new(key.to_owned(), kind, root.unwrap_or_default())];
+    let mut stack = vec![Frame::new(
+        key.to_owned(),
+        kind,
+        None,
+        root.unwrap_or_default(),
+    )];
     // Key → stack index of every record on the path that has cascade
     // dependents (only those list children).
     let mut path: HashMap<String, usize> = HashMap::new();
@@ -187,10 +217,12 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
                 top.pending = Vec::new();
             }
             if let Some(kind) = (top.kind.dependent)(i) {
+                let relation = top.cascades.iter().find(|c| c.0 == i).map(|c| c.2);
+                let under = relation.map(|r| (top.key.clone(), r));
                 if !child.cascades.is_empty() {
                     path.insert(child.key.clone(), t + 1);
                 }
-                stack.push(Frame::new(child.key, kind, child.cascades));
+                stack.push(Frame::new(child.key, kind, under, child.cascades));
             }
             continue;
         }
@@ -199,8 +231,17 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
             top.at += 1;
             continue;
         }
+        // A record moved to another parent since it was listed is out of
+        // the tree: it stays, with its children (looked at before each
+        // listing of them; its own delete looks again, in its commit).
+        let moved = match &top.under {
+            Some((parent, relation)) if top.at < top.cascades.len() => {
+                !(top.kind.names)(store, &top.key, (parent.as_str(), *relation)).await?
+            }
+            _ => false,
+        };
         // The next page of children, skipping those on the path.
-        if let Some((i, collection)) = top.cascades.get(top.at) {
+        if let Some((i, collection, _)) = top.cascades.get(top.at).filter(|_| !moved) {
             let i = *i;
             let Some(child) = (top.kind.dependent)(i) else {
                 top.at += 1;
@@ -244,9 +285,14 @@ pub(crate) async fn delete_tree<S: Store>(store: &S, kind: Kind<S>, key: &str) -
             }
             continue;
         }
-        // No child left to list: the record itself.
+        // No child left to list: the record itself (unless it moved out).
         let on_path: Vec<OnPath> = top.on_path.iter().map(|(a, _)| *a).collect();
-        match (top.kind.delete)(store, &top.key, &on_path).await? {
+        let under = top.under.as_ref().map(|(p, r)| (p.as_str(), *r));
+        let own = match moved {
+            true => Own::Gone,
+            false => (top.kind.delete)(store, &top.key, under, &on_path).await?,
+        };
+        match own {
             Own::Deleted(left) => {
                 let notes: Vec<(usize, String)> = left
                     .into_iter()
