@@ -241,11 +241,24 @@ macro_rules! __conformance_each {
 /// ```text
 /// kvmodel_runtime::on_every_backend!(create_writes_every_entry, delete_removes_everything);
 /// ```
+///
+/// Cases that wait for real time to pass (a TTL on Redis) follow
+/// `; real_time:`. They are tests of their own on the stores with a clock
+/// to move; on Redis and Redis Cluster they run at once in one test per
+/// module, `real_time_cases_together` (see [`together`]), so that their
+/// waits overlap instead of holding a test thread each in turn:
+///
+/// ```text
+/// kvmodel_runtime::on_every_backend!(create_writes_every_entry; real_time: values_expire);
+/// ```
 #[cfg(all(feature = "redb", feature = "redis", not(feature = "redis-cluster")))]
 #[macro_export]
 macro_rules! on_every_backend {
     ($($case:ident),* $(,)?) => {
         $crate::__on_single_backends!($($case),*);
+    };
+    ($($case:ident),* ; real_time: $($wait:ident),* $(,)?) => {
+        $crate::__on_single_backends!($($case),* ; real_time: $($wait),*);
     };
 }
 
@@ -259,6 +272,16 @@ macro_rules! on_every_backend {
 /// ```text
 /// kvmodel_runtime::on_every_backend!(create_writes_every_entry, delete_removes_everything);
 /// ```
+///
+/// Cases that wait for real time to pass (a TTL on Redis) follow
+/// `; real_time:`. They are tests of their own on the stores with a clock
+/// to move; on Redis and Redis Cluster they run at once in one test per
+/// module, `real_time_cases_together` (see [`together`]), so that their
+/// waits overlap instead of holding a test thread each in turn:
+///
+/// ```text
+/// kvmodel_runtime::on_every_backend!(create_writes_every_entry; real_time: values_expire);
+/// ```
 #[cfg(all(feature = "redb", feature = "redis", feature = "redis-cluster"))]
 #[macro_export]
 macro_rules! on_every_backend {
@@ -266,6 +289,13 @@ macro_rules! on_every_backend {
         $crate::__on_single_backends!($($case),*);
         mod cluster {
             $crate::__on_backend!($crate::conformance::ClusterHarness::start().await; $($case),*);
+        }
+    };
+    ($($case:ident),* ; real_time: $($wait:ident),* $(,)?) => {
+        $crate::__on_single_backends!($($case),* ; real_time: $($wait),*);
+        mod cluster {
+            $crate::__on_backend!($crate::conformance::ClusterHarness::start().await; $($case),*);
+            $crate::__on_backend_together!($crate::conformance::ClusterHarness::start().await; $($wait),*);
         }
     };
 }
@@ -286,6 +316,21 @@ macro_rules! __on_single_backends {
         }
         $crate::__on_dynamodb!($($case),*);
     };
+    ($($case:ident),* ; real_time: $($wait:ident),*) => {
+        mod memory {
+            $crate::__on_backend!($crate::conformance::MemoryHarness::new(); $($case),*);
+            $crate::__on_backend!($crate::conformance::MemoryHarness::new(); $($wait),*);
+        }
+        mod redb {
+            $crate::__on_backend!($crate::conformance::RedbHarness::new(); $($case),*);
+            $crate::__on_backend!($crate::conformance::RedbHarness::new(); $($wait),*);
+        }
+        mod redis {
+            $crate::__on_backend!($crate::conformance::RedisHarness::start().await; $($case),*);
+            $crate::__on_backend_together!($crate::conformance::RedisHarness::start().await; $($wait),*);
+        }
+        $crate::__on_dynamodb!($($case),* ; $($wait),*);
+    };
 }
 
 #[doc(hidden)]
@@ -297,6 +342,12 @@ macro_rules! __on_dynamodb {
             $crate::__on_backend!($crate::conformance::DynamoHarness::start().await; $($case),*);
         }
     };
+    ($($case:ident),* ; $($wait:ident),*) => {
+        mod dynamodb {
+            $crate::__on_backend!($crate::conformance::DynamoHarness::start().await; $($case),*);
+            $crate::__on_backend!($crate::conformance::DynamoHarness::start().await; $($wait),*);
+        }
+    };
 }
 
 #[doc(hidden)]
@@ -304,6 +355,7 @@ macro_rules! __on_dynamodb {
 #[macro_export]
 macro_rules! __on_dynamodb {
     ($($case:ident),*) => {};
+    ($($case:ident),* ; $($wait:ident),*) => {};
 }
 
 #[doc(hidden)]
@@ -316,6 +368,63 @@ macro_rules! __on_backend {
             super::$case(&harness).await;
         }
     )*};
+}
+
+/// One `#[tokio::test]`, `real_time_cases_together`, that runs the cases
+/// whose time passes for real (Redis, Redis Cluster) at once, each on a
+/// harness of its own, so that their waits overlap; see [`together`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __on_backend_together {
+    ($harness:expr; $($case:ident),*) => {
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn real_time_cases_together() {
+            $crate::conformance::together(::std::vec![$(
+                (
+                    ::std::stringify!($case),
+                    ::std::boxed::Box::pin(async {
+                        let harness = $harness;
+                        super::$case(&harness).await;
+                    }) as $crate::conformance::Case,
+                ),
+            )*])
+            .await;
+        }
+    };
+}
+
+/// A test case as [`together`] runs it.
+pub type Case = std::pin::Pin<Box<dyn Future<Output = ()> + 'static>>;
+
+/// Runs the named cases at once (as tasks of one thread, each free to
+/// spawn tasks of its own on the runtime) and fails naming each case that
+/// panicked (its panic message is printed where it happened), after all
+/// of them have finished. The cases of [`on_every_backend!`]'s
+/// `real_time:` list run so on Redis and Redis Cluster: each still asserts
+/// all it asserts alone, on a harness of its own, while the waits for real
+/// time to pass overlap.
+pub async fn together(cases: Vec<(&'static str, Case)>) {
+    let local = tokio::task::LocalSet::new();
+    let failed = local
+        .run_until(async {
+            let tasks: Vec<_> = cases
+                .into_iter()
+                .map(|(name, case)| (name, tokio::task::spawn_local(case)))
+                .collect();
+            let mut failed = Vec::new();
+            for (name, task) in tasks {
+                if task.await.is_err() {
+                    failed.push(name);
+                }
+            }
+            failed
+        })
+        .await;
+    assert!(
+        failed.is_empty(),
+        "real-time cases failed (their panics are printed above): {}",
+        failed.join(", ")
+    );
 }
 
 /// A `redis-server` process started for tests on a free loopback port, and
