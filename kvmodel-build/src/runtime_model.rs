@@ -259,8 +259,14 @@ fn ty(model: &ir::Model, t: &FieldType, path: &mut Vec<String>) -> Result<TypeMo
                 }
             }
         }
-        // Scalars returned above.
-        _ => unreachable!("a scalar field type is returned before the match"),
+        // Scalars returned above; an error rather than a panic should that
+        // ever change.
+        other => {
+            return Err(LowerError(format!(
+                "the field type `{}` has no run-time form",
+                other.schema_name()
+            )));
+        }
     })
 }
 
