@@ -182,6 +182,84 @@ pub async fn invalid_increment_applies_nothing<H: Harness>(h: &H) {
     assert_eq!(get(&s, &text).await.as_deref(), Some(&b"hello"[..]));
 }
 
+/// A conditional delete removes a value only where it holds exactly the
+/// bytes named (a counter too, by its decimal text); another value and an
+/// absent key are left as they are. It refuses a sorted collection, and an
+/// operation after it that needs to know what the key holds; a put after it
+/// applies. A refused batch writes nothing.
+pub async fn delete_if_equals_deletes_only_its_value<H: Harness>(h: &H) {
+    let s = h.store();
+    let (mine, theirs, none, count, set, out) = (
+        h.key("dif:mine"),
+        h.key("dif:theirs"),
+        h.key("dif:none"),
+        h.key("dif:count"),
+        h.key("dif:set"),
+        h.key("dif:out"),
+    );
+    let mut seed = Batch::new();
+    seed.put(&mine, b"me".to_vec(), None)
+        .put(&theirs, b"you".to_vec(), None)
+        .incr(&count, 5)
+        .add(&set, b"s".to_vec(), b"me".to_vec());
+    assert!(commit(&s, &seed).await.is_applied());
+    let mut b = Batch::new();
+    b.delete_if_equals(&mine, b"me".to_vec())
+        .delete_if_equals(&theirs, b"me".to_vec())
+        .delete_if_equals(&none, b"me".to_vec())
+        .delete_if_equals(&count, b"5".to_vec());
+    assert!(commit(&s, &b).await.is_applied());
+    assert_eq!(get(&s, &mine).await, None, "the value named goes");
+    assert_eq!(get(&s, &theirs).await.as_deref(), Some(&b"you"[..]));
+    assert_eq!(get(&s, &none).await, None);
+    assert_eq!(s.counter(&count).await.expect("counter"), 0);
+    // A prefix or an extension of the value is another value.
+    let mut near = Batch::new();
+    near.delete_if_equals(&theirs, b"yo".to_vec())
+        .delete_if_equals(&theirs, b"you!".to_vec());
+    assert!(commit(&s, &near).await.is_applied());
+    assert_eq!(get(&s, &theirs).await.as_deref(), Some(&b"you"[..]));
+
+    // Refused: a collection, and an increment or a member after it.
+    let mut on_set = Batch::new();
+    on_set
+        .put(&out, b"x".to_vec(), None)
+        .delete_if_equals(&set, b"me".to_vec());
+    s.commit(on_set)
+        .await
+        .expect_err("a conditional delete of a collection");
+    let mut then_incr = Batch::new();
+    then_incr
+        .put(&out, b"x".to_vec(), None)
+        .delete_if_equals(&theirs, b"you".to_vec())
+        .incr(&theirs, 1);
+    s.commit(then_incr)
+        .await
+        .expect_err("an increment after a conditional delete");
+    let mut then_add = Batch::new();
+    then_add
+        .put(&out, b"x".to_vec(), None)
+        .delete_if_equals(&theirs, b"zz".to_vec())
+        .add(&theirs, b"s".to_vec(), b"m".to_vec());
+    s.commit(then_add)
+        .await
+        .expect_err("a member added after a conditional delete");
+    assert_eq!(get(&s, &out).await, None, "a refused batch writes nothing");
+    assert_eq!(get(&s, &theirs).await.as_deref(), Some(&b"you"[..]));
+    assert_eq!(members(&s, &set).await, vec![b"me".to_vec()]);
+
+    // A put after it applies, whichever way the delete went.
+    let mut then_put = Batch::new();
+    then_put
+        .delete_if_equals(&theirs, b"you".to_vec())
+        .put(&theirs, b"new".to_vec(), None)
+        .delete_if_equals(&mine, b"me".to_vec())
+        .put(&mine, b"back".to_vec(), None);
+    assert!(commit(&s, &then_put).await.is_applied());
+    assert_eq!(get(&s, &theirs).await.as_deref(), Some(&b"new"[..]));
+    assert_eq!(get(&s, &mine).await.as_deref(), Some(&b"back"[..]));
+}
+
 /// Operations apply in order: a put then an increment of the same key adds up.
 pub async fn ops_see_earlier_ops_of_the_batch<H: Harness>(h: &H) {
     let s = h.store();

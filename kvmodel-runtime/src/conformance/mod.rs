@@ -215,7 +215,7 @@ macro_rules! conformance_tests {
             range_values_with_lends_each_members_value, get_with_lends_the_value,
             a_snapshot_reads_one_instant, change_stamps_follow_every_move,
             an_increment_stays_within_its_limit, feed_entries_come_with_their_commit,
-            the_empty_key_reads_as_absent,
+            the_empty_key_reads_as_absent, delete_if_equals_deletes_only_its_value,
         }
     };
 }

@@ -120,7 +120,10 @@ impl Checked {
 ///   back to its claim;
 /// - every claim of `new` is put with `ttl` (a claim both images have is
 ///   rewritten only to renew a TTL, or to drop the one of a record that no
-///   longer expires); claims only `old` has are deleted;
+///   longer expires); claims only `old` has are deleted where they hold
+///   `owner` ([`Op::DeleteIfEquals`](crate::store::Op::DeleteIfEquals)): one
+///   another record holds (drift, or a claim taken after this record's
+///   expired) stays;
 /// - collection members only `old` has are removed, those only `new` has added;
 /// - counters move by the exact net difference (`new` minus `old`), as
 ///   [`Batch::incr_wide`] expresses it; a new contribution a 64-bit counter
@@ -194,9 +197,10 @@ pub(crate) fn transition(
             b.put(&c.key, owner_bytes.to_vec(), ttl);
         }
     }
+    // A claim another record holds is that record's: it stays.
     for c in &from.claims {
         if !new_claims.contains(c.key.as_str()) {
-            b.delete(&c.key);
+            b.delete_if_equals(&c.key, owner_bytes.to_vec());
         }
     }
     let old_members: HashSet<(&str, &[u8])> = from.members.iter().map(entry).collect();

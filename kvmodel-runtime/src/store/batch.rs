@@ -61,6 +61,18 @@ pub enum Op {
         /// Key.
         key: String,
     },
+    /// Deletes the value at `key` if it holds exactly `value`; another
+    /// value (or none) stays as it is. A sorted collection there fails the
+    /// batch, and so does any later operation of the batch on `key` but a
+    /// put, a delete, another of these or an expiry: what `key` holds then
+    /// depends on what it held. A record gives up a unique claim with it,
+    /// so that a claim another record holds is never taken away.
+    DeleteIfEquals {
+        /// Key.
+        key: String,
+        /// The bytes it must hold to be deleted.
+        value: Vec<u8>,
+    },
     /// Adds `delta` to the counter at `key` (absent counts as 0). The counter is
     /// stored as canonical decimal ASCII ([`parse_counter`](super::counter::parse_counter)); another value
     /// there, or a sum beyond 64 bits, fails the batch, and so does a sum
@@ -118,6 +130,7 @@ impl Op {
         match self {
             Op::Put { key, .. }
             | Op::Delete { key }
+            | Op::DeleteIfEquals { key, .. }
             | Op::Incr { key, .. }
             | Op::Add { key, .. }
             | Op::Remove { key, .. }
@@ -269,6 +282,14 @@ impl Batch {
     /// Deletes a key.
     pub fn delete(&mut self, key: impl Into<String>) -> &mut Self {
         self.op(Op::Delete { key: key.into() })
+    }
+
+    /// Deletes `key` if it holds exactly `value` ([`Op::DeleteIfEquals`]).
+    pub fn delete_if_equals(&mut self, key: impl Into<String>, value: Vec<u8>) -> &mut Self {
+        self.op(Op::DeleteIfEquals {
+            key: key.into(),
+            value,
+        })
     }
 
     /// Increments a counter.

@@ -37,6 +37,8 @@ enum Slot {
     Counter(i64),
     Text,
     Collection,
+    /// After a conditional delete of a value: nothing, or the value.
+    Unsure,
 }
 
 impl Slot {
@@ -52,6 +54,11 @@ impl Slot {
         }
     }
 }
+
+/// Why an increment or a sorted-collection operation after a conditional
+/// delete of its key is refused.
+const AFTER_CONDITIONAL: &str =
+    "an operation that needs to know what the key holds follows a conditional delete of it";
 
 fn refuse(key: &str, reason: &str) -> Error {
     Error::InvalidBatch {
@@ -71,7 +78,10 @@ fn refuse(key: &str, reason: &str) -> Error {
 /// a key holds nothing, a value or a sorted collection; a condition on a
 /// collection, a put over a collection, an increment of a collection, and an
 /// add to or remove from a value fail the batch (a delete first makes room
-/// for the other kind); an increment needs a counter as [`parse_counter`](super::counter::parse_counter)
+/// for the other kind); a conditional delete of a collection fails the
+/// batch, and so does an increment or a sorted-collection operation after a
+/// conditional delete of the same key (what the key holds then depends on
+/// what it held); an increment needs a counter as [`parse_counter`](super::counter::parse_counter)
 /// reads it and a sum within 64 bits ([`add_to_counter`](super::counter::add_to_counter)). Each operation sees
 /// what the earlier ones of the batch left.
 /// `current` gets each key borrowed from `batch`, so a backend may keep
@@ -117,6 +127,14 @@ pub fn check<'b>(
         };
         let next = match (op, slot) {
             (Op::Delete { .. }, _) => Slot::Nothing,
+            (Op::DeleteIfEquals { .. }, Slot::Collection) => {
+                return Err(refuse(
+                    key,
+                    "a conditional delete meets a sorted collection",
+                ));
+            }
+            (Op::DeleteIfEquals { .. }, Slot::Nothing) => Slot::Nothing,
+            (Op::DeleteIfEquals { .. }, _) => Slot::Unsure,
             (Op::Put { .. }, Slot::Collection) => {
                 return Err(refuse(
                     key,
@@ -131,6 +149,7 @@ pub fn check<'b>(
                 Slot::Counter(add_within(key, v, *delta, *limit)?)
             }
             (Op::Incr { .. }, Slot::Text) => return Err(refuse(key, NOT_A_COUNTER)),
+            (Op::Incr { .. }, Slot::Unsure) => return Err(refuse(key, AFTER_CONDITIONAL)),
             (Op::Incr { .. }, Slot::Collection) => {
                 return Err(refuse(
                     key,
@@ -142,6 +161,9 @@ pub fn check<'b>(
                 Slot::Counter(_) | Slot::Text,
             ) => {
                 return Err(refuse(key, "a sorted-collection operation meets a value"));
+            }
+            (Op::Add { .. } | Op::Remove { .. } | Op::Trim { .. }, Slot::Unsure) => {
+                return Err(refuse(key, AFTER_CONDITIONAL));
             }
             (Op::Add { .. }, _) => Slot::Collection,
             (Op::Remove { .. } | Op::Trim { .. } | Op::Expire { .. }, slot) => slot,

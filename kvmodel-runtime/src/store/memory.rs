@@ -122,6 +122,11 @@ impl Inner {
                 self.values.remove(&key);
                 self.sets.remove(&key);
             }
+            Op::DeleteIfEquals { key, value } => {
+                if self.value(&key, now) == Some(&value) {
+                    self.values.remove(&key);
+                }
+            }
             Op::Incr { key, delta, .. } => {
                 let (cur, exp) = match self.values.get(&key) {
                     Some((v, exp)) if live(*exp, now) => (parse_counter(&key, v), *exp),

@@ -81,6 +81,10 @@ pub(crate) fn spread(batch: Batch, store: &impl Spread) -> Result<Batch> {
                 Op::Delete { .. } => Op::Delete {
                     key: store.stored(&key),
                 },
+                Op::DeleteIfEquals { value, .. } => Op::DeleteIfEquals {
+                    key: store.stored(&key),
+                    value,
+                },
                 Op::Incr { delta, limit, .. } => Op::Incr {
                     key: store.stored(&key),
                     delta,
@@ -125,6 +129,7 @@ pub(crate) fn spread(batch: Batch, store: &impl Spread) -> Result<Batch> {
                 }
             }
             Op::Put { .. } => return Err(refuse(&key, "a put")),
+            Op::DeleteIfEquals { .. } => return Err(refuse(&key, "a conditional delete")),
             Op::Trim { .. } => return Err(refuse(&key, "a trim")),
             Op::Incr { .. } => return Err(refuse(&key, "an increment")),
         }

@@ -196,7 +196,8 @@ async fn held(conn: &mut MultiplexedConnection, key: &str) -> (String, Option<Ve
 }
 
 /// Keys of every Redis type, and values that are not counters, met by
-/// every kind of operation and by a condition: refused before the first
+/// every kind of operation and by a condition (and an operation that needs
+/// to know what a key holds after a conditional delete of it): refused before the first
 /// write, whether the operation is checked the plain way (each key once,
 /// counters moved by one) or the general way (a key touched twice, a
 /// larger increment), with or without a condition that read the key
@@ -242,6 +243,13 @@ async fn keys_of_another_kind_are_refused_before_any_write() {
         let mut b = Batch::new();
         b.absent(*k);
         cases.push((format!("a condition on {k}"), b));
+        let mut b = Batch::new();
+        b.delete_if_equals(*k, b"a".to_vec());
+        cases.push((format!("a conditional delete of {k}"), b));
+        let mut b = Batch::new();
+        b.delete_if_equals(*k, b"a".to_vec())
+            .put(*k, b"x".to_vec(), None);
+        cases.push((format!("a conditional delete of {k}, then a put"), b));
     }
     for k in collections.iter().chain(["text"].iter()) {
         let mut b = Batch::new();
@@ -272,6 +280,22 @@ async fn keys_of_another_kind_are_refused_before_any_write() {
     b.equals("text", b"abc".to_vec())
         .add("text", b"s".to_vec(), b"m".to_vec());
     cases.push(("add to a value a condition read".to_owned(), b));
+    for then in ["increment", "add"] {
+        for (k, v) in [
+            ("text", "abc"),
+            ("text", "zz"),
+            ("max", "9223372036854775807"),
+        ] {
+            let mut b = Batch::new();
+            b.delete_if_equals(k, v.as_bytes().to_vec());
+            if then == "increment" {
+                b.incr(k, 1);
+            } else {
+                b.add(k, b"s".to_vec(), b"m".to_vec());
+            }
+            cases.push((format!("{then} {k} after a conditional delete of {v}"), b));
+        }
+    }
     for (what, b) in cases {
         let mut with_marker = Batch::new();
         with_marker.put("marker", b"m".to_vec(), None);

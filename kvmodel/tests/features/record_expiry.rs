@@ -185,6 +185,40 @@ pub async fn own_expiry_reaches_listings_counts_and_verify<H: Harness>(h: &H) {
     assert_eq!(repo.count_total().await.unwrap(), 2);
 }
 
+/// A slug taken again after its first link expired stays taken when the
+/// sweep later clears the expired link: the sweep gives up only a claim
+/// that still names the expired link, never the new one's.
+pub async fn a_claim_taken_after_an_expiry_survives_the_sweep<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = LinkRepo::new(store.clone());
+    repo.create(&link("l1", "soon", Some(at(&store, 1_000).await)))
+        .await
+        .unwrap();
+    h.pass(Duration::from_millis(1_500)).await;
+    let again = link("l2", "soon", None);
+    // (A write sweeps a step now and then, inline: the create may have
+    // swept the expired link already.)
+    repo.create(&again).await.unwrap();
+    let sweep = repo.sweep_expired(100).await.unwrap();
+    assert!(sweep.expired <= 1 && !sweep.more, "{sweep:?}");
+    assert_eq!(
+        store.get(&LinkKeys::by_slug("soon")).await.unwrap(),
+        Some(LinkKeys::record("l2").into_bytes()),
+        "the new link's claim"
+    );
+    assert_eq!(repo.find_by_slug("soon").await.unwrap(), Some(again));
+    let taken = repo.create(&link("l3", "soon", None)).await;
+    assert!(
+        matches!(taken, Err(Error::UniqueViolation { .. })),
+        "{taken:?}"
+    );
+    let drift = verify_both(&repo, &store).await;
+    assert!(
+        drift.is_clean() && drift.records == 1 && drift.expired == 0,
+        "{drift:?}"
+    );
+}
+
 /// An update moves the expiry: later, away (the record and its claim then
 /// stay), and back.
 pub async fn update_moves_the_expiry<H: Harness>(h: &H) {
@@ -360,6 +394,7 @@ pub async fn a_key_written_again_without_expiry_takes_over_nothing<H: Harness>(h
 
 kvmodel_runtime::on_every_backend!(
     a_key_written_again_without_expiry_takes_over_nothing,
+    a_claim_taken_after_an_expiry_survives_the_sweep,
     transactions_follow_the_field,
     own_expiry_reaches_listings_counts_and_verify,
     update_moves_the_expiry,

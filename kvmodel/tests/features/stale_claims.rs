@@ -22,7 +22,10 @@ struct Account {
     email: Option<String>,
 }
 
-kvmodel_runtime::on_every_backend!(stale_claims_are_ignored);
+kvmodel_runtime::on_every_backend!(
+    stale_claims_are_ignored,
+    a_claim_another_record_holds_is_left_to_it
+);
 
 async fn stale_claims_are_ignored<H: Harness>(h: &H) {
     let store = h.store();
@@ -57,4 +60,43 @@ async fn stale_claims_are_ignored<H: Harness>(h: &H) {
         .await
         .unwrap();
     assert_eq!(repo.find_by_email("ada@x.io").await.unwrap().unwrap().id, 7);
+}
+
+/// A record whose claim another record holds (drift) is updated and
+/// deleted as usual, and the claim stays with the record that holds it.
+async fn a_claim_another_record_holds_is_left_to_it<H: Harness>(h: &H) {
+    let store = h.store();
+    let repo = AccountRepo::new(store.clone());
+    let account = |id: u64, email: &str| Account {
+        tenant: "t".into(),
+        id,
+        handle: format!("h{id}"),
+        email: Some(email.into()),
+    };
+    for (id, email) in [(1, "a@x.io"), (2, "b@x.io"), (3, "c@x.io")] {
+        repo.create(&account(id, email)).await.unwrap();
+    }
+    let holder = AccountKeys::record("t", 2).into_bytes();
+    let mut b = Batch::new();
+    b.put(AccountKeys::by_email("a@x.io"), holder.clone(), None)
+        .put(AccountKeys::by_email("c@x.io"), holder.clone(), None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+
+    assert!(repo.delete("t", 1).await.unwrap(), "deleted");
+    repo.modify("t", 3, |a| a.email = Some("d@x.io".into()))
+        .await
+        .unwrap();
+    for email in ["a@x.io", "c@x.io"] {
+        assert_eq!(
+            store.get(&AccountKeys::by_email(email)).await.unwrap(),
+            Some(holder.clone()),
+            "the claim of {email} is still the other record's"
+        );
+    }
+    assert_eq!(
+        store.get(&AccountKeys::by_email("d@x.io")).await.unwrap(),
+        Some(AccountKeys::record("t", 3).into_bytes())
+    );
+    assert_eq!(repo.find_by_email("d@x.io").await.unwrap().unwrap().id, 3);
+    assert_eq!(repo.get("t", 1).await.unwrap(), None);
 }

@@ -384,8 +384,10 @@ impl<S: Store> Transaction<S> {
                     kept.condition(c);
                 }
                 for op in ops {
-                    let replaced = matches!(op, Op::Put { .. } | Op::Delete { .. })
-                        && superseded.contains(&op.key().to_owned());
+                    let replaced = matches!(
+                        op,
+                        Op::Put { .. } | Op::Delete { .. } | Op::DeleteIfEquals { .. }
+                    ) && superseded.contains(&op.key().to_owned());
                     if !replaced {
                         kept.op(op);
                     }
@@ -529,6 +531,8 @@ fn written_keys(batch: &Batch) -> BTreeSet<String> {
     batch
         .ops()
         .iter()
+        // (Not a conditional delete: what it leaves depends on the earlier
+        // writes of its key, which stay.)
         .filter(|o| matches!(o, Op::Put { .. } | Op::Delete { .. }))
         .map(|o| o.key().to_owned())
         .collect()

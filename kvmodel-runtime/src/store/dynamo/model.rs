@@ -128,6 +128,14 @@ impl Model {
         }
     }
 
+    fn delete(&mut self) {
+        self.retire();
+        self.value = None;
+        self.counter = false;
+        self.exp = None;
+        self.changed = true;
+    }
+
     fn retire(&mut self) {
         if let Some(c) = self.coll.take() {
             self.retired.push(c);
@@ -143,12 +151,12 @@ impl Model {
                 self.exp = ttl.map(|t| deadline(&*store.clock, t));
                 self.changed = true;
             }
-            Op::Delete { .. } => {
-                self.retire();
-                self.value = None;
-                self.counter = false;
-                self.exp = None;
-                self.changed = true;
+            Op::Delete { .. } => self.delete(),
+            Op::DeleteIfEquals { value, .. } => {
+                // `check` refused a collection here: a value or nothing.
+                if self.value.as_ref() == Some(value) {
+                    self.delete();
+                }
             }
             Op::Incr { key, delta, .. } => {
                 let current = match &self.value {

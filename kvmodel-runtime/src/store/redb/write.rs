@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::read::read_live;
+use super::read::{read_live, with_live};
 use super::{
     KV, MARKER, MEMBERS, RedbStore, SET_TTL, after_collection, e, is_marker, join_value, live,
     split_value,
@@ -192,6 +192,14 @@ impl<'t> Writer<'t> {
                     self.clear_collection(key)?;
                 }
                 seen.set(key, Some(Cell::Absent));
+            }
+            Op::DeleteIfEquals { key, value } => {
+                let now = self.now;
+                // `check` refused a collection here: a value or nothing.
+                if with_live(&self.kv, key, || now, |v| v == Some(value.as_slice()))? {
+                    self.kv.remove(key.as_str()).map_err(e("delete a value"))?;
+                    seen.set(key, Some(Cell::Absent));
+                }
             }
             Op::Incr { key, delta, .. } => {
                 let (cur, exp) = match seen.get(key) {

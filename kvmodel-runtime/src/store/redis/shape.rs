@@ -133,7 +133,7 @@ fn entries(plan: &[u8]) -> Option<Vec<Entry>> {
         };
         out.push(Entry { kind, key, value });
         value += match kind {
-            b'E' | b'O' | b'p' | b'i' | b'z' | b'r' | b't' | b'x' => 1,
+            b'E' | b'O' | b'p' | b'c' | b'i' | b'z' | b'r' | b't' | b'x' => 1,
             b'q' | b'l' | b'f' => 2,
             _ => 0,
         };
@@ -211,7 +211,7 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
     for e in ops {
         let (n, v) = (e.key, e.value);
         let role = match e.kind {
-            b'p' | b'q' | b'd' => Role::Value,
+            b'p' | b'q' | b'd' | b'c' => Role::Value,
             b'z' | b'r' => Role::Members,
             b'u' | b'v' | b'i' => Role::Counter,
             b'f' => Role::Feed,
@@ -247,6 +247,14 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
             let _ = writeln!(
                 out,
                 "if not (find(A[{t}], '^[1-9][0-9]*$') and #A[{t}] <= 13) then return {{-9}} end"
+            );
+        }
+        // A conditional delete reads its key here (a key of another kind
+        // is for commit.lua) and deletes it with the values.
+        if e.kind == b'c' {
+            let _ = writeln!(
+                out,
+                "local g{n} = pcall('GET', K[{n}]) if type(g{n}) == 'table' then return {{-9}} end"
             );
         }
         if matches!(e.kind, b'p' | b'q') && !read.contains(&n) {
@@ -327,6 +335,7 @@ pub(crate) fn body(plan: &[u8]) -> Option<(String, bool)> {
             b'p' => writeln!(out, "call('SET', K[{n}], A[{v}])"),
             b'q' => writeln!(out, "call('SET', K[{n}], A[{v}], 'PX', A[{}])", v + 1),
             b'd' => writeln!(out, "call('UNLINK', K[{n}])"),
+            b'c' => writeln!(out, "if g{n} == A[{v}] then call('UNLINK', K[{n}]) end"),
             _ => Ok(()),
         };
     }

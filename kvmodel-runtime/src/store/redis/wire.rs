@@ -51,6 +51,7 @@ pub(crate) fn encode_op(op: &Op) -> (&'static [u8], Vec<u8>, Vec<u8>) {
             ttl.map(ms).unwrap_or_default().into_bytes(),
         ),
         Op::Delete { .. } => (b"d", Vec::new(), Vec::new()),
+        Op::DeleteIfEquals { value, .. } => (b"c", value.clone(), Vec::new()),
         Op::Incr { delta, limit, .. } => (
             b"i",
             delta.to_string().into_bytes(),
@@ -119,6 +120,10 @@ pub(crate) fn commit_args(batch: &Batch) -> Result<(Vec<&str>, Vec<Vec<u8>>)> {
                 argv.push(ms(*ttl).into_bytes());
             }
             Op::Delete { .. } => plan.entry(b'd', key)?,
+            Op::DeleteIfEquals { value, .. } => {
+                plan.entry(b'c', key)?;
+                argv.push(value.clone());
+            }
             Op::Incr {
                 delta: 1,
                 limit: None,

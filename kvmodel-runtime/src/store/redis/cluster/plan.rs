@@ -150,7 +150,7 @@ pub(crate) fn hold_flags<'a>(
     for op in ops {
         if let Some(&i) = at.get(op.key()) {
             match op {
-                Op::Put { .. } | Op::Delete { .. } => how[i].1 = true,
+                Op::Put { .. } | Op::Delete { .. } | Op::DeleteIfEquals { .. } => how[i].1 = true,
                 Op::Incr { .. } => how[i].2 = true,
                 _ => {}
             }

@@ -8,7 +8,8 @@
 -- first being the width); then ARGV[2], … the values the kinds take, in
 -- plan order. Conditions (upper case): A absent, E equals (value),
 -- O absent or equals (value), P present. Operations (lower case): p put
--- (value), q put with a time to live (value, ms), d delete, u and v add
+-- (value), q put with a time to live (value, ms), d delete, c delete if
+-- it holds (value), u and v add
 -- one and minus one, i add (amount), l add within a limit (amount,
 -- limit), z and r add and remove a member (entry), t trim (how many to
 -- keep), x expire (ms), f append to a change feed (entry, retention in
@@ -16,8 +17,9 @@
 --
 -- An ordinary batch is committed here without a function of its own (a
 -- script pays for each function it defines on every run): its conditions
--- checked with one `GET` each; a value key put or deleted once (a put on
--- a key no condition read asks its `TYPE`); members and counters moved
+-- checked with one `GET` each; a value key put or deleted (conditionally
+-- or not) once (a put or a conditional delete on a key no condition read
+-- asks its `TYPE`); members and counters moved
 -- any number of times; feeds (feed.lua's `feed_append`) appended to.
 -- Members added to collections that lose none, and counters, are moved
 -- first, with commands that refuse a key of another kind and then change
@@ -75,7 +77,7 @@ while p <= len do
     else n, p = (n - 128) * 256 + byte(plan, p), p + 1 end
   end
   local k, r, a, b = KEYS[n], role[n], nil, nil
-  if kind == 112 or kind == 113 or kind == 100 then
+  if kind == 112 or kind == 113 or kind == 100 or kind == 99 then
     if r then return general(known) end
     role[n] = 1
     if kind ~= 100 then
@@ -177,6 +179,8 @@ for j = 1, m do
   elseif kind == 113 then call('SET', keys[j], as[j], 'PX', bs[j])
   -- UNLINK, never DEL: a big collection is freed in the background.
   elseif kind == 100 then call('UNLINK', keys[j])
+  -- A conditional delete: only the value it names goes.
+  elseif kind == 99 then if call('GET', keys[j]) == as[j] then call('UNLINK', keys[j]) end
   elseif kind == 102 then feed_append(keys[j], bs[j], as[j]) end
 end
 return {1}

@@ -33,6 +33,9 @@ local function apply_op(k, kind, a, b)
     -- UNLINK, never DEL: a big collection is freed in the background
     -- instead of blocking the server (a small value is freed at once).
     redis.call('UNLINK', k)
+  elseif kind == 'c' then
+    -- Only a value that is `a` goes: another record's claim stays.
+    if redis.call('GET', k) == a then redis.call('UNLINK', k) end
   elseif kind == 'i' then
     redis.call('INCRBY', k, a)
   elseif kind == 'z' then
@@ -164,6 +167,7 @@ local function library()
   -- does not. What a key holds: NONE, {'int', {hi, lo}} or {'num', n} (a
   -- counter; n a number within ±2^53), STR (a value that is not a counter),
   -- {'raw', v} (the value v, not parsed yet), STRING (a value not read yet),
+  -- MAYBE (nothing, or the value it held: after a conditional delete),
   -- ZSET, or {t} for another Redis type t.
   --
   -- Only what an operation needs is read, once per key: a put or a
@@ -171,8 +175,9 @@ local function library()
   -- value (`GET`; `TYPE` only when that fails). `known` (optional, from
   -- `check_conditions`) holds the value each condition read (false for none):
   -- those keys are not read again.
-  local NONE, STR, STRING, ZSET = {'none'}, {'str'}, {'string'}, {'zset'}
-  local VALUE = {none = true, int = true, num = true, str = true, raw = true, string = true}
+  local NONE, STR, STRING, ZSET, MAYBE = {'none'}, {'str'}, {'string'}, {'zset'}, {'maybe'}
+  local VALUE = {none = true, int = true, num = true, str = true, raw = true, string = true, maybe = true}
+  local AFTER_CONDITIONAL = 'an operation that needs to know what the key holds follows a conditional delete of it'
   local function simulator(known)
     local state = {}
     local function of_value(v)
@@ -258,6 +263,11 @@ local function library()
         state[k] = {'raw', a}
       elseif kind == 'd' then
         state[k] = NONE
+      elseif kind == 'c' then
+        local s = kind_of(k)
+        if s == ZSET then return 'a conditional delete meets a sorted collection' end
+        if not VALUE[s[1]] then return 'a conditional delete meets ' .. holds(s[1]) end
+        if s ~= NONE then state[k] = MAYBE end
       elseif kind == 'i' then
         -- Small counters and increments without a limit (nearly all): a sum
         -- of doubles below 2^53 is exact and fits 64 bits.
@@ -275,6 +285,7 @@ local function library()
         if s == NONE then v = {0, 0}
         elseif s[1] == 'int' then v = s[2]
         elseif s == STR then return 'it holds a value that is not a 64-bit decimal integer counter'
+        elseif s == MAYBE then return AFTER_CONDITIONAL
         elseif s == ZSET then return 'an increment meets a sorted collection, not a counter'
         else return 'an increment meets ' .. holds(s[1]) end
         local sum = add(v, d)
@@ -287,6 +298,7 @@ local function library()
           return 'the number of members to keep, ' .. a .. ', is not a whole number'
         end
         local s = kind_of(k)
+        if s == MAYBE then return AFTER_CONDITIONAL end
         if VALUE[s[1]] and s ~= NONE then return 'a sorted-collection operation meets a value' end
         if s ~= NONE and s ~= ZSET then return 'a sorted-collection operation meets ' .. holds(s[1]) end
         if kind == 'z' then state[k] = ZSET end
@@ -338,7 +350,7 @@ local function library()
   -- cluster's steps (u, v, i and l are all `i`; q is `p`). A byte the plan
   -- does not know stands for itself, with no value, for validation to name.
   local PLAN = {A = {'a', 0}, E = {'e', 1}, O = {'o', 1}, P = {'p', 0},
-    p = {'p', 1}, q = {'p', 2}, d = {'d', 0}, u = {'i', 0, '1'}, v = {'i', 0, '-1'},
+    p = {'p', 1}, q = {'p', 2}, d = {'d', 0}, c = {'c', 1}, u = {'i', 0, '1'}, v = {'i', 0, '-1'},
     i = {'i', 1}, l = {'i', 2}, z = {'z', 1}, r = {'r', 1}, t = {'t', 1}, x = {'x', 1},
     f = {'f', 2}}
   local function read_plan(at)
