@@ -59,7 +59,7 @@ async fn adders_go_on_together_and_a_reader_is_kept_out() {
         })
     };
     assert!(!s.commit(reader()).await.unwrap().is_applied());
-    super::overdue(LEASE).await;
+    s.outlive_leases();
     assert!(s.commit(reader()).await.unwrap().is_applied());
     assert_eq!(s.counter(counter).await.unwrap(), 8, "the stuck one undone");
     assert!(s.unfinished_writes().await.unwrap().is_empty());

@@ -26,15 +26,6 @@ use kvmodel_runtime::{Batch, Error, RangeRequest, RedisClusterStore, Store};
 
 const LEASE: Duration = Duration::from_millis(200);
 
-/// Waits until every write stuck before this call is overdue
-/// ([`RedisCluster::overdue`]).
-async fn overdue(lease: Duration) {
-    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
-        .await
-        .unwrap();
-    cluster.overdue(lease).await;
-}
-
 async fn members(s: &RedisClusterStore, key: &str) -> Vec<String> {
     s.range(key, RangeRequest::all(10_000))
         .await
@@ -160,7 +151,7 @@ async fn every_crash_point_leaves_what_recovery_repairs() {
             ),
             "{point:?}"
         );
-        overdue(LEASE).await;
+        s.outlive_leases();
         let unfinished = s.unfinished_writes().await.unwrap();
         assert_eq!(unfinished.len(), 1, "{point:?}: {unfinished:?}");
         let done = s.recover_now().await.unwrap();
@@ -203,7 +194,7 @@ async fn the_next_write_finishes_or_undoes_a_crashed_one() {
     // Within its lease a condition on the record it holds would fail after
     // a short wait (see docs/cluster.md); once it is overdue, the next
     // write settles it.
-    overdue(LEASE).await;
+    s.outlive_leases();
     let mut again = Batch::new();
     again
         .equals(&k.record, b"v1".to_vec())
