@@ -167,6 +167,46 @@ async fn every_crash_point_leaves_what_recovery_repairs() {
     }
 }
 
+/// The test hook that moves the lease clock on: a write stamped before it
+/// is overdue at once, one stamped after it is within its lease on the
+/// moved clock (live to recovery, not reported); another store on the same
+/// cluster, whose clock nobody moved, sees no write of its own overdue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_moved_lease_clock_makes_only_earlier_writes_overdue() {
+    let h = ClusterHarness::with_lease(Duration::from_secs(30)).await;
+    let s = h.store();
+    let (old, new) = (keys("clock0"), keys("clock1"));
+    for k in [&old, &new] {
+        seed_old(&s, k).await;
+    }
+    let stopped = s.crashing_at(CrashPoint::Prepared);
+    stopped.commit(create(&old)).await.unwrap_err();
+    assert_eq!(s.recover_now().await.unwrap().live, 1, "within its lease");
+    assert!(s.unfinished_writes().await.unwrap().is_empty());
+
+    s.outlive_leases();
+    stopped.commit(create(&new)).await.unwrap_err();
+    assert_eq!(s.unfinished_writes().await.unwrap().len(), 1, "the old one");
+    let done = s.recover_now().await.unwrap();
+    assert_eq!((done.undone, done.live), (1, 1), "{done:?}");
+    assert_untouched(&s, &old).await;
+
+    // A store of its own (another prefix), its clock unmoved.
+    let other = ClusterHarness::with_lease(Duration::from_secs(30))
+        .await
+        .store();
+    let k = keys("clock2");
+    seed_old(&other, &k).await;
+    let _ = other
+        .crashing_at(CrashPoint::Prepared)
+        .commit(create(&k))
+        .await;
+    assert_eq!(other.recover_now().await.unwrap().live, 1);
+    assert!(other.unfinished_writes().await.unwrap().is_empty());
+    assert!(s.recover_writes(true).await.unwrap().undone >= 1);
+    assert!(other.recover_writes(true).await.unwrap().undone >= 1);
+}
+
 /// A write that meets the locks of a crashed write waits for its lease,
 /// then finishes or undoes it and goes on; so does a batch within one slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
