@@ -8,10 +8,28 @@ use std::time::{Duration, Instant};
 
 use kvmodel_runtime::conformance::{ClusterHarness, Harness};
 use kvmodel_runtime::store::CrashPoint;
-use kvmodel_runtime::{Batch, Store};
+use kvmodel_runtime::{Batch, Outcome, RedisClusterStore, Result, Store};
 
 /// Long enough that a write which does not wait finishes well within it.
 const LEASE: Duration = Duration::from_millis(1500);
+
+/// Far longer than a commit that does not wait takes.
+const WAITING: Duration = Duration::from_millis(300);
+
+/// Commits `batch` on `s` while a stuck write holds one of its keys: the
+/// commit is still waiting after [`WAITING`]; then the store's lease clock
+/// moves past the stuck write's lease (as if that much time had passed),
+/// and the commit's result is returned.
+async fn held_back(s: &RedisClusterStore, batch: Batch) -> Result<Outcome> {
+    let commit = tokio::spawn({
+        let s = s.clone();
+        async move { s.commit(batch).await }
+    });
+    tokio::time::sleep(WAITING).await;
+    assert!(!commit.is_finished(), "it waits for the stuck write");
+    s.outlive_leases();
+    commit.await.unwrap()
+}
 
 /// A create of record `{tag}holds:rec` that also runs `more` on the batch.
 fn create(tag: &str, more: impl FnOnce(&mut Batch)) -> Batch {
@@ -59,7 +77,7 @@ async fn adders_go_on_together_and_a_reader_is_kept_out() {
         })
     };
     assert!(!s.commit(reader()).await.unwrap().is_applied());
-    super::overdue(LEASE).await;
+    s.outlive_leases();
     assert!(s.commit(reader()).await.unwrap().is_applied());
     assert_eq!(s.counter(counter).await.unwrap(), 8, "the stuck one undone");
     assert!(s.unfinished_writes().await.unwrap().is_empty());
@@ -78,12 +96,10 @@ async fn adders_together_never_pass_what_a_counter_holds() {
 
     // Alone this increment fits; with the stuck one it would not: it waits
     // until the stuck one is undone, never applying past i64::MAX.
-    let started = Instant::now();
     let second = create("b2", |b| {
         b.incr(counter, big);
     });
-    assert!(s.commit(second).await.unwrap().is_applied());
-    assert!(started.elapsed() >= LEASE, "it waited for the stuck adder");
+    assert!(held_back(&s, second).await.unwrap().is_applied());
     assert_eq!(s.counter(counter).await.unwrap(), big);
 
     // A small increment beside a small stuck one does not wait.
@@ -101,7 +117,7 @@ async fn adders_together_never_pass_what_a_counter_holds() {
     // and once the stuck one is undone it is refused, writing nothing.
     let mut over = Batch::new();
     over.incr(counter, 1);
-    let err = s.commit(over).await.unwrap_err();
+    let err = held_back(&s, over).await.unwrap_err();
     assert!(err.to_string().contains("overflow"), "{err}");
     assert_eq!(s.counter(counter).await.unwrap(), i64::MAX);
 }

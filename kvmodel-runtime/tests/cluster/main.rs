@@ -26,15 +26,6 @@ use kvmodel_runtime::{Batch, Error, RangeRequest, RedisClusterStore, Store};
 
 const LEASE: Duration = Duration::from_millis(200);
 
-/// Waits until every write stuck before this call is overdue
-/// ([`RedisCluster::overdue`]).
-async fn overdue(lease: Duration) {
-    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
-        .await
-        .unwrap();
-    cluster.overdue(lease).await;
-}
-
 async fn members(s: &RedisClusterStore, key: &str) -> Vec<String> {
     s.range(key, RangeRequest::all(10_000))
         .await
@@ -160,7 +151,7 @@ async fn every_crash_point_leaves_what_recovery_repairs() {
             ),
             "{point:?}"
         );
-        overdue(LEASE).await;
+        s.outlive_leases();
         let unfinished = s.unfinished_writes().await.unwrap();
         assert_eq!(unfinished.len(), 1, "{point:?}: {unfinished:?}");
         let done = s.recover_now().await.unwrap();
@@ -174,6 +165,46 @@ async fn every_crash_point_leaves_what_recovery_repairs() {
         assert!(s.unfinished_writes().await.unwrap().is_empty(), "{point:?}");
         assert_eq!(s.recover().await.unwrap(), 0, "{point:?}: nothing left");
     }
+}
+
+/// The test hook that moves the lease clock on: a write stamped before it
+/// is overdue at once, one stamped after it is within its lease on the
+/// moved clock (live to recovery, not reported); another store on the same
+/// cluster, whose clock nobody moved, sees no write of its own overdue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_moved_lease_clock_makes_only_earlier_writes_overdue() {
+    let h = ClusterHarness::with_lease(Duration::from_secs(30)).await;
+    let s = h.store();
+    let (old, new) = (keys("clock0"), keys("clock1"));
+    for k in [&old, &new] {
+        seed_old(&s, k).await;
+    }
+    let stopped = s.crashing_at(CrashPoint::Prepared);
+    stopped.commit(create(&old)).await.unwrap_err();
+    assert_eq!(s.recover_now().await.unwrap().live, 1, "within its lease");
+    assert!(s.unfinished_writes().await.unwrap().is_empty());
+
+    s.outlive_leases();
+    stopped.commit(create(&new)).await.unwrap_err();
+    assert_eq!(s.unfinished_writes().await.unwrap().len(), 1, "the old one");
+    let done = s.recover_now().await.unwrap();
+    assert_eq!((done.undone, done.live), (1, 1), "{done:?}");
+    assert_untouched(&s, &old).await;
+
+    // A store of its own (another prefix), its clock unmoved.
+    let other = ClusterHarness::with_lease(Duration::from_secs(30))
+        .await
+        .store();
+    let k = keys("clock2");
+    seed_old(&other, &k).await;
+    let _ = other
+        .crashing_at(CrashPoint::Prepared)
+        .commit(create(&k))
+        .await;
+    assert_eq!(other.recover_now().await.unwrap().live, 1);
+    assert!(other.unfinished_writes().await.unwrap().is_empty());
+    assert!(s.recover_writes(true).await.unwrap().undone >= 1);
+    assert!(other.recover_writes(true).await.unwrap().undone >= 1);
 }
 
 /// A write that meets the locks of a crashed write waits for its lease,
@@ -203,7 +234,7 @@ async fn the_next_write_finishes_or_undoes_a_crashed_one() {
     // Within its lease a condition on the record it holds would fail after
     // a short wait (see docs/cluster.md); once it is overdue, the next
     // write settles it.
-    overdue(LEASE).await;
+    s.outlive_leases();
     let mut again = Batch::new();
     again
         .equals(&k.record, b"v1".to_vec())

@@ -8,7 +8,7 @@ use kvmodel_runtime::conformance::{ClusterHarness, Harness};
 use kvmodel_runtime::store::CrashPoint;
 use kvmodel_runtime::{Batch, Store};
 
-use super::{LEASE, overdue};
+use super::LEASE;
 
 /// Counters the stuck write increments, each in a slot of its own (most of
 /// them): undoing it takes one round trip per slot, far longer than the
@@ -41,7 +41,7 @@ async fn a_write_that_settles_an_overdue_holder_goes_on() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("test hook"), "{err}");
-    overdue(LEASE).await;
+    s.outlive_leases();
 
     // The next claimant meets the stuck write's hold on the claim, finds it
     // overdue and undoes it (slot by slot), then takes the claim.

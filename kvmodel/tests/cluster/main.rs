@@ -11,7 +11,7 @@ mod tx_kill;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kvmodel::conformance::{ClusterHarness, Harness, RedisCluster};
+use kvmodel::conformance::{ClusterHarness, Harness};
 use kvmodel::key::hash_slot;
 use kvmodel::{Error, KvEntity, PageRequest, RedisClusterStore, Store};
 use kvmodel_runtime::store::CrashPoint;
@@ -43,15 +43,6 @@ fn member(id: &str, email: &str, team: &str) -> Member {
 }
 
 const LEASE: Duration = Duration::from_millis(200);
-
-/// Waits until every write stuck before this call is overdue
-/// ([`RedisCluster::overdue`]).
-async fn overdue(lease: Duration) {
-    let cluster = tokio::task::spawn_blocking(RedisCluster::shared)
-        .await
-        .unwrap();
-    cluster.overdue(lease).await;
-}
 
 /// Which of the test cluster's three masters serves `key`.
 fn node(key: &str) -> u16 {
@@ -172,7 +163,7 @@ async fn a_crash_at_every_step_is_seen_through_reported_and_repaired() {
                 );
             }
 
-            overdue(LEASE).await;
+            store.outlive_leases();
             let drift = repo.verify(50).await.unwrap();
             assert!(
                 !drift.is_clean(),
@@ -217,7 +208,7 @@ async fn the_next_write_to_the_record_recovers_it() {
         // Within its lease the crashed write looks alive: a write meeting
         // its claim waits a little, then fails that condition. Once it is
         // overdue, the next write settles it and goes on.
-        overdue(LEASE).await;
+        store.outlive_leases();
         match point {
             CrashPoint::Prepared => repo.create(&m).await.unwrap(),
             _ => assert!(matches!(
@@ -425,7 +416,7 @@ async fn a_restricted_delete_sees_a_child_whose_count_has_not_moved_yet() {
     }
     assert!(crews.get(&crew).await.unwrap().is_some());
     // Once the crashed write is finished, the count holds the sailor.
-    overdue(LEASE).await;
+    store.outlive_leases();
     store.recover_now().await.unwrap();
     assert_eq!(store.counter(&children_of(&crew)).await.unwrap(), 1);
 }

@@ -16,7 +16,7 @@ use kvmodel::conformance::RedisCluster;
 use kvmodel::{Error, KvEntity, PageRequest, RedisClusterStore, Store};
 use serde::{Deserialize, Serialize};
 
-use super::{LEASE, overdue};
+use super::LEASE;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
 #[kv(namespace = "ck", key = "product:{id}")]
@@ -242,7 +242,7 @@ async fn a_killed_buyer_process_leaves_every_transaction_whole() {
         acked.extend(run_child(&seeds, &prefix, round, 10));
         // Writes the kill left half done are past their lease: finish or
         // undo them, as `reconcile` does.
-        overdue(LEASE).await;
+        store.outlive_leases();
         let done = store.recover_now().await.unwrap();
         assert_eq!(done.live, 0, "nothing of the killed process is live");
         repaired += done.finished + done.undone;

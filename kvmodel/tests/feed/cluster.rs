@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use kvmodel::RedisClusterStore;
+use kvmodel::Store;
 use kvmodel::conformance::{ClusterHarness, Harness};
 use kvmodel::feed::{Event, Position};
 use kvmodel::key::hash_slot;
@@ -15,7 +16,7 @@ use kvmodel_runtime::store::CrashPoint;
 
 use super::{
     Acct, AcctKeys, AcctRepo, behind_retention, cascade_deletes_have_their_events,
-    consumer_groups_share_the_feed_at_least_once, drain, feed_follows_a_burst,
+    consumer_groups_share_the_feed_at_least_once, feed_follows_a_burst,
     transactions_have_their_events,
 };
 
@@ -66,11 +67,24 @@ fn id_for(store: &RedisClusterStore, stem: &str, same: bool) -> String {
         .expect("some id hashes either way")
 }
 
-/// The kind of every event of the record `id`, in feed order.
+/// The kind of every event of the record `id`, in feed order: the whole
+/// feed as it stands now, read up to its newest entry (rather than until
+/// the stream stays idle for a while).
 async fn kinds_of(repo: &AcctRepo<RedisClusterStore>, id: &str) -> Vec<&'static str> {
     let key = AcctKeys::record(id);
-    drain(&mut repo.feed().from(Position::Start))
-        .await
+    let last = repo.store().feed_last("f:acct#feed").await.unwrap();
+    let mut stream = repo.feed().from(Position::Start);
+    let mut changes = Vec::new();
+    while last.is_some() && stream.position() < last {
+        let next = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
+        let change = next
+            .expect("the feed reaches its newest entry")
+            .expect("the stream goes on")
+            .unwrap();
+        changes.push(change);
+    }
+    assert_eq!(stream.position(), last, "read up to the newest entry");
+    changes
         .into_iter()
         .filter(|c| c.key == key)
         .map(|c| match c.event {

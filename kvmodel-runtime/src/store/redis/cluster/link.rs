@@ -178,6 +178,7 @@ impl RedisClusterStoreBuilder {
                 shards: self.shards,
                 scripts: Scripts::new(),
                 round_trips: AtomicU64::new(0),
+                lease_clock_ahead: AtomicU64::new(0),
                 connect_timeout: self.connect_timeout,
                 #[cfg(feature = "tls")]
                 tls_roots,

@@ -87,6 +87,10 @@ struct Inner {
     shards: u16,
     scripts: Scripts,
     round_trips: AtomicU64,
+    /// How many ms the clock that leases go by is ahead of the servers'
+    /// (and this process's) clock: 0, unless a test moved it on
+    /// ([`RedisClusterStore::outlive_leases`]).
+    lease_clock_ahead: AtomicU64,
     /// How long opening a connection to a node may take.
     connect_timeout: Duration,
     /// The certificate authorities of `rediss://` seeds, if not the system's.
@@ -139,6 +143,30 @@ impl RedisClusterStore {
     /// The lease of cross-slot writes.
     pub fn lease(&self) -> Duration {
         self.inner.lease
+    }
+
+    /// For tests of the protocol: moves the clock that this store and its
+    /// clones judge leases by on by the lease and its margin, so that every
+    /// cross-slot write stamped before this call is overdue to them at
+    /// once, as if that much time had passed (recovery, `verify` and a
+    /// write meeting its holds may then finish or undo it). Writes stamped
+    /// after it go by the moved clock too; only leases do (times to live,
+    /// claims and feeds keep the servers' time). Call it only while no
+    /// writer of those writes can be running (e.g. after a crash point).
+    #[doc(hidden)]
+    #[cfg(feature = "conformance")]
+    pub fn outlive_leases(&self) {
+        let by = self.inner.lease + self.margin() + std::time::Duration::from_millis(1);
+        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX / 4);
+        self.inner
+            .lease_clock_ahead
+            .fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// How many ms the clock leases go by is ahead of real time (0 unless
+    /// a test moved it on).
+    pub(crate) fn lease_clock_ahead(&self) -> u64 {
+        self.inner.lease_clock_ahead.load(Ordering::Relaxed)
     }
 
     /// For tests of the protocol: a handle whose cross-slot commits stop at

@@ -27,6 +27,8 @@
 //! waits for that write, or finishes or undoes it once its lease has passed
 //! twice, and starts again).
 
+use std::time::Duration;
+
 use futures_util::future::join_all;
 use redis::Value;
 
@@ -93,6 +95,15 @@ fn write_id(ticket: &str) -> String {
 }
 
 impl RedisClusterStore {
+    /// `ARGV[2]` of a protocol script (`lua/cluster/step.lua`): `lease` in
+    /// ms, then how far the lease clock is ahead, when it is.
+    pub(crate) fn lease_arg(&self, lease: Duration) -> Vec<u8> {
+        match self.lease_clock_ahead() {
+            0 => lease.as_millis().to_string().into_bytes(),
+            ahead => format!("{} {ahead}", lease.as_millis()).into_bytes(),
+        }
+    }
+
     /// Runs one protocol script for `group`: `KEYS` from the group, `ARGV`
     /// the write id, the lease, two step arguments and the group's own.
     async fn step(
@@ -106,7 +117,7 @@ impl RedisClusterStore {
         let keys = group.script_keys(&self.inner.prefix);
         let mut argv: Vec<Vec<u8>> = vec![
             write.as_bytes().to_vec(),
-            self.inner.lease.as_millis().to_string().into_bytes(),
+            self.lease_arg(self.inner.lease),
             extra[0].to_vec(),
             extra[1].to_vec(),
         ];

@@ -69,9 +69,11 @@ impl RedisClusterStore {
     }
 
     /// Whether a write whose deadline is `deadline` is past its lease and
-    /// margin, by this process's clock.
+    /// margin, by this process's clock (moved on as far as the lease clock
+    /// is ahead).
     fn overdue(&self, deadline: u64) -> bool {
-        now_ms() > deadline.saturating_add(self.margin_ms())
+        now_ms().saturating_add(self.lease_clock_ahead())
+            > deadline.saturating_add(self.margin_ms())
     }
 
     /// A write met the lock `held`: once its holder is overdue, finish or
@@ -112,7 +114,7 @@ impl RedisClusterStore {
         let tombstone = self.tombstone().as_millis().to_string();
         let argv: Vec<Vec<u8>> = vec![
             write.as_bytes().to_vec(),
-            b"0".to_vec(),
+            self.lease_arg(Duration::ZERO),
             margin.into_bytes(),
             tombstone.into_bytes(),
             b"0".to_vec(),

@@ -4,7 +4,7 @@
 -- remains to apply in other slots (ARGV[3] = '1'), the write ended here.
 local st = redis.call('HMGET', OWN, 'w', 'state', 'deadline')
 if st[1] ~= W or st[2] ~= 'p' then return {-3, 'it was ' .. (st[2] or 'dropped')} end
-if now_ms() > tonumber(st[3]) then return {-3, 'it outlived its lease'} end
+if lease_now() > tonumber(st[3]) then return {-3, 'it outlived its lease'} end
 local refused = refusal(true)
 if refused then return refused end
 for _, op in ipairs(ops) do apply(op) end
@@ -12,6 +12,6 @@ if ARGV[3] == '1' then
   redis.call('DEL', OWN)
   release_locks(N)
 else
-  redis.call('HSET', OWN, 'state', 'c', 'deadline', now_ms() + LEASE)
+  redis.call('HSET', OWN, 'state', 'c', 'deadline', lease_now() + LEASE)
 end
 return {1}

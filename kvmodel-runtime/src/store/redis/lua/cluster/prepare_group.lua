@@ -31,7 +31,7 @@ for _, op in ipairs(ops) do
     late[#late + 1] = {op.kind, op.k, op.a, op.b}
   end
 end
-local deadline = now_ms() + LEASE
+local deadline = lease_now() + LEASE
 take_locks(deadline, ARGV[3], OWN)
 redis.call('HSET', OWN, 'w', W, 'intent', ARGV[3], 'deadline', deadline, 'keys', ARGV[4],
   'late', cmsgpack.pack(late), 'undo', cmsgpack.pack(undo), 'renew', cmsgpack.pack(renew))

@@ -5,7 +5,7 @@
 if redis.call('EXISTS', OWN) == 1 then return {-3, 'its write id is taken'} end
 local refused = refusal(false)
 if refused then return refused end
-local deadline = now_ms() + LEASE
+local deadline = lease_now() + LEASE
 take_locks(deadline, OWN, '')
 redis.call('HSET', OWN, 'w', W, 'state', 'p', 'deadline', deadline, 'groups', ARGV[3], 'locks', ARGV[4])
 return {1}

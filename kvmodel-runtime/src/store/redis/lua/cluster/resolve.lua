@@ -13,7 +13,7 @@ end
 if st[1] ~= W then return {'x', '', ''} end
 if st[2] == 'p' then
   local margin = tonumber(ARGV[3])
-  if margin >= 0 and now_ms() <= tonumber(st[3]) + margin then return {'p', st[3], ''} end
+  if margin >= 0 and lease_now() <= tonumber(st[3]) + margin then return {'p', st[3], ''} end
   redis.call('HSET', OWN, 'state', 'a')
   redis.call('PEXPIRE', OWN, ARGV[4])
   return {'a', st[4], st[5]}

@@ -3,7 +3,9 @@
 --
 -- KEYS: [1] the step's own key (an intent or a token), then the n data keys
 -- of one hash slot, their n locks and their n shared holds. ARGV: [1] write
--- id, [2] lease in ms, [3] and [4] step arguments, [5] n, [6] one flag per
+-- id, [2] lease in ms (then, for a test that moved the store's lease clock
+-- on, a space and how many ms it is ahead of the server's `TIME`), [3] and
+-- [4] step arguments, [5] n, [6] one flag per
 -- key (its hold, locks.lua: 'L', 'S', 'I' or '-'), then the conditions
 -- (count, then kind, key number, value, batch index each) and the
 -- operations (count, then kind, key number, a, b, early flag each),
@@ -12,7 +14,12 @@
 -- Counters, times to live, the batch read from ARGV, conditions and
 -- operations: prelude.lua; holds: locks.lua (both prepended).
 
-local W, LEASE = ARGV[1], tonumber(ARGV[2])
+local W = ARGV[1]
+local LEASE, AHEAD
+do
+  local lease, ahead = string.match(ARGV[2], '^(%d+) ?(%d*)$')
+  LEASE, AHEAD = tonumber(lease), tonumber(ahead) or 0
+end
 local N = tonumber(ARGV[5])
 local FLAGS = ARGV[6]
 -- A batch that does not write the key of its first condition (a clean-up
@@ -22,6 +29,10 @@ local NOWAIT = string.sub(FLAGS, N + 1, N + 1) == '!'
 local OWN = KEYS[1]
 
 local function key(i) return KEYS[1 + i] end
+
+-- Now on the clock that leases go by: the server's `TIME`, moved on by
+-- AHEAD ms (0 outside tests).
+local function lease_now() return now_ms() + AHEAD end
 local function lock(i) return KEYS[1 + N + i] end
 local function share(i) return KEYS[1 + 2 * N + i] end
 local function mode(i) return string.sub(FLAGS, i, i) end
