@@ -136,9 +136,8 @@ pub struct Drift {
     /// entries, so its reads miss them. A writer of an older version wrote
     /// them after the state was established (a rolling deploy). `reconcile`
     /// leaves them as they are; `migrate` rewrites them at the current
-    /// version and backfills their entries. The first
-    /// [`BEHIND_KEPT`] record keys; all are counted in
-    /// [`Drift::behind_count`].
+    /// version and backfills their entries. The first 100 record keys;
+    /// all are counted in [`Drift::behind_count`].
     #[serde(default)]
     pub behind: Vec<String>,
     /// How many records are [behind](Drift::behind).
@@ -147,7 +146,7 @@ pub struct Drift {
 }
 
 /// The record keys a walk lists in [`Drift::behind`] (all are counted).
-pub const BEHIND_KEPT: usize = 100;
+const BEHIND_KEPT: usize = 100;
 
 /// A counter a walk could not judge, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

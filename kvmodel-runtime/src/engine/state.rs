@@ -12,19 +12,32 @@
 //! repositories and the `kvmodel` command share it:
 //!
 //! - the first read that needs the state, when none is stored,
-//!   establishes it: an empty entity is complete at the reader's version;
-//!   otherwise up to [`FIRST_LOOK`] records are looked at (their version
-//!   only) and the state is their lowest version, or 1 when there are more;
+//!   establishes it: an empty entity is complete at the reader's version,
+//!   *provisionally* ([`IndexState::provisional`]); otherwise up to
+//!   [`FIRST_LOOK`] records are looked at (their version only) and the
+//!   state is their lowest version, or 1 when there are more;
+//! - a provisional state is looked at again by the first read of a
+//!   repository (each remembers what it found readable) that finds records
+//!   in the entity: writers of an older version still running in a
+//!   rolling deploy may have created some, which lack what the newer
+//!   version added, and then the state falls to their version and reads of
+//!   it are refused until `migrate`;
 //! - a migration (`migrate_all`, `kvmodel migrate`) that leaves no old
 //!   record behind makes it complete at the current version; one that
 //!   leaves duplicates of a unique index records them, and the state the
 //!   lowest version left.
 //!
-//! Records written by code older than the state (a deployment that still
-//! runs old writers) are not seen: stop old writers before migrating.
+//! Records written by code older than the state after it was established
+//! by a look or a migration (a deployment that still runs old writers)
+//! lack entries of what is readable, and its reads miss them: no read can
+//! tell without looking at every record. `verify` does: it reports them as
+//! *behind* ([`Drift::behind`](crate::engine::report::Drift::behind)), and
+//! `migrate` rewrites them at the current version whatever the state says.
+//! Stop old writers before migrating.
 //!
 //! Layer: maintenance (the top layer): above
-//! [`migrate`](crate::engine::migrate).
+//! [`migrate`](crate::engine::migrate); the walks read the state with
+//! [`load`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
