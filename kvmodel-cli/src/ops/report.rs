@@ -10,7 +10,9 @@ pub struct Problem {
     /// `missing_claim`, `conflicting_claim`, `missing_member`, `counter`,
     /// `kept_counter` (a counter that keeps what records that are gone
     /// added, below what the live records add up to), `undecodable`,
-    /// `orphan_claim`, `orphan_member` or `receipt`.
+    /// `orphan_claim`, `orphan_member`, `receipt` or `behind` (a record
+    /// older than something readable, which its reads miss until
+    /// `kvmodel migrate` rewrites it).
     pub kind: String,
     /// The key concerned (claim, collection, counter or record).
     pub key: String,
@@ -55,6 +57,15 @@ pub struct EntityReport {
     /// lower bound only, not drift.
     #[serde(default)]
     pub kept: Vec<KeptCounter>,
+    /// Records older than something the index state makes readable (all
+    /// of them; the first hundred are listed as `behind` problems).
+    /// Left out of the JSON when there are none.
+    #[serde(default, skip_serializing_if = "none")]
+    pub behind: u64,
+}
+
+fn none(n: &u64) -> bool {
+    *n == 0
 }
 
 fn problem(kind: &str, key: &str) -> Problem {
@@ -130,6 +141,14 @@ impl EntityReport {
         for record in &drift.receipts {
             problems.push(problem("receipt", record));
         }
+        // Left to `migrate`: a repair of its older entries alone would
+        // leave the reads missing it.
+        for record in &drift.behind {
+            problems.push(Problem {
+                repairable: false,
+                ..problem("behind", record)
+            });
+        }
         let write_only = model
             .declared()
             .iter()
@@ -149,6 +168,7 @@ impl EntityReport {
             write_only,
             unsettled: drift.unsettled.clone(),
             kept: drift.kept.clone(),
+            behind: drift.behind_count,
         }
     }
 }
@@ -193,6 +213,10 @@ fn line(p: &Problem, verb: &str) -> String {
             p.key
         ),
         "receipt" => format!("expiry receipt of {} is missing or out of step", p.key),
+        "behind" => format!(
+            "record {} is older than an index, relation or counter already readable, so reads of it miss the record (an older writer wrote it; run `kvmodel migrate`)",
+            p.key
+        ),
         other => format!("{other} {}", p.key),
     };
     if verb.is_empty() || !p.repairable {
@@ -223,6 +247,13 @@ pub fn text(command: &str, reports: &[EntityReport], verb: &str) -> String {
             out.push_str(&format!(
                 "  {} expired record(s) await the expiry sweep (not drift)\n",
                 r.expired
+            ));
+        }
+        if r.behind > 0 {
+            out.push_str(&format!(
+                "  behind: {} record(s) written by an older version after what it lacks became readable ({} listed); `kvmodel migrate` rewrites them at the current version and backfills them (stop older writers first)\n",
+                r.behind,
+                r.problems.iter().filter(|p| p.kind == "behind").count()
             ));
         }
         for w in &r.write_only {

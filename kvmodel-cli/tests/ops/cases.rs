@@ -1060,3 +1060,69 @@ pub async fn a_kept_counter_is_checked_from_below_and_never_lowered(b: Backend) 
     assert_eq!(repo.count_ever("a").await.unwrap(), 3, "never lowered");
     assert_eq!(repo.count_ever("b").await.unwrap(), 1, "raised");
 }
+
+/// A writer of version 1 still running after the migration made what
+/// version 2 added readable: its record lacks those entries, so `verify`
+/// reports it behind (exit 1, in text and JSON), `reconcile` leaves it to
+/// `migrate`, and `migrate` rewrites it, after which `verify` is clean.
+pub async fn an_older_writer_after_migrate_is_reported_behind(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 2).await;
+    drop(store);
+    let url = b.url();
+    let o = kvmodel(&ops("migrate", &url, &["-q", "--owner", "tester"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+
+    let store = b.open().await;
+    OldUserRepo::new(store.clone())
+        .create(&OldUser {
+            id: "u7".into(),
+            email: "U7@Example.com".into(),
+            full_name: "User 7".into(),
+            legacy_flag: false,
+            created_at: ts("2026-03-01T10:00:00Z"),
+        })
+        .await
+        .unwrap();
+    let users = UserRepo::new(store.clone());
+    assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 2);
+    drop((users, store));
+
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 1, "{}", out(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("user:u7 is older than an index, relation or counter already readable")
+            && text.contains("run `kvmodel migrate`")
+            && text.contains("behind: 1 record(s)"),
+        "{text}"
+    );
+    let o = kvmodel(&ops("verify", &url, &["-q", "--format", "json"]));
+    assert_eq!(code(&o), 1, "{}", out(&o));
+    let doc: Value = serde_json::from_str(&out(&o)).unwrap();
+    let user = doc["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["entity"] == "User")
+        .unwrap();
+    assert_eq!(user["behind"], 1, "{user}");
+    assert!(
+        user["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "behind" && p["repairable"] == false),
+        "{user}"
+    );
+
+    let o = kvmodel(&ops("reconcile", &url, &["-q"]));
+    assert_eq!(code(&o), 1, "reconcile leaves it to migrate: {}", out(&o));
+    let o = kvmodel(&ops("migrate", &url, &["-q", "--owner", "tester"]));
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let o = kvmodel(&ops("verify", &url, &["-q"]));
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    let store = b.open().await;
+    let users = UserRepo::new(store.clone());
+    assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 3);
+}

@@ -69,6 +69,7 @@ on_every_store!(
     inspect_pages_a_records_links,
     a_dry_run_migration_says_what_it_would_do,
     a_kept_counter_is_checked_from_below_and_never_lowered,
+    an_older_writer_after_migrate_is_reported_behind,
 );
 
 /// A model of a Rust source file and a schema file, verified as one.

@@ -68,6 +68,21 @@ pub trait EntityDef: Send + Sync {
     /// entity declares no such thing.
     fn since(&self, kind: Derived, name: &str) -> Option<u32>;
 
+    /// The `since` of every index, relation and counter the entity
+    /// declares (1 for what the first version had).
+    fn sinces(&self) -> Vec<u32>;
+
+    /// Whether a record stored at `version` lacks the entries of something
+    /// that is readable while the entity's index state is `complete`: an
+    /// index, relation or counter introduced after `version` and at or
+    /// before `complete`, whose reads miss the record until a migration
+    /// rewrites it.
+    fn behind(&self, version: u32, complete: u32) -> bool {
+        self.sinces()
+            .into_iter()
+            .any(|since| version < since && since <= complete)
+    }
+
     /// The keys the counter `name` is spread over (`shards: N`); 1 for a
     /// counter of one key, or a name the entity does not declare.
     fn counter_shards(&self, name: &str) -> u32 {
@@ -175,6 +190,10 @@ impl<E: Entity> EntityDef for Typed<E> {
             .map(|(_, _, since)| *since)
     }
 
+    fn sinces(&self) -> Vec<u32> {
+        E::declared().iter().map(|(_, _, since)| *since).collect()
+    }
+
     fn counter_shards(&self, name: &str) -> u32 {
         E::counter_shards(name)
     }
@@ -259,6 +278,10 @@ impl EntityDef for ModelDef {
             .iter()
             .find(|d| d.kind == kind && d.name == name)
             .map(|d| d.since)
+    }
+
+    fn sinces(&self) -> Vec<u32> {
+        self.model.declared().iter().map(|d| d.since).collect()
     }
 
     fn counter_shards(&self, name: &str) -> u32 {

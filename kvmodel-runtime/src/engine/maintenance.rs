@@ -123,7 +123,8 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// members removed, counters adjusted by the measured difference (a
     /// counter no record contributes to is deleted). Claims held by another
     /// record are reported, never taken; undecodable records are reported
-    /// and left for `purge`. Before all that, the store finishes or undoes
+    /// and left for `purge`; records behind the index state
+    /// ([`Drift::behind`]) are reported and left for `migrate`. Before all that, the store finishes or undoes
     /// writes left half done ([`Store::recover`]).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "reconcile", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn reconcile(&self, page_size: usize) -> Result<Drift> {

@@ -1,5 +1,7 @@
 //! `migrate`, written once over an [`EntityDef`]: every record older than
-//! the current version is rewritten at it, page by page, and what the
+//! the current version is rewritten at it, page by page, whatever the
+//! index state says (so a record an older writer created after the state
+//! became complete, one `verify` reports behind, is rewritten too), and what the
 //! versions since added (indexes, relations and counters with `since: N`)
 //! is backfilled in the same commit as the rewrite.
 //!

@@ -130,7 +130,23 @@ pub struct Drift {
     /// below it is in [`Drift::counters`]).
     #[serde(default)]
     pub kept: Vec<KeptCounter>,
+    /// Live records stored at a version older than something the entity's
+    /// index state already makes readable (an index, relation or counter
+    /// with `since: N`, N above the record's version): they lack its
+    /// entries, so its reads miss them. A writer of an older version wrote
+    /// them after the state was established (a rolling deploy). `reconcile`
+    /// leaves them as they are; `migrate` rewrites them at the current
+    /// version and backfills their entries. The first 100 record keys;
+    /// all are counted in [`Drift::behind_count`].
+    #[serde(default)]
+    pub behind: Vec<String>,
+    /// How many records are [behind](Drift::behind).
+    #[serde(default)]
+    pub behind_count: u64,
 }
+
+/// The record keys a walk lists in [`Drift::behind`] (all are counted).
+const BEHIND_KEPT: usize = 100;
 
 /// A counter a walk could not judge, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,6 +209,15 @@ impl Drift {
             && self.receipts.is_empty()
             && self.unfinished.is_empty()
             && self.unsettled.is_empty()
+            && self.behind_count == 0
+    }
+
+    /// Notes the record at `key` as [behind](Drift::behind).
+    pub(crate) fn note_behind(&mut self, key: &str) {
+        self.behind_count += 1;
+        if self.behind.len() < BEHIND_KEPT {
+            self.behind.push(key.to_owned());
+        }
     }
 
     /// Sorts every list and drops repeats (a scan may visit a key twice).
@@ -207,6 +232,8 @@ impl Drift {
         self.orphan_members.dedup();
         self.receipts.sort();
         self.receipts.dedup();
+        self.behind.sort();
+        self.behind.dedup();
         self.missing_claims.sort();
         self.missing_claims.dedup();
         self.missing_members.sort();

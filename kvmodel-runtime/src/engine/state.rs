@@ -12,19 +12,32 @@
 //! repositories and the `kvmodel` command share it:
 //!
 //! - the first read that needs the state, when none is stored,
-//!   establishes it: an empty entity is complete at the reader's version;
-//!   otherwise up to [`FIRST_LOOK`] records are looked at (their version
-//!   only) and the state is their lowest version, or 1 when there are more;
+//!   establishes it: an empty entity is complete at the reader's version,
+//!   *provisionally* ([`IndexState::provisional`]); otherwise up to
+//!   [`FIRST_LOOK`] records are looked at (their version only) and the
+//!   state is their lowest version, or 1 when there are more;
+//! - a provisional state is looked at again by the first read of a
+//!   repository (each remembers what it found readable) that finds records
+//!   in the entity: writers of an older version still running in a
+//!   rolling deploy may have created some, which lack what the newer
+//!   version added, and then the state falls to their version and reads of
+//!   it are refused until `migrate`;
 //! - a migration (`migrate_all`, `kvmodel migrate`) that leaves no old
 //!   record behind makes it complete at the current version; one that
 //!   leaves duplicates of a unique index records them, and the state the
 //!   lowest version left.
 //!
-//! Records written by code older than the state (a deployment that still
-//! runs old writers) are not seen: stop old writers before migrating.
+//! Records written by code older than the state after it was established
+//! by a look or a migration (a deployment that still runs old writers)
+//! lack entries of what is readable, and its reads miss them: no read can
+//! tell without looking at every record. `verify` does: it reports them as
+//! *behind* ([`Drift::behind`](crate::engine::report::Drift::behind)), and
+//! `migrate` rewrites them at the current version whatever the state says.
+//! Stop old writers before migrating.
 //!
 //! Layer: maintenance (the top layer): above
-//! [`migrate`](crate::engine::migrate).
+//! [`migrate`](crate::engine::migrate); the walks read the state with
+//! [`load`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -67,6 +80,12 @@ pub struct IndexState {
     /// How many duplicates it met.
     #[serde(default)]
     pub duplicate_count: u64,
+    /// Established by a read of an empty entity, not by looking at
+    /// records: the first read by a repository that finds records since
+    /// looks at them again, since writers of an older version (a rolling
+    /// deploy) may have written some.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub provisional: bool,
 }
 
 impl IndexState {
@@ -119,14 +138,9 @@ async fn replace<S: Store>(
     Ok(load(store, space).await?.unwrap_or(state))
 }
 
-/// Establishes the state of an entity none is stored for, as code at
-/// `version` sees it: see the [module documentation](self).
-pub async fn establish<S: Store>(
-    store: &S,
-    space: Space<'_>,
-    records: &Records,
-    version: u32,
-) -> Result<IndexState> {
+/// What a look at up to [`FIRST_LOOK`] records (their version only)
+/// found: whether it saw them all, and the lowest version it saw.
+async fn look<S: Store>(store: &S, records: &Records) -> Result<(bool, Option<u32>, usize)> {
     let mut lowest: Option<u32> = None;
     let mut seen = 0usize;
     let mut after = None;
@@ -146,25 +160,89 @@ pub async fn establish<S: Store>(
             None => break true,
         }
     };
-    let (complete, by) = match (finished, lowest) {
-        (true, None) => (version, "the first read, of an empty entity".to_owned()),
-        (true, Some(l)) => (
-            l.min(version),
-            format!("the first read, which looked at all {seen} records"),
-        ),
-        (false, _) => (
-            1,
-            format!("the first read, which found more than {FIRST_LOOK} records: migrate decides"),
-        ),
-    };
-    let state = IndexState {
+    Ok((finished, lowest, seen))
+}
+
+/// A state complete at `complete`, established by `by`.
+async fn stated<S: Store>(
+    store: &S,
+    complete: u32,
+    by: String,
+    provisional: bool,
+) -> Result<IndexState> {
+    Ok(IndexState {
         complete,
         by,
         at_ms: store.now_ms().await?,
         duplicates: Vec::new(),
         duplicate_count: 0,
+        provisional,
+    })
+}
+
+/// Establishes the state of an entity none is stored for, as code at
+/// `version` sees it: see the [module documentation](self).
+pub async fn establish<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    records: &Records,
+    version: u32,
+) -> Result<IndexState> {
+    let state = match look(store, records).await? {
+        (true, None, _) => {
+            stated(
+                store,
+                version,
+                "the first read, of an empty entity".to_owned(),
+                true,
+            )
+            .await?
+        }
+        (true, Some(l), seen) => {
+            let by = format!("the first read, which looked at all {seen} records");
+            stated(store, l.min(version), by, false).await?
+        }
+        (false, _, _) => {
+            let by = format!(
+                "the first read, which found more than {FIRST_LOOK} records: migrate decides"
+            );
+            stated(store, 1, by, false).await?
+        }
     };
     replace(store, space, None, state).await
+}
+
+/// Looks again at the records of an entity whose stored state `old` was
+/// established on an empty entity ([`IndexState::provisional`]), now that
+/// it has records: writers of an older version may have written some. The
+/// stored state after.
+async fn look_again<S: Store>(
+    store: &S,
+    space: Space<'_>,
+    records: &Records,
+    version: u32,
+    old: IndexState,
+) -> Result<IndexState> {
+    let state = match look(store, records).await? {
+        // Emptied again meanwhile: it stays as it was.
+        (true, None, _) => return Ok(old),
+        (true, Some(l), seen) => {
+            let by = format!("a later read, which looked at all {seen} records");
+            stated(store, l.min(version), by, false).await?
+        }
+        (false, Some(l), seen) if l >= old.complete => {
+            let by = format!("a later read, which found none older among the first {seen} records");
+            stated(store, old.complete, by, false).await?
+        }
+        (false, _, _) => {
+            let by = format!(
+                "a later read, which found older records among more than {FIRST_LOOK}: migrate \
+                 decides"
+            );
+            stated(store, 1, by, false).await?
+        }
+    };
+    replace(store, space, Some(&old), state).await
 }
 
 /// Records what a finished migration of the entity to `version` found:
@@ -188,6 +266,7 @@ pub async fn record_migration<S: Store>(
             .cloned()
             .collect(),
         duplicate_count: run.duplicates.len() as u64,
+        provisional: false,
     };
     let key = space.state_key();
     let mut b = Batch::new();
@@ -222,6 +301,14 @@ pub async fn require<S: Store>(
     since: u32,
 ) -> Result<IndexState> {
     let state = match load(store, space).await? {
+        // Established on an empty entity: look again once it has records.
+        Some(s) if s.provisional && s.readable(since) => {
+            if records.is_empty(store).await? {
+                s
+            } else {
+                look_again(store, space, records, version, s).await?
+            }
+        }
         Some(s) => s,
         None => establish(store, space, records, version).await?,
     };
@@ -229,13 +316,7 @@ pub async fn require<S: Store>(
         return Ok(state);
     }
     if records.is_empty(store).await? {
-        let fresh = IndexState {
-            complete: version,
-            by: "a read of an empty entity".to_owned(),
-            at_ms: store.now_ms().await?,
-            duplicates: Vec::new(),
-            duplicate_count: 0,
-        };
+        let fresh = stated(store, version, "a read of an empty entity".to_owned(), true).await?;
         let state = replace(store, space, Some(&state), fresh).await?;
         if state.readable(since) {
             return Ok(state);

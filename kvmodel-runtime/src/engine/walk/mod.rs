@@ -53,6 +53,19 @@
 //! record exists ([`Unjudged::Unreadable`](crate::engine::report::Unjudged::Unreadable)): maintenance run with an older
 //! schema during a rolling deploy changes nothing it cannot judge.
 //!
+//! # Records behind the index state
+//!
+//! A record stored at a version older than an index, relation or counter
+//! the entity's [index state](crate::engine::state) already makes readable
+//! lacks that entry (an older writer wrote it after the state was
+//! established), so reads of it miss the record. Its entries are judged at
+//! its own version, and it is reported ([`Drift::behind`]). A repair
+//! leaves it to `migrate`, which rewrites it at the current version and
+//! backfills it: rewriting it here would move the counters the walk is
+//! measuring, and writing only its new entries would leave it at its old
+//! version, so its next update, which computes the entries it had at that
+//! version (without them), would add them again: counted twice.
+//!
 //! Layer: maintenance (the top layer): above the roles (it sweeps through
 //! [`expiry`](crate::engine::expiry)); its reports are data below it
 //! ([`report`](crate::engine::report)).
