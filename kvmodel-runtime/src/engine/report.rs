@@ -234,6 +234,10 @@ impl Drift {
         self.receipts.dedup();
         self.behind.sort();
         self.behind.dedup();
+        // Every record behind is listed: the count is exact too.
+        if self.behind.len() < BEHIND_KEPT {
+            self.behind_count = u64::try_from(self.behind.len()).unwrap_or(u64::MAX);
+        }
         self.missing_claims.sort();
         self.missing_claims.dedup();
         self.missing_members.sort();

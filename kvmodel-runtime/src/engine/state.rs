@@ -16,12 +16,14 @@
 //!   *provisionally* ([`IndexState::provisional`]); otherwise up to
 //!   [`FIRST_LOOK`] records are looked at (their version only) and the
 //!   state is their lowest version, or 1 when there are more;
-//! - a provisional state is looked at again by the first read of a
-//!   repository (each remembers what it found readable) that finds records
-//!   in the entity: writers of an older version still running in a
-//!   rolling deploy may have created some, which lack what the newer
-//!   version added, and then the state falls to their version and reads of
-//!   it are refused until `migrate`;
+//! - a provisional state is looked at again by the first read (of any
+//!   repository: none keeps a provisional answer) that finds records in
+//!   the entity: writers of an older version still running in a rolling
+//!   deploy may have created some, which lack what the newer version
+//!   added, and then the state falls to their version and reads of it are
+//!   refused until `migrate`. The look never raises the state (a reader of
+//!   a newer version does not outrun the writers it was set for) and
+//!   falls to 1 when there are more records than it looks at;
 //! - a migration (`migrate_all`, `kvmodel migrate`) that leaves no old
 //!   record behind makes it complete at the current version; one that
 //!   leaves duplicates of a unique index records them, and the state the
@@ -220,24 +222,23 @@ async fn look_again<S: Store>(
     store: &S,
     space: Space<'_>,
     records: &Records,
-    version: u32,
     old: IndexState,
 ) -> Result<IndexState> {
     let state = match look(store, records).await? {
         // Emptied again meanwhile: it stays as it was.
         (true, None, _) => return Ok(old),
+        // Never above what the state said: a reader of another version
+        // (older or newer) neither lowers it below the records it saw nor
+        // raises it past the writers the state was set for.
         (true, Some(l), seen) => {
             let by = format!("a later read, which looked at all {seen} records");
-            stated(store, l.min(version), by, false).await?
+            stated(store, l.min(old.complete), by, false).await?
         }
-        (false, Some(l), seen) if l >= old.complete => {
-            let by = format!("a later read, which found none older among the first {seen} records");
-            stated(store, old.complete, by, false).await?
-        }
+        // Records beyond the look may be older: as when the state is first
+        // established.
         (false, _, _) => {
             let by = format!(
-                "a later read, which found older records among more than {FIRST_LOOK}: migrate \
-                 decides"
+                "a later read, which found more than {FIRST_LOOK} records: migrate decides"
             );
             stated(store, 1, by, false).await?
         }
@@ -306,7 +307,7 @@ pub async fn require<S: Store>(
             if records.is_empty(store).await? {
                 s
             } else {
-                look_again(store, space, records, version, s).await?
+                look_again(store, space, records, s).await?
             }
         }
         Some(s) => s,
@@ -384,7 +385,11 @@ impl<E: Entity, S: Store> Engine<E, S> {
             since,
         )
         .await?;
-        gate.complete.fetch_max(state.complete, Ordering::Relaxed);
+        // A provisional state is not kept: the next read looks again, so
+        // records an older writer adds later are seen.
+        if !state.provisional {
+            gate.complete.fetch_max(state.complete, Ordering::Relaxed);
+        }
         Ok(())
     }
 }

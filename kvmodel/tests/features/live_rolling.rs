@@ -233,6 +233,13 @@ pub async fn an_older_writer_after_the_first_read_is_not_missed<H: Harness>(h: &
         .create(&old(1, &mut rng))
         .await
         .unwrap();
+    // The repository that read the empty entity looks again too: it
+    // refuses the read now (the record is older than the counter).
+    let refused = news.count_per_tier("basic").await;
+    assert!(
+        matches!(refused, Err(Error::NotReadable { .. })),
+        "the first reader still counts {refused:?}"
+    );
     // A reader that starts now, as a new process would.
     let fresh = AcctRepo::new(store.clone());
     match fresh.count_per_tier("basic").await {

@@ -9,9 +9,14 @@
 if redis.call('EXISTS', OWN) == 1 then return {-3, 'its write id is taken'} end
 local refused = refusal(true)
 if refused then return refused end
-local undo, late, renew = {}, {}, {}
+local undo, late, renew, touched = {}, {}, {}, {}
 for _, op in ipairs(ops) do
-  if op.early and op.kind == 'p' then
+  if op.kind == 'c' and not touched[op.k] then
+    -- A conditional delete is decided now: the key stays locked until the
+    -- write is applied or undone, and what is kept is a plain delete (or
+    -- nothing), which step 3 of every version applies.
+    if redis.call('GET', key(op.k)) == op.a then late[#late + 1] = {'d', op.k, '', ''} end
+  elseif op.early and op.kind == 'p' then
     local k = key(op.k)
     local old = redis.call('GET', k)
     if old then
@@ -30,6 +35,7 @@ for _, op in ipairs(ops) do
   else
     late[#late + 1] = {op.kind, op.k, op.a, op.b}
   end
+  touched[op.k] = true
 end
 local deadline = lease_now() + LEASE
 take_locks(deadline, ARGV[3], OWN)
