@@ -99,7 +99,14 @@ impl<E: Entity, S: Store> Engine<E, S> {
             if run.done {
                 if !resumed {
                     let by = format!("migrate_all of {} to version {}", E::META.name, E::VERSION);
-                    state::record_migration(self.store(), E::space(), E::VERSION, &run, &by)
+                    state::record_migration(
+                        self.store(),
+                        E::space(),
+                        E::VERSION,
+                        run.oldest_left,
+                        &run.duplicates,
+                        &by,
+                    )
                         .await?;
                 }
                 return Ok(progress);

@@ -37,9 +37,9 @@
 //! `migrate` rewrites them at the current version whatever the state says.
 //! Stop old writers before migrating.
 //!
-//! Layer: maintenance (the top layer): above
-//! [`migrate`](crate::engine::migrate); the walks read the state with
-//! [`load`].
+//! Layer: maintenance, below [`walk`](crate::engine::walk) (the walks read
+//! the state with [`load`]) and [`migrate`](crate::engine::migrate), whose
+//! findings [`record_migration`] is given.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,7 +50,6 @@ use crate::codec::key::{Derived, Space};
 use crate::codec::record;
 use crate::engine::def::{EntityDef, Typed};
 use crate::engine::entity::Entity;
-use crate::engine::migrate::MigrateState;
 use crate::engine::records::Records;
 use crate::engine::repo::Engine;
 use crate::engine::report::Duplicate;
@@ -247,26 +246,27 @@ async fn look_again<S: Store>(
 }
 
 /// Records what a finished migration of the entity to `version` found:
-/// complete at `version` when it left no old record, else at the lowest
-/// version it left, with the duplicates it met. `by` names the run.
+/// complete at `version` when it left no old record (`oldest_left` is the
+/// lowest version it left), with the `duplicates` it met. `by` names the
+/// run.
 pub async fn record_migration<S: Store>(
     store: &S,
     space: Space<'_>,
     version: u32,
-    run: &MigrateState,
+    oldest_left: Option<u32>,
+    duplicates: &[Duplicate],
     by: &str,
 ) -> Result<IndexState> {
     let state = IndexState {
-        complete: run.oldest_left.map_or(version, |v| v.min(version)),
+        complete: oldest_left.map_or(version, |v| v.min(version)),
         by: by.to_owned(),
         at_ms: store.now_ms().await?,
-        duplicates: run
-            .duplicates
+        duplicates: duplicates
             .iter()
             .take(KEPT_DUPLICATES)
             .cloned()
             .collect(),
-        duplicate_count: run.duplicates.len() as u64,
+        duplicate_count: duplicates.len() as u64,
         provisional: false,
     };
     let key = space.state_key();
