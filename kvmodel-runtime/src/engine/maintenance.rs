@@ -107,7 +107,7 @@ impl<E: Entity, S: Store> Engine<E, S> {
                         &run.duplicates,
                         &by,
                     )
-                        .await?;
+                    .await?;
                 }
                 return Ok(progress);
             }

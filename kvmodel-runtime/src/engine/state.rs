@@ -261,11 +261,7 @@ pub async fn record_migration<S: Store>(
         complete: oldest_left.map_or(version, |v| v.min(version)),
         by: by.to_owned(),
         at_ms: store.now_ms().await?,
-        duplicates: duplicates
-            .iter()
-            .take(KEPT_DUPLICATES)
-            .cloned()
-            .collect(),
+        duplicates: duplicates.iter().take(KEPT_DUPLICATES).cloned().collect(),
         duplicate_count: duplicates.len() as u64,
         provisional: false,
     };

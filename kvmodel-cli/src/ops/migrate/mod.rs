@@ -307,7 +307,15 @@ async fn migrate_entities(
             }
             if st.done {
                 let by = format!("kvmodel migrate (run {})", run.number);
-                state::record_migration(&cx.store, def.space(), def.version(), &st, &by).await?;
+                state::record_migration(
+                    &cx.store,
+                    def.space(),
+                    def.version(),
+                    st.oldest_left,
+                    &st.duplicates,
+                    &by,
+                )
+                .await?;
             }
             ledger::save(&cx.store, &ns, run).await?;
             if cx.stopped() && !st.done {
