@@ -20,6 +20,9 @@ use super::Harness;
 use super::watchdog::Watched;
 use crate::store::RedisClusterStore;
 
+/// The cluster every test of this process shares ([`RedisCluster::shared`]).
+static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+
 /// One master: its server (held to be stopped when dropped) and its port.
 #[derive(Debug)]
 struct Node {
@@ -151,7 +154,6 @@ impl RedisCluster {
 
     /// The cluster every test of this process shares, started on first use.
     pub fn shared() -> &'static RedisCluster {
-        static SHARED: OnceLock<RedisCluster> = OnceLock::new();
         SHARED.get_or_init(RedisCluster::start)
     }
 
@@ -208,6 +210,58 @@ impl RedisCluster {
     /// The masters' ports.
     pub fn ports(&self) -> Vec<u16> {
         self.nodes.iter().map(|n| n.port).collect()
+    }
+
+    /// Removes every key under `prefix` from every master: what a test
+    /// leaves on the shared cluster would otherwise slow every later scan
+    /// of it (a `verify`, a sweep) by the keys of all the tests before.
+    /// Best effort: a node that does not answer keeps its keys.
+    fn remove_prefixed(&self, prefix: &str) {
+        if prefix.is_empty() {
+            return; // never everyone's keys
+        }
+        // The keys, and the change stamps of its counters (`~{prefix…}`,
+        // `~prefix…`; braces are not special in a SCAN pattern).
+        let patterns = [
+            format!("{prefix}*"),
+            format!("~{prefix}*"),
+            format!("~{{{prefix}*"),
+        ];
+        for node in &self.nodes {
+            let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{}", node.port)) else {
+                continue;
+            };
+            let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(2)) else {
+                continue;
+            };
+            for pattern in &patterns {
+                let mut cursor = 0u64;
+                loop {
+                    let page: redis::RedisResult<(u64, Vec<Vec<u8>>)> = redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query(&mut conn);
+                    let Ok((next, keys)) = page else { break };
+                    if !keys.is_empty() {
+                        // One key per command: the keys hash to many slots.
+                        let mut pipe = redis::pipe();
+                        for key in &keys {
+                            pipe.cmd("UNLINK").arg(key).ignore();
+                        }
+                        if pipe.query::<()>(&mut conn).is_err() {
+                            break;
+                        }
+                    }
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+            }
+        }
     }
 
     /// A store on this cluster under a fresh key prefix, with `lease`.
@@ -271,6 +325,15 @@ impl ClusterHarness {
     /// A harness whose store has `lease` (for tests of crashed writes).
     pub async fn with_lease(lease: Duration) -> Self {
         Self::open(false, lease).await
+    }
+}
+
+impl Drop for ClusterHarness {
+    /// The harness's keys go with it (see `RedisCluster::remove_prefixed`).
+    fn drop(&mut self) {
+        if let Some(cluster) = SHARED.get() {
+            cluster.remove_prefixed(self.store.key_prefix());
+        }
     }
 }
 
