@@ -212,21 +212,17 @@ impl RedisCluster {
         self.nodes.iter().map(|n| n.port).collect()
     }
 
-    /// Removes every key under `prefix` from every master: what a test
-    /// leaves on the shared cluster would otherwise slow every later scan
-    /// of it (a `verify`, a sweep) by the keys of all the tests before.
-    /// Best effort: a node that does not answer keeps its keys.
-    fn remove_prefixed(&self, prefix: &str) {
-        if prefix.is_empty() {
+    /// Removes every key of `store` (its prefix's keys and its counters'
+    /// change stamps, [`RedisClusterStore::owns`]) from every master: what
+    /// a test leaves on the shared cluster would otherwise slow every later
+    /// scan of it (a `verify`, a sweep) by the keys of all the tests
+    /// before. One `SCAN` of each master, which holds only the keys of the
+    /// tests still running. Best effort: a node that does not answer keeps
+    /// its keys.
+    fn remove_keys_of(&self, store: &RedisClusterStore) {
+        if store.key_prefix().is_empty() {
             return; // never everyone's keys
         }
-        // The keys, and the change stamps of its counters (`~{prefix…}`,
-        // `~prefix…`; braces are not special in a SCAN pattern).
-        let patterns = [
-            format!("{prefix}*"),
-            format!("~{prefix}*"),
-            format!("~{{{prefix}*"),
-        ];
         for node in &self.nodes {
             let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{}", node.port)) else {
                 continue;
@@ -234,32 +230,26 @@ impl RedisCluster {
             let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_secs(2)) else {
                 continue;
             };
-            for pattern in &patterns {
-                let mut cursor = 0u64;
-                loop {
-                    let page: redis::RedisResult<(u64, Vec<Vec<u8>>)> = redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query(&mut conn);
-                    let Ok((next, keys)) = page else { break };
-                    if !keys.is_empty() {
-                        // One key per command: the keys hash to many slots.
-                        let mut pipe = redis::pipe();
-                        for key in &keys {
-                            pipe.cmd("UNLINK").arg(key).ignore();
-                        }
-                        if pipe.query::<()>(&mut conn).is_err() {
-                            break;
-                        }
-                    }
-                    if next == 0 {
-                        break;
-                    }
-                    cursor = next;
+            let mut cursor = 0u64;
+            loop {
+                let page: redis::RedisResult<(u64, Vec<Vec<u8>>)> = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(&mut conn);
+                let Ok((next, keys)) = page else { break };
+                // One key per command: the keys hash to many slots.
+                let mut pipe = redis::pipe();
+                for key in keys
+                    .iter()
+                    .filter(|k| std::str::from_utf8(k).is_ok_and(|k| store.owns(k)))
+                {
+                    pipe.cmd("UNLINK").arg(key).ignore();
                 }
+                if pipe.query::<()>(&mut conn).is_err() || next == 0 {
+                    break;
+                }
+                cursor = next;
             }
         }
     }
@@ -329,10 +319,10 @@ impl ClusterHarness {
 }
 
 impl Drop for ClusterHarness {
-    /// The harness's keys go with it (see `RedisCluster::remove_prefixed`).
+    /// The harness's keys go with it (see `RedisCluster::remove_keys_of`).
     fn drop(&mut self) {
         if let Some(cluster) = SHARED.get() {
-            cluster.remove_prefixed(self.store.key_prefix());
+            cluster.remove_keys_of(&self.store);
         }
     }
 }

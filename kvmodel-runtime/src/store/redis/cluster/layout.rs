@@ -60,6 +60,19 @@ impl RedisClusterStore {
         }
     }
 
+    /// Whether the stored key `stored` is this store's: under its prefix,
+    /// or the change stamp of a counter under it (`~{prefix…}`,
+    /// `~prefix…`, as [`phys`](Self::phys) lays them out): what the test
+    /// cluster removes when a test is done with it.
+    #[cfg(feature = "conformance")]
+    pub(crate) fn owns(&self, stored: &str) -> bool {
+        let key = match stored.strip_prefix('~') {
+            Some(stamp) => stamp.strip_prefix('{').unwrap_or(stamp),
+            None => stored,
+        };
+        key.starts_with(self.inner.prefix.as_str())
+    }
+
     /// The logical key of a stored key (prefix removed, shard folded into
     /// its discovery set), or `None` for a key outside the prefix.
     pub(crate) fn logical(&self, stored: &str) -> Option<String> {
