@@ -19,9 +19,10 @@
 //!   it connects, and goes on when that is refused: it is left out, as
 //!   Redis 7.0 does not know it);
 //! - commands its scripts run, which Redis checks against the same user:
-//!   the read script (`GET`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`) and the commit
+//!   the read script (`GET`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`), the commit
 //!   script (`TYPE`, `GET`, `SET`, `UNLINK`, `INCRBY`, `ZADD`, `ZREM`,
-//!   `ZREMRANGEBYRANK`, `PEXPIRE`).
+//!   `ZREMRANGEBYRANK`, `PEXPIRE`) and the delete script (`GET`, `UNLINK`,
+//!   then the commit script's on the record's delete plan).
 //!
 //! On a Redis Cluster (`--cluster`) the store also sends: `CLUSTER SLOTS`
 //! (the redis client's routing table) and `ASKING` (a key moving between

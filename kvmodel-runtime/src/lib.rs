@@ -44,8 +44,8 @@ pub use store::DynamoStore;
 #[cfg(feature = "redb")]
 pub use store::RedbStore;
 pub use store::{
-    AnyStore, Batch, Condition, Direction, Member, MemberRef, MemoryStore, Op, Outcome, Planned,
-    RangeRequest, RangeResult, ScanPage, Store,
+    AnyStore, Batch, Condition, Direction, Member, MemberRef, MemoryStore, Op, Outcome, PlanDelete,
+    Planned, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store,
 };
 #[cfg(feature = "redis-cluster")]
 pub use store::{RedisClusterStore, RedisClusterStoreBuilder};

@@ -19,7 +19,9 @@
 //! `usec` of `evalsha` and `eval` when scripts ran, else of every command),
 //! each summed over the side's rounds; and how many commands the server ran
 //! per operation (a script's own commands, not the script: the same on
-//! every run).
+//! every run), and the round trips the kvmodel side took per operation.
+//! Before the table: what a record and its delete plan take in the
+//! server's memory.
 //!
 //! Run: `cargo bench -p kvmodel --bench vs_redis`
 //! (`KV_BENCH_N` records, `KV_BENCH_OPS` reads × `KV_BENCH_ROUNDS` rounds,
@@ -279,6 +281,8 @@ enum Side {
 
 struct Ctx {
     repo: AccountRepo<RedisStore>,
+    /// The repository's store, whose count of round trips is read.
+    store: RedisStore,
     raw: raw::Raw,
     con: MultiplexedConnection,
     /// A connection of its own for `INFO` and `CONFIG RESETSTAT`.
@@ -438,6 +442,9 @@ struct Measured {
     cpu: [f64; 2],
     commands: [f64; 2],
     calls: [f64; 2],
+    /// Round trips per operation of the kvmodel side (the hand-written
+    /// side sends one command or script per operation).
+    trips: f64,
 }
 
 async fn measure(ctx: &Arc<Ctx>, ops: &[Op], rounds: usize, writers: usize) -> Measured {
@@ -448,6 +455,7 @@ async fn measure(ctx: &Arc<Ctx>, ops: &[Op], rounds: usize, writers: usize) -> M
     let mut cpu = [0.0; 2];
     let mut commands = [0.0; 2];
     let mut calls = [0.0; 2];
+    let mut trips = 0;
     let mut counted = 0;
     for (r, batch) in ops.chunks(chunk).take(rounds).enumerate() {
         let mut round = [0.0; 2];
@@ -456,9 +464,11 @@ async fn measure(ctx: &Arc<Ctx>, ops: &[Op], rounds: usize, writers: usize) -> M
             let i = (r + k) % 2;
             ctx.reset_stats().await;
             let cpu_before = ctx.cpu().await;
+            let trips_before = ctx.store.round_trips();
             let start = Instant::now();
             ctx.run_all(sides[i], batch, writers).await;
             round[i] = start.elapsed().as_secs_f64() * 1e6 / batch.len() as f64;
+            trips += ctx.store.round_trips() - trips_before;
             cpu[i] += ctx.cpu().await - cpu_before;
             let (usec, n) = ctx.command_usec().await;
             commands[i] += usec;
@@ -475,6 +485,7 @@ async fn measure(ctx: &Arc<Ctx>, ops: &[Op], rounds: usize, writers: usize) -> M
         cpu: [per(cpu[0]) * 1e6, per(cpu[1]) * 1e6],
         commands: [per(commands[0]), per(commands[1])],
         calls: [per(calls[0]), per(calls[1])],
+        trips: per(trips as f64),
     }
 }
 
@@ -502,7 +513,8 @@ fn main() {
         let con = client.get_multiplexed_async_connection().await.unwrap();
         let admin = client.get_multiplexed_async_connection().await.unwrap();
         let ctx = Arc::new(Ctx {
-            repo: AccountRepo::new(store),
+            repo: AccountRepo::new(store.clone()),
+            store,
             raw: raw::Raw::new(),
             con,
             admin,
@@ -513,6 +525,29 @@ fn main() {
             ctx.repo.create_many(chunk).await.unwrap();
             ctx.raw.load(&mut ctx.con.clone(), chunk).await.unwrap();
         }
+
+        // What a record's delete plan costs in the server's memory, beside
+        // the record itself (`MEMORY USAGE`, a sample of 200).
+        let mut usage = [0u64; 2];
+        let space = <Account as kvmodel::__private::Entity>::space();
+        for id in (0..n).step_by((n as usize / 200).max(1)).take(200) {
+            let key = AccountKeys::record(id);
+            for (i, k) in [key.clone(), space.plan_key(&key)].iter().enumerate() {
+                let bytes: Option<u64> = redis::cmd("MEMORY")
+                    .arg("USAGE")
+                    .arg(k)
+                    .query_async(&mut ctx.admin.clone())
+                    .await
+                    .unwrap();
+                usage[i] += bytes.unwrap_or(0);
+            }
+        }
+        let sampled = 200.min(n).max(1);
+        println!(
+            "memory per record (MEMORY USAGE): record {} B, its delete plan {} B",
+            usage[0] / sampled,
+            usage[1] / sampled
+        );
 
         let mut rng = fastrand::Rng::with_seed(7);
         let write_ops = write_ops_per_round * write_rounds;
@@ -571,9 +606,9 @@ fn main() {
         ];
 
         println!(
-            "| operation | hand-written | kvmodel | ratio | server CPU µs/op, hand / kvmodel | command µs/op, hand / kvmodel | commands/op, hand / kvmodel |"
+            "| operation | hand-written | kvmodel | ratio | server CPU µs/op, hand / kvmodel | command µs/op, hand / kvmodel | commands/op, hand / kvmodel | round trips/op, kvmodel |"
         );
-        println!("|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|");
         for (name, ops, rounds, writers) in &rows {
             if !name.contains(filter.as_str()) {
                 // Keep the data the later rows expect.
@@ -587,7 +622,7 @@ fn main() {
             }
             let m = measure(&ctx, ops, *rounds, *writers).await;
             println!(
-                "| {name} | {:.1} µs | {:.1} µs | {:.2}× | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} / {:.1} |",
+                "| {name} | {:.1} µs | {:.1} µs | {:.2}× | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} / {:.1} | {:.2} |",
                 m.time[1],
                 m.time[0],
                 m.ratio,
@@ -596,7 +631,8 @@ fn main() {
                 m.commands[1],
                 m.commands[0],
                 m.calls[1],
-                m.calls[0]
+                m.calls[0],
+                m.trips
             );
         }
     });

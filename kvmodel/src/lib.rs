@@ -179,8 +179,8 @@ pub use kvmodel_runtime::{RedisStore, RedisStoreBuilder};
 /// Generated repositories need only `S: Store`; use these types to read or
 /// write a store directly, or to implement a backend of your own.
 pub use kvmodel_runtime::{
-    Batch, Condition, Direction, Member, Op, Outcome, Planned, RangeRequest, RangeResult, ScanPage,
-    Store,
+    Batch, Condition, Direction, Member, Op, Outcome, PlanDelete, Planned, PlannedDelete,
+    RangeRequest, RangeResult, ScanPage, Store,
 };
 
 pub use kvmodel_runtime::Sweep;

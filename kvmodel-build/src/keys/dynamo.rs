@@ -360,7 +360,11 @@ pub(super) fn report(model: &Model, format: Format) -> String {
         Format::Text | Format::Mermaid => format!("{}\n", wrap(LAYOUT, 100)),
     };
     for e in model.entities.iter().filter(|e| e.key.is_some()) {
-        let rows = rows(e, model);
+        // DynamoDB keeps no delete plans.
+        let rows: Vec<_> = rows(e, model)
+            .into_iter()
+            .filter(|r| r.kind != "plan")
+            .collect();
         let shape = shape(e, model);
         let acc = accesses(e, model, &shape);
         let feed = e.feed.is_some().then_some(

@@ -273,6 +273,20 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         note: "sorted collection of every record key (list_all; no SCAN), kept on Redis and Redis Cluster only: redb and memory range over the record keys instead and keep none".into(),
     });
     out.extend(links::rows(e, model, &ns, &space));
+    if planned(e) {
+        let (p, x) = derived(Derived::DeletePlan, None, &[]);
+        let record = |full: &str| {
+            full.strip_prefix(&format!("{ns}:"))
+                .unwrap_or(full)
+                .to_owned()
+        };
+        out.push(Row {
+            kind: "plan",
+            pattern: format!("{p}:{}", record(&out[0].pattern)),
+            example: format!("{x}:{}", record(&out[0].example)),
+            note: "on a Redis server only: the batch that deletes the record and its entries (MessagePack, with a digest of the record it was written for), written with each write, so a delete is one script".into(),
+        });
+    }
     if e.expires() {
         let (p, x) = derived(Derived::Expiry, None, &[]);
         out.push(Row {
@@ -360,6 +374,13 @@ fn capped(keep: Option<&kvmodel_codegen::origin::Sp<u32>>) -> String {
     .unwrap_or_default()
 }
 
+/// Whether writes of `e` keep a delete plan on Redis (the runtime's
+/// `planned`): its records do not expire, keep no change feed, and its
+/// delete enforces no `on_delete`.
+fn planned(e: &Entity) -> bool {
+    !e.expires() && e.feed.is_none() && e.dependents.is_empty()
+}
+
 struct Access {
     method: String,
     ops: String,
@@ -379,11 +400,12 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
                 .filter(|r| r.on_delete.enforced())
                 .count(),
         expires: e.expires(),
+        planned: planned(e),
     };
     let row = |method: String, access: Cost| Access {
         method,
         ops: access.operations(&shape),
-        calls: match (access.round_trips(), access.calls()) {
+        calls: match (access.round_trips_for(&shape), access.calls()) {
             (trips, calls) if trips == calls => trips.to_string(),
             (trips, calls) => format!("{trips} ({calls} on memory, redb)"),
         },
@@ -470,7 +492,8 @@ impl ClusterLayout {
         };
         let (mut home, mut away, mut away_derived, mut kinds) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in rows {
+        // A cluster keeps no delete plans.
+        for r in rows.iter().filter(|r| r.kind != "plan") {
             let tagged = tag.as_ref().is_some_and(|t| r.pattern.contains(t.as_str()));
             if r.kind == "record" || r.kind == "receipt" || tagged {
                 home.push(name(r));

@@ -72,7 +72,7 @@ fn member_check(
     }
 }
 
-pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
+pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate, tag: Option<u64>) -> TokenStream {
     let p = cx.p();
     let (name, keys) = (&cx.name, &cx.keys);
     let e = cx.e;
@@ -360,6 +360,7 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
         }
     });
     let needs = needs_codec(cx);
+    let tag = tag.map(|t| quote!(const PLAN_TAG: u64 = #t;));
     let on_delete = super::on_delete::entity_items(cx, template);
     // What the record derives; the parameters of what derives nothing are
     // `_`, so nothing is left unused.
@@ -418,6 +419,8 @@ pub(crate) fn expand(cx: &Ctx<'_>, template: &KeyTemplate) -> TokenStream {
             };
 
             #feed
+
+            #tag
 
             fn record_key(&self) -> ::std::string::String {
                 #keys::record(#(#key_args),*)

@@ -37,8 +37,11 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
     let Some(template) = &e.key else {
         return quote!(const _: () = { #versioned #enums };);
     };
-    let entity_impl = facts::expand(&cx, template);
     let keys = keys::expand(&cx, template);
+    // The fingerprint of the code that derives a record's keys and
+    // entries: a delete plan written under other code is never used.
+    let tag = plan_tag(&[&facts::expand(&cx, template, None), &keys]);
+    let entity_impl = facts::expand(&cx, template, Some(tag));
     let repo = repo::expand(&cx, template);
     let parents = parents(&cx);
     let key_args = links::key_args(&cx, template);
@@ -57,6 +60,18 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
         #repo
         #links
     }
+}
+
+/// The FNV-1a hash of the text of `code`, never 0 (0 is "keeps no delete
+/// plan"): equal for equal code, whatever compiled it.
+fn plan_tag(code: &[&TokenStream]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in code {
+        for b in c.to_string().bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h.max(1)
 }
 
 /// Names each relation's parent as an entity, so a parent that does not

@@ -158,4 +158,16 @@ impl<S: Store> Store for CountingStore<S> {
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
         self.call().change_stamps(keys).await
     }
+    fn delete_plans(&self) -> Option<crate::store::PlanDelete> {
+        self.inner.delete_plans()
+    }
+    async fn delete_planned(
+        &self,
+        key: &str,
+        plan: &str,
+        unless: &str,
+        tag: u64,
+    ) -> Result<crate::store::PlannedDelete> {
+        self.call().delete_planned(key, plan, unless, tag).await
+    }
 }

@@ -215,4 +215,20 @@ impl<S: Store> Store for FaultyStore<S> {
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
         self.inner.change_stamps(keys).await
     }
+    fn delete_plans(&self) -> Option<crate::store::PlanDelete> {
+        self.inner.delete_plans()
+    }
+    /// A commit like any other: it dies, or loses its reply, as told.
+    async fn delete_planned(
+        &self,
+        key: &str,
+        plan: &str,
+        unless: &str,
+        tag: u64,
+    ) -> Result<crate::store::PlannedDelete> {
+        self.before_commit()?;
+        let done = self.inner.delete_planned(key, plan, unless, tag).await?;
+        self.after_commit()?;
+        Ok(done)
+    }
 }

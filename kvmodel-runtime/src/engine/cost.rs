@@ -21,6 +21,11 @@ pub struct Shape {
     pub counters: usize,
     /// Whether records expire (a TTL): writes keep a receipt and a ledger entry.
     pub expires: bool,
+    /// Whether a delete needs only the record's entries (records that do
+    /// not expire, keep no change feed, and whose delete enforces no
+    /// `on_delete`): on Redis every write then stores the record's delete
+    /// plan beside it, and a delete is one script.
+    pub planned: bool,
 }
 
 /// An access pattern of a generated repository.
@@ -81,12 +86,24 @@ impl Access {
     /// (optimistically: it retries when another writer came in between).
     /// Memory and redb make [`calls`](Access::calls) in process, and read,
     /// compute and write such a write in one transaction. (Redis adds one
-    /// round trip the first time a server runs each of its two scripts: the
-    /// first commit, and the first unique lookup or page.)
+    /// round trip the first time a server runs each of its scripts: the
+    /// first unique lookup or page, and the first delete by a plan.)
     pub fn round_trips(self) -> u32 {
         match self {
             Access::Update | Access::Delete | Access::Link | Access::Unlink => 2,
             other => other.calls(),
+        }
+    }
+
+    /// [`round_trips`](Access::round_trips) for an entity of `shape`: a
+    /// delete by the record's plan ([`Shape::planned`]) is one script on a
+    /// Redis server (a record with links, or whose plan another writer
+    /// outdated, goes the usual way after it: three); Redis Cluster keeps
+    /// no plans.
+    pub fn round_trips_for(self, shape: &Shape) -> u32 {
+        match self {
+            Access::Delete if shape.planned => 1,
+            other => other.round_trips(),
         }
     }
 
@@ -115,13 +132,25 @@ impl Access {
                 "",
             )
         };
+        let plan = if shape.planned {
+            ", put delete plan (Redis)"
+        } else {
+            ""
+        };
         match self {
-            Access::Create => format!("commit: {absent} + claims free; {put}, add {write}"),
+            Access::Create => format!("commit: {absent} + claims free; {put}{plan}, add {write}"),
             Access::Get => "get record (migrated on read if older)".into(),
             Access::GetMany => "get_many (MGET on Redis)".into(),
             Access::Update => format!(
-                "{read}; commit: {unchanged}; move {write}{moved} (one write transaction on \
-                 memory and redb)"
+                "{read}; commit: {unchanged}; move {write}{moved}{plan} (one write transaction \
+                 on memory and redb)"
+            ),
+            Access::Delete if shape.planned => format!(
+                "Redis: one script: the record's delete plan, if written for the bytes it \
+                 holds and no link registry is there, removes record, plan and {write}; \
+                 otherwise, and elsewhere, get_many of record and link registry; commit: record \
+                 and link registry unchanged; remove {write}, and the link registry with the \
+                 link collections and counts it names (one write transaction on memory and redb)"
             ),
             // A record that does not expire may be linked: its delete reads
             // its link registry with it and removes what the registry names.
@@ -182,8 +211,10 @@ pub fn footnote() -> String {
     format!(
         "On Redis, updates and deletes retry their read and commit when another writer changed \
          the record meanwhile (memory and redb never retry: one write transaction); the first \
-         commit, and the first unique lookup or page, on a Redis server that has not run the \
-         script yet take one round trip more; listings add one commit when they remove entries of expired records or \
+         commit, the first unique lookup or page, and the first delete by a plan, on a Redis \
+         server that has not run the script yet take one round trip more; a delete whose plan \
+         does not apply (a record with links, or one rewritten by a writer that keeps no plans) \
+         goes the usual way after it; listings add one commit when they remove entries of expired records or \
          entries their records no longer derive; one write in {} of an expiring entity is \
          followed by a sweep step. The first read a repository makes of an index, relation or \
          counter added after version 1 also reads its state ({} round trip; {} more, once per \

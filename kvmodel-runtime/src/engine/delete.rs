@@ -11,10 +11,13 @@ use crate::engine::on_delete;
 use crate::engine::receipt::stored_from;
 use crate::engine::relation::{Kind, OnPath, Own};
 use crate::engine::repo::Engine;
-use crate::engine::transition::{ReceiptMove, Upkeep, transition};
+use crate::engine::transition::{ReceiptMove, Upkeep, planned, transition};
 use crate::error::Result;
-use crate::store::Store;
 use crate::store::batch::{Batch, Outcome, Planned};
+use crate::store::{PlannedDelete, Store};
+
+/// A boxed future of a delete step.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 impl<E: Entity, S: Store> Engine<E, S> {
     /// Deletes a record and every derived entry; `false` if it did not exist.
@@ -28,7 +31,50 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// ([`on_delete`](crate::engine::on_delete)).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
-        on_delete::delete_tree(self.store(), Kind::<S>::of::<E>(), key).await
+        if let Some(existed) = self.delete_by_plan(key).await? {
+            return Ok(existed);
+        }
+        // Boxed: what awaits a delete keeps a small frame (a deep cascade
+        // may run on a small stack).
+        Box::pin(on_delete::delete_tree(
+            self.store(),
+            Kind::<S>::of::<E>(),
+            key,
+        ))
+        .await
+    }
+
+    /// Deletes the record at `key` by the plan its last write stored
+    /// beside it, on a store that keeps plans, in one round trip:
+    /// whether there was a record, or `None` when the plan does not apply
+    /// (the entity's records keep none, the record has none, or another
+    /// writer changed it since, or it has links) and nothing was written.
+    ///
+    /// Boxed, and built outside the delete's own future, which stays small
+    /// (a cascade may run on a small stack).
+    fn delete_by_plan<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<bool>>> {
+        Box::pin(async move {
+            if !planned::<E>() || self.store().delete_plans().is_none() {
+                return Ok(None);
+            }
+            self.delete_planned_now(key).await
+        })
+    }
+
+    async fn delete_planned_now(&self, key: &str) -> Result<Option<bool>> {
+        let space = E::space();
+        let registry = crate::engine::links::registry_key(space, key);
+        let done = self
+            .store()
+            .delete_planned(key, &space.plan_key(key), &registry, E::PLAN_TAG)
+            .await;
+        #[cfg(feature = "tracing")]
+        crate::engine::trace::planned_delete(self.store().backend(), &done);
+        Ok(match done? {
+            PlannedDelete::Deleted => Some(true),
+            PlannedDelete::Absent => Some(false),
+            PlannedDelete::Unplanned => None,
+        })
     }
 
     /// One attempt at deleting the record at `key` once no child is left

@@ -147,6 +147,12 @@ pub trait Entity: Versioned + Serialize + Clone + Send + Sync + 'static {
     /// keeps none (the default).
     const FEED: Option<FeedMeta> = None;
 
+    /// The fingerprint of the generated code that derives a record's keys
+    /// and entries, which a record's delete plan carries
+    /// ([`Store::delete_plans`]): a plan written under other code (another
+    /// schema) is never used. 0, the default, keeps no plans.
+    const PLAN_TAG: u64 = 0;
+
     /// Whether a relation of another entity to this one is
     /// `on_delete: cascade`: then a delete reads the record first, to find
     /// its children.

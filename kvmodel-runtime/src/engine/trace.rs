@@ -7,7 +7,8 @@
 //! `delete`) also carries its `key`, unless the target `kvmodel::keys` is
 //! turned off (`kvmodel=debug,kvmodel::keys=off`). Inside it, each store commit is an
 //! event with the keys it touches, the bytes it writes, its size and its
-//! outcome, and each optimistic retry is an event with its attempt number.
+//! outcome (a delete by a record's delete plan on Redis is an event of its
+//! own, with its outcome), and each optimistic retry is an event with its attempt number.
 //! Without a subscriber that listens at `DEBUG` for `kvmodel`, none of it
 //! is computed: a span or event costs one cached check.
 //!
@@ -25,6 +26,7 @@ use std::collections::BTreeSet;
 
 use tracing::Level;
 
+use crate::store::PlannedDelete;
 use crate::store::batch::{Batch, Op, Outcome};
 
 /// What a commit event reports of its batch.
@@ -84,6 +86,19 @@ impl CommitSummary {
             "commit"
         );
     }
+}
+
+/// Emits the event of a delete by a record's delete plan: `deleted`, `no
+/// record`, `unplanned` (nothing written: the usual delete follows, with
+/// its own commit event) or `error`.
+pub(crate) fn planned_delete<E>(backend: &'static str, outcome: &Result<PlannedDelete, E>) {
+    let outcome = match outcome {
+        Ok(PlannedDelete::Deleted) => "deleted",
+        Ok(PlannedDelete::Absent) => "no record",
+        Ok(PlannedDelete::Unplanned) => "unplanned",
+        Err(_) => "error",
+    };
+    tracing::debug!(target: "kvmodel", backend, outcome, "delete by plan");
 }
 
 /// The record key an operation's span carries: left out (`None`, and

@@ -35,6 +35,57 @@ pub(crate) struct Upkeep<'a> {
     /// migration's rewrite, which changes no record's meaning); its
     /// receipt keeps the image either way.
     pub(crate) events: bool,
+    /// What a transition does with the record's delete plan.
+    pub(crate) plans: Plans,
+}
+
+/// What a transition does with the record's delete plan, on a store that
+/// keeps them ([`Store::delete_plans`]): a write of a record whose delete
+/// needs nothing but the record's entries stores the batch that deletes
+/// them, and every other transition of a record that may have a plan
+/// removes it, so a plan is only ever the one its record's last write
+/// stored (and the store checks it was written for the record's bytes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Plans {
+    /// The store keeps none.
+    None,
+    /// Maintenance: every transition removes the record's plan (a repair
+    /// changes entries the plan lists; a rewrite, the bytes it is for).
+    Drop,
+    /// A write of an entity whose records keep no plan (they expire, feed
+    /// events, or their delete enforces `on_delete`): its delete removes
+    /// what an earlier schema's writes left.
+    Leave,
+    /// A write of an entity whose records keep one: stores it, written
+    /// so, with the entity's [`PLAN_TAG`](Entity::PLAN_TAG); a delete, or a
+    /// transition that does not write the record, removes it.
+    Keep(crate::store::PlanDelete, u64),
+}
+
+impl Plans {
+    /// The plans of `E`'s writes on `store`.
+    fn of<E: Entity, S: Store>(store: &S) -> Plans {
+        match store.delete_plans() {
+            None => Plans::None,
+            Some(encode) if planned::<E>() => Plans::Keep(encode, E::PLAN_TAG),
+            Some(_) => Plans::Leave,
+        }
+    }
+}
+
+/// Whether `E`'s records keep delete plans: generated code says what
+/// derives their entries ([`Entity::PLAN_TAG`]), and a delete needs nothing
+/// but the record and those entries (its link registry is checked when it
+/// runs): records that do not expire (their expiry has its receipt), keep no change feed (a
+/// delete appends an event) and have no children whose relations the
+/// delete enforces.
+pub(crate) fn planned<E: Entity>() -> bool {
+    E::PLAN_TAG != 0
+        && E::META.ttl.is_none()
+        && E::META.expiry.is_none()
+        && E::FEED.is_none()
+        && E::DEPENDENTS.is_empty()
+        && !E::CASCADES
 }
 
 impl<'a> Upkeep<'a> {
@@ -46,6 +97,10 @@ impl<'a> Upkeep<'a> {
             feed: None,
             feeds: store.keeps_feeds(),
             events: true,
+            plans: match store.delete_plans() {
+                Some(_) => Plans::Drop,
+                None => Plans::None,
+            },
         }
     }
 
@@ -64,6 +119,7 @@ impl<'a> Upkeep<'a> {
     pub(crate) fn of<E: Entity, S: Store>(store: &S) -> Upkeep<'static> {
         Upkeep {
             feed: E::FEED,
+            plans: Plans::of::<E, S>(store),
             ..Upkeep::on(E::space(), store)
         }
     }
@@ -157,6 +213,7 @@ pub(crate) fn transition(
     receipt: ReceiptMove<'_>,
 ) -> Result<Checked> {
     let space = upkeep.space;
+    let writes = matches!(receipt, ReceiptMove::Record { .. });
     if let (Some(feed), ReceiptMove::Record { .. }, true) = (upkeep.feed, &receipt, upkeep.events) {
         crate::engine::feed::append_event(space, feed, upkeep.feeds, b, owner)?;
     }
@@ -275,10 +332,58 @@ pub(crate) fn transition(
             b.remove(discovery, Vec::new(), owner_bytes.to_vec());
         }
     }
+    plan_in(upkeep, b, owner, new.filter(|_| writes), writes)?;
     Ok(Checked {
         first,
         claims: checked,
     })
+}
+
+/// Adds to `b` the delete plan's side of a transition of the record at
+/// `owner` ([`Plans`]): a write of it (`writes`) that leaves a record with
+/// the facts `kept` stores the batch that deletes the record, its entries
+/// and the plan, for the bytes `b` writes; any other transition removes
+/// the plan.
+fn plan_in(
+    upkeep: Upkeep<'_>,
+    b: &mut Batch,
+    owner: &str,
+    kept: Option<&Facts>,
+    writes: bool,
+) -> Result<()> {
+    let plan_key = upkeep.space.plan_key(owner);
+    let (encode, tag) = match upkeep.plans {
+        Plans::None => return Ok(()),
+        Plans::Leave if writes && kept.is_some() => return Ok(()),
+        Plans::Keep(encode, tag) => (encode, tag),
+        Plans::Drop | Plans::Leave => {
+            b.delete(plan_key);
+            return Ok(());
+        }
+    };
+    let (Some(facts), Some(Some(bytes))) = (kept, crate::engine::feed::written(b, owner)) else {
+        b.delete(plan_key);
+        return Ok(());
+    };
+    let mut delete = Batch::new();
+    delete.delete(owner);
+    let removal = Upkeep {
+        plans: Plans::None,
+        ..upkeep
+    };
+    transition(
+        removal,
+        &mut delete,
+        owner,
+        Some(facts),
+        None,
+        None,
+        ReceiptMove::Untouched,
+    )?;
+    delete.delete(&plan_key);
+    let plan = encode(bytes, tag, delete)?;
+    b.put(plan_key, plan, None);
+    Ok(())
 }
 
 /// A collection membership as (collection, sort key).

@@ -5,7 +5,9 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome, Planned};
 use crate::store::memory::MemoryStore;
-use crate::store::{MemberRef, RangeRequest, RangeResult, ScanPage, Store, Via};
+use crate::store::{
+    MemberRef, PlanDelete, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store, Via,
+};
 
 /// One of the built-in stores, chosen at run time (for example from a
 /// configuration value): [`Store`] is generic, not `dyn`, so a program that
@@ -467,6 +469,20 @@ impl Store for AnyStore {
 
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
         each!(self, s => s.change_stamps(keys).await)
+    }
+
+    fn delete_plans(&self) -> Option<PlanDelete> {
+        each!(self, s => s.delete_plans())
+    }
+
+    async fn delete_planned(
+        &self,
+        key: &str,
+        plan: &str,
+        unless: &str,
+        tag: u64,
+    ) -> Result<PlannedDelete> {
+        each!(self, s => s.delete_planned(key, plan, unless, tag).await)
     }
 }
 

@@ -193,6 +193,26 @@ pub(crate) fn member_keys(range: &RangeResult) -> Vec<Option<&str>> {
         .collect()
 }
 
+/// How a store writes a record's delete plan
+/// ([`Store::delete_plans`]): from the record's stored bytes, the tag of
+/// the code that derived its entries (the entity's `PLAN_TAG`) and the
+/// batch that deletes it, the bytes stored beside it.
+pub type PlanDelete = fn(record: &[u8], tag: u64, delete: Batch) -> Result<Vec<u8>>;
+
+/// What [`Store::delete_planned`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannedDelete {
+    /// The record, its plan and everything the plan names are gone.
+    Deleted,
+    /// There was no record (a plan left without one went).
+    Absent,
+    /// Nothing was written: there is no plan, or it was written for other
+    /// bytes than the record holds (by a writer that keeps none), or
+    /// `unless` holds a value, or the store would commit the plan's batch
+    /// only after checking it whole. The caller deletes the usual way.
+    Unplanned,
+}
+
 /// A key-value store that kvmodel repositories run on.
 ///
 /// The core is [`commit`](Store::commit): a [`Batch`] of conditions and
@@ -490,6 +510,33 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Vec<u64>>>> + Send {
         let _ = keys;
         async { Ok(None) }
+    }
+
+    /// Whether writes keep a delete plan beside each record whose entity
+    /// allows one, and how: from the record's stored bytes and the batch
+    /// that deletes it and its entries, the bytes stored beside the record
+    /// (`{ns}:{key space}#drop:{record key}`), in the write's commit. A store that keeps them deletes such a record in one round
+    /// trip ([`delete_planned`](Store::delete_planned)). `None`, the
+    /// default, keeps none; [`RedisStore`] keeps them.
+    fn delete_plans(&self) -> Option<PlanDelete> {
+        None
+    }
+
+    /// Deletes the record at `key` by the plan at `plan` (see
+    /// [`delete_plans`](Store::delete_plans)), in one commit, when that plan
+    /// was written for the bytes the record holds with `tag`, and `unless`
+    /// holds nothing; [`PlannedDelete::Unplanned`], writing nothing,
+    /// otherwise (the caller then deletes the usual way). The default plans
+    /// nothing.
+    fn delete_planned(
+        &self,
+        key: &str,
+        plan: &str,
+        unless: &str,
+        tag: u64,
+    ) -> impl Future<Output = Result<PlannedDelete>> + Send {
+        let _ = (key, plan, unless, tag);
+        async { Ok(PlannedDelete::Unplanned) }
     }
 
     /// The counter at `key` (absent counts as 0).

@@ -10,6 +10,7 @@ mod model;
 mod added_without_since;
 mod conflict;
 mod counter_arithmetic;
+mod delete_plans;
 mod dynamo_costs;
 mod dynamo_writers;
 mod floats;

@@ -47,6 +47,12 @@ pub enum Derived {
     /// `{ns}:{key space}#tally:{{component:…}}`, its components in one
     /// hash tag so that its shards share a Redis Cluster slot.
     Tally,
+    /// The delete plan of one record, on a store that keeps them
+    /// ([`Store::delete_plans`](crate::Store::delete_plans)): the batch
+    /// that deletes the record and its entries, written with each write of
+    /// it, so that a delete commits in one round trip without reading the
+    /// record first.
+    DeletePlan,
 }
 
 impl Derived {
@@ -67,6 +73,7 @@ impl Derived {
             Derived::Registry => "links",
             Derived::Edge => "edge",
             Derived::Tally => "tally",
+            Derived::DeletePlan => "drop",
         }
     }
 }
@@ -128,7 +135,7 @@ impl KeyBuilder {
 
 impl Derived {
     /// Every kind, for reading keys back.
-    pub const ALL: [Derived; 13] = [
+    pub const ALL: [Derived; 14] = [
         Derived::Claim,
         Derived::Index,
         Derived::Relation,
@@ -142,6 +149,7 @@ impl Derived {
         Derived::Registry,
         Derived::Edge,
         Derived::Tally,
+        Derived::DeletePlan,
     ];
 }
 
@@ -200,6 +208,12 @@ impl<'a> Space<'a> {
             .and_then(|r| r.strip_prefix(':'))
             .unwrap_or(record_key);
         format!("{prefix}:{rest}")
+    }
+
+    /// The delete plan of the record at `record_key`
+    /// ([`Derived::DeletePlan`]).
+    pub fn plan_key(&self, record_key: &str) -> String {
+        self.of_record(Derived::DeletePlan, "", record_key)
     }
 
     /// The key of a per-record derived key of kind `kind`: after
@@ -661,6 +675,11 @@ mod derived_keys {
         let users = Space::new("shop", "user");
         assert_eq!(users.all_key(), "shop:user#all");
         assert_eq!(users.receipt_key("shop:user:1"), "shop:user#rcpt:user:1");
+        assert_eq!(users.plan_key("shop:user:1"), "shop:user#drop:user:1");
+        assert_eq!(
+            users.record_of(Derived::DeletePlan, "", "shop:user#drop:user:1"),
+            Some("shop:user:1".to_owned())
+        );
         assert_eq!(
             users.record_of_receipt("shop:user#rcpt:user:1").unwrap(),
             "shop:user:1"

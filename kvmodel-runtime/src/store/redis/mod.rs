@@ -21,6 +21,7 @@
 mod cluster;
 mod feed;
 mod link;
+mod plan;
 mod scripts;
 mod server;
 mod shape;

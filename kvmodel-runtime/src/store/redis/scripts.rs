@@ -17,6 +17,8 @@
 //!   and counters moved) without a function of its own, and hands any
 //!   other, or one a command refused, to `general.lua` (the prelude's
 //!   exact validation, then the writes).
+//! - `delete.lua` ([`DELETE`]) deletes a record by the plan its last
+//!   write stored beside it, with `commit.lua` on the plan's batch.
 //! - `read.lua` ([`READ`]) reads a key and the key it names, or a page of a
 //!   collection and the records its members name (server only).
 //! - `cluster/step.lua` is what every step of the cross-slot protocol
@@ -42,6 +44,11 @@ pub(crate) const COMMIT: &str = concat!(
     "end\n",
     lua!("commit.lua")
 );
+
+/// A server's delete of a record by the plan stored beside it
+/// (`delete.lua`, then `commit.lua` on the plan's batch; a batch that would
+/// need `general` is left to the caller).
+pub(crate) const DELETE: &str = concat!(lua!("delete.lua"), lua!("commit.lua"));
 
 /// The read-only script behind a server's `get_via` and `range_values`.
 pub(crate) const READ: &str = lua!("read.lua");

@@ -21,15 +21,15 @@ use crate::error::{Error, Result};
 use crate::store::batch::{Batch, Outcome};
 use crate::store::counter::{stamp_key, stamped, stamps_of};
 use crate::store::redis::link::{Failure, Link, RedisStoreBuilder};
-use crate::store::redis::scripts::{COMMIT, READ};
+use crate::store::redis::scripts::{COMMIT, DELETE, READ};
 use crate::store::redis::shape::{Shape, Shapes, handed_on};
 use crate::store::redis::wire::{
     Reply, commit_args, error_reply, prefix_pattern, range_args, range_cmd, reply, scan_cmd,
     time_to_live, unexpected,
 };
 use crate::store::{
-    FeedPage, FeedPosition, RangeRequest, RangeResult, ScanPage, Store, Via, member_keys,
-    page_from_entries, page_from_entries_with, scan_count,
+    FeedPage, FeedPosition, PlanDelete, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store,
+    Via, member_keys, page_from_entries, page_from_entries_with, scan_count,
 };
 
 /// A Redis store: a cheap-clone handle over one multiplexed connection,
@@ -51,6 +51,7 @@ pub struct RedisStore {
     pub(super) link: Arc<Link>,
     sha: Arc<str>,
     read_sha: Arc<str>,
+    delete_sha: Arc<str>,
     shapes: Arc<Shapes<Shape>>,
     round_trips: Arc<AtomicU64>,
 }
@@ -87,6 +88,7 @@ impl RedisStore {
             link: Arc::new(link),
             sha: Arc::from(redis::Script::new(COMMIT).get_hash()),
             read_sha: Arc::from(redis::Script::new(READ).get_hash()),
+            delete_sha: Arc::from(redis::Script::new(DELETE).get_hash()),
             shapes: Arc::new(Shapes::new(Shape::for_server)),
             round_trips: Arc::default(),
         }
@@ -286,6 +288,25 @@ impl Store for RedisStore {
             // Only the cluster's scripts answer these.
             Reply::Locked(_) | Reply::Refused(_) => Err(unexpected("redis", &value)),
         }
+    }
+
+    fn delete_plans(&self) -> Option<PlanDelete> {
+        Some(crate::store::redis::plan::encode)
+    }
+
+    async fn delete_planned(
+        &self,
+        key: &str,
+        plan: &str,
+        unless: &str,
+        tag: u64,
+    ) -> Result<PlannedDelete> {
+        let tag = format!("{tag:016x}").into_bytes();
+        let value = self
+            .run_script(DELETE, &self.delete_sha, &[key, plan, unless], &[tag])
+            .await
+            .map_err(|f| self.commit_failure(f))?;
+        crate::store::redis::plan::answer(&value, "redis")
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
