@@ -26,8 +26,9 @@
 //! Run: `cargo bench -p kvmodel --bench vs_redis`
 //! (`KV_BENCH_N` records, `KV_BENCH_OPS` reads × `KV_BENCH_ROUNDS` rounds,
 //! `KV_BENCH_WRITE_OPS` writes × `KV_BENCH_WRITE_ROUNDS` rounds,
-//! `KV_BENCH_WRITERS` the writers of the concurrent insert row; a first
-//! argument filters the rows by name.)
+//! `KV_BENCH_WRITERS` the writers of the concurrent insert row,
+//! `KV_BENCH_DELETE_PLANS=1` the kvmodel side's store built with
+//! `delete_plans(true)`; a first argument filters the rows by name.)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -496,6 +497,7 @@ fn main() {
     let write_ops_per_round = env("KV_BENCH_WRITE_OPS", 500);
     let write_rounds = env("KV_BENCH_WRITE_ROUNDS", 4);
     let writers = env("KV_BENCH_WRITERS", 32);
+    let plans = env("KV_BENCH_DELETE_PLANS", 0) == 1;
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
@@ -508,7 +510,11 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let store = RedisStore::connect(&server.url()).await.unwrap();
+        let store = RedisStore::builder(&server.url())
+            .delete_plans(plans)
+            .connect()
+            .await
+            .unwrap();
         let client = redis::Client::open(server.url()).unwrap();
         let con = client.get_multiplexed_async_connection().await.unwrap();
         let admin = client.get_multiplexed_async_connection().await.unwrap();

@@ -284,7 +284,7 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             kind: "plan",
             pattern: format!("{p}:{}", record(&out[0].pattern)),
             example: format!("{x}:{}", record(&out[0].example)),
-            note: "on a Redis server only: the batch that deletes the record and its entries (MessagePack, with a digest of the record it was written for), written with each write, so a delete is one script".into(),
+            note: "on a Redis server built with delete_plans(true) only: the batch that deletes the record and its entries (MessagePack, with a digest of the record it was written for), written with each write, so a delete is one script".into(),
         });
     }
     if e.expires() {
@@ -405,7 +405,10 @@ fn accesses(e: &Entity, model: &Model) -> Vec<Access> {
     let row = |method: String, access: Cost| Access {
         method,
         ops: access.operations(&shape),
-        calls: match (access.round_trips_for(&shape), access.calls()) {
+        calls: match (access.round_trips(), access.calls()) {
+            (trips, calls) if access == Cost::Delete && shape.planned => {
+                format!("{trips} ({calls} on memory, redb, and Redis with delete plans)")
+            }
             (trips, calls) if trips == calls => trips.to_string(),
             (trips, calls) => format!("{trips} ({calls} on memory, redb)"),
         },

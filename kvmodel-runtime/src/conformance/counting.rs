@@ -161,6 +161,9 @@ impl<S: Store> Store for CountingStore<S> {
     fn delete_plans(&self) -> Option<crate::store::PlanDelete> {
         self.inner.delete_plans()
     }
+    fn holds_plans(&self) -> bool {
+        self.inner.holds_plans()
+    }
     async fn delete_planned(
         &self,
         key: &str,

@@ -218,6 +218,9 @@ impl<S: Store> Store for FaultyStore<S> {
     fn delete_plans(&self) -> Option<crate::store::PlanDelete> {
         self.inner.delete_plans()
     }
+    fn holds_plans(&self) -> bool {
+        self.inner.holds_plans()
+    }
     /// A commit like any other: it dies, or loses its reply, as told.
     async fn delete_planned(
         &self,

@@ -593,6 +593,18 @@ impl RedisHarness {
         RedisHarness { store, server }
     }
 
+    /// Starts a server and connects to it with a store that keeps delete
+    /// plans ([`RedisStoreBuilder::delete_plans`](crate::RedisStoreBuilder::delete_plans)).
+    pub async fn start_with_delete_plans() -> Self {
+        let server = RedisServer::start();
+        let store = crate::RedisStore::builder(&server.url())
+            .delete_plans(true)
+            .connect()
+            .await
+            .expect("connect to the test redis-server");
+        RedisHarness { store, server }
+    }
+
     /// The server.
     pub fn server(&self) -> &RedisServer {
         &self.server

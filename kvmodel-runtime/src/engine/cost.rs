@@ -23,8 +23,9 @@ pub struct Shape {
     pub expires: bool,
     /// Whether a delete needs only the record's entries (records that do
     /// not expire, keep no change feed, and whose delete enforces no
-    /// `on_delete`): on Redis every write then stores the record's delete
-    /// plan beside it, and a delete is one script.
+    /// `on_delete`): on a Redis store built with `delete_plans(true)`
+    /// every write then stores the record's delete plan beside it, and a
+    /// delete is one script.
     pub planned: bool,
 }
 
@@ -95,18 +96,6 @@ impl Access {
         }
     }
 
-    /// [`round_trips`](Access::round_trips) for an entity of `shape`: a
-    /// delete by the record's plan ([`Shape::planned`]) is one script on a
-    /// Redis server (a record with links, or whose plan another writer
-    /// outdated, goes the usual way after it: three); Redis Cluster keeps
-    /// no plans.
-    pub fn round_trips_for(self, shape: &Shape) -> u32 {
-        match self {
-            Access::Delete if shape.planned => 1,
-            other => other.round_trips(),
-        }
-    }
-
     /// The store calls, in words, for an entity of `shape`.
     pub fn operations(self, shape: &Shape) -> String {
         let write = format!(
@@ -133,7 +122,7 @@ impl Access {
             )
         };
         let plan = if shape.planned {
-            ", put delete plan (Redis)"
+            ", put delete plan (Redis with delete plans)"
         } else {
             ""
         };
@@ -146,9 +135,10 @@ impl Access {
                  on memory and redb)"
             ),
             Access::Delete if shape.planned => format!(
-                "Redis: one script: the record's delete plan, if written for the bytes it \
-                 holds and no link registry is there, removes record, plan and {write}; \
-                 otherwise, and elsewhere, get_many of record and link registry; commit: record \
+                "on Redis with delete plans, one script: the record's delete plan, if written \
+                 for the bytes it holds and no link registry is there, removes record, plan and \
+                 {write}; otherwise, and elsewhere, get_many of record and link registry; commit: \
+                 record \
                  and link registry unchanged; remove {write}, and the link registry with the \
                  link collections and counts it names (one write transaction on memory and redb)"
             ),
@@ -212,9 +202,10 @@ pub fn footnote() -> String {
         "On Redis, updates and deletes retry their read and commit when another writer changed \
          the record meanwhile (memory and redb never retry: one write transaction); the first \
          commit, the first unique lookup or page, and the first delete by a plan, on a Redis \
-         server that has not run the script yet take one round trip more; a delete whose plan \
-         does not apply (a record with links, or one rewritten by a writer that keeps no plans) \
-         goes the usual way after it; listings add one commit when they remove entries of expired records or \
+         server that has not run the script yet take one round trip more; with delete plans \
+         (RedisStoreBuilder::delete_plans), a delete is one round trip, and one whose plan does \
+         not apply (a record with links, or one rewritten by a writer that keeps no plans) goes \
+         the usual way after it; listings add one commit when they remove entries of expired records or \
          entries their records no longer derive; one write in {} of an expiring entity is \
          followed by a sweep step. The first read a repository makes of an index, relation or \
          counter added after version 1 also reads its state ({} round trip; {} more, once per \

@@ -53,8 +53,9 @@ pub(crate) enum Plans {
     /// changes entries the plan lists; a rewrite, the bytes it is for).
     Drop,
     /// A write of an entity whose records keep no plan (they expire, feed
-    /// events, or their delete enforces `on_delete`): its delete removes
-    /// what an earlier schema's writes left.
+    /// events, or their delete enforces `on_delete`), or on a store that
+    /// writes none but may hold some: its delete removes what an earlier
+    /// schema's writes, or a process that keeps plans, left.
     Leave,
     /// A write of an entity whose records keep one: stores it, written
     /// so, with the entity's [`PLAN_TAG`](Entity::PLAN_TAG); a delete, or a
@@ -66,9 +67,9 @@ impl Plans {
     /// The plans of `E`'s writes on `store`.
     fn of<E: Entity, S: Store>(store: &S) -> Plans {
         match store.delete_plans() {
-            None => Plans::None,
             Some(encode) if planned::<E>() => Plans::Keep(encode, E::PLAN_TAG),
-            Some(_) => Plans::Leave,
+            _ if store.holds_plans() => Plans::Leave,
+            _ => Plans::None,
         }
     }
 }
@@ -97,9 +98,9 @@ impl<'a> Upkeep<'a> {
             feed: None,
             feeds: store.keeps_feeds(),
             events: true,
-            plans: match store.delete_plans() {
-                Some(_) => Plans::Drop,
-                None => Plans::None,
+            plans: match store.holds_plans() {
+                true => Plans::Drop,
+                false => Plans::None,
             },
         }
     }

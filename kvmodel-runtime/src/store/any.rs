@@ -475,6 +475,10 @@ impl Store for AnyStore {
         each!(self, s => s.delete_plans())
     }
 
+    fn holds_plans(&self) -> bool {
+        each!(self, s => s.holds_plans())
+    }
+
     async fn delete_planned(
         &self,
         key: &str,

@@ -515,11 +515,22 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Whether writes keep a delete plan beside each record whose entity
     /// allows one, and how: from the record's stored bytes and the batch
     /// that deletes it and its entries, the bytes stored beside the record
-    /// (`{ns}:{key space}#drop:{record key}`), in the write's commit. A store that keeps them deletes such a record in one round
-    /// trip ([`delete_planned`](Store::delete_planned)). `None`, the
-    /// default, keeps none; [`RedisStore`] keeps them.
+    /// (`{ns}:{key space}#drop:{record key}`), in the write's commit. A
+    /// store that keeps them deletes such a record in one round trip
+    /// ([`delete_planned`](Store::delete_planned)). `None`, the default,
+    /// keeps none; [`RedisStore`] keeps them when built with
+    /// `delete_plans(true)`.
     fn delete_plans(&self) -> Option<PlanDelete> {
         None
+    }
+
+    /// Whether the store may hold delete plans, written by this process
+    /// or another ([`delete_plans`](Store::delete_plans)): every delete
+    /// then removes the record's plan, and so does maintenance that changes
+    /// a record's entries without writing it. The default: when it keeps
+    /// them.
+    fn holds_plans(&self) -> bool {
+        self.delete_plans().is_some()
     }
 
     /// Deletes the record at `key` by the plan at `plan` (see

@@ -1,6 +1,6 @@
-//! Delete plans on Redis: every write of a record whose delete needs only
-//! its entries stores the batch that deletes them beside it, so that a
-//! delete is one round trip; a plan that no longer fits its record (the
+//! Delete plans on Redis (`RedisStoreBuilder::delete_plans`): every write
+//! of a record whose delete needs only its entries stores the batch that
+//! deletes them beside it, so that a delete is one round trip; a plan that no longer fits its record (the
 //! record rewritten by a writer that keeps none, a plan written under
 //! another schema or tampered with, a record that has links) is never
 //! used, and the delete goes the usual way, with the same result.
@@ -20,6 +20,15 @@ struct Member {
     email: String,
     plan: String,
     credits: i64,
+}
+
+/// A store on `h`'s server that keeps delete plans.
+async fn planning(h: &RedisHarness) -> kvmodel::RedisStore {
+    kvmodel::RedisStore::builder(&h.server().url())
+        .delete_plans(true)
+        .connect()
+        .await
+        .unwrap()
 }
 
 fn member(id: u64, email: &str, plan: &str) -> Member {
@@ -56,7 +65,7 @@ async fn derived(
 #[tokio::test]
 async fn a_delete_by_its_plan_is_one_round_trip_and_leaves_nothing() {
     let h = RedisHarness::start().await;
-    let store = h.store();
+    let store = planning(&h).await;
     let repo = MemberRepo::new(store.clone());
     repo.create(&member(1, "Ada@x.io", "pro")).await.unwrap();
     repo.create(&member(2, "bob@x.io", "pro")).await.unwrap();
@@ -109,7 +118,7 @@ async fn a_delete_by_its_plan_is_one_round_trip_and_leaves_nothing() {
 #[tokio::test]
 async fn a_plan_that_does_not_fit_its_record_is_not_used() {
     let h = RedisHarness::start().await;
-    let store = h.store();
+    let store = planning(&h).await;
     let repo = MemberRepo::new(store.clone());
     let space = <Member as kvmodel::__private::Entity>::space();
     for id in 1..=5 {
@@ -192,7 +201,7 @@ async fn a_plan_that_does_not_fit_its_record_is_not_used() {
 #[tokio::test]
 async fn a_plan_left_without_its_record_goes_on_delete() {
     let h = RedisHarness::start().await;
-    let store = h.store();
+    let store = planning(&h).await;
     let repo = MemberRepo::new(store.clone());
     repo.create(&member(1, "a@x.io", "pro")).await.unwrap();
     let plan = <Member as kvmodel::__private::Entity>::space().plan_key(&MemberKeys::record(1));
@@ -201,6 +210,51 @@ async fn a_plan_left_without_its_record_goes_on_delete() {
     assert!(store.commit(b).await.unwrap().is_applied());
     assert!(!repo.delete(1).await.unwrap());
     assert_eq!(store.get(&plan).await.unwrap(), None);
+}
+
+/// A store that keeps no plans (the default) deletes a record another
+/// store planned as usual, and removes its plan; a plan outdated by its
+/// write is never used.
+#[tokio::test]
+async fn a_store_without_plans_removes_those_of_others() {
+    let h = RedisHarness::start().await;
+    let (planning, plain) = (planning(&h).await, h.store());
+    assert!(plain.delete_plans().is_none());
+    let repo = MemberRepo::new(planning.clone());
+    let other = MemberRepo::new(plain.clone());
+    let space = <Member as kvmodel::__private::Entity>::space();
+    for id in 1..=2 {
+        repo.create(&member(id, &format!("m{id}@x.io"), "pro"))
+            .await
+            .unwrap();
+    }
+    assert!(other.delete(1).await.unwrap());
+    assert_eq!(
+        plain
+            .get(&space.plan_key(&MemberKeys::record(1)))
+            .await
+            .unwrap(),
+        None
+    );
+    // Moved by a store that writes no plan: the plan left is for other
+    // bytes, and the planning store's delete goes the usual way.
+    other
+        .modify(2, |m| m.email = "z2@x.io".into())
+        .await
+        .unwrap();
+    assert!(repo.delete(2).await.unwrap());
+    let (claims, listed, total, per_plan) =
+        derived(&planning, &["m1@x.io", "m2@x.io", "z2@x.io"], &["pro"]).await;
+    assert_eq!(claims, [None, None, None]);
+    assert_eq!((listed, total, per_plan), (vec![0], 0, vec![0]));
+    assert_eq!(
+        planning
+            .scan("dp:member#drop", None, 10)
+            .await
+            .unwrap()
+            .keys,
+        Vec::<String>::new()
+    );
 }
 
 /// The stores that keep no plan write none, and delete as before.

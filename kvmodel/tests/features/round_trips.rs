@@ -1,14 +1,14 @@
 //! Store calls per access pattern, counted on every backend, against the
 //! runtime's cost table: the numbers `kvmodel keys` reports. On Redis the
 //! store's own count of round trips confirms the table's round trips: one
-//! per call, two for a write that reads first (but a delete by its plan),
-//! and one more the first time the server runs each script.
+//! per call, two for a write that reads first, and one more the first time
+//! the server runs each script (delete plans: `delete_plans`).
 
 use crate::model::*;
 use kvmodel::__private::Store;
 use kvmodel::PageRequest;
 use kvmodel::conformance::{CountingStore, Harness, RedisHarness};
-use kvmodel_runtime::__private::cost::{Access, STATE_CHECK, STATE_FIRST_LOOK, Shape};
+use kvmodel_runtime::__private::cost::{Access, STATE_CHECK, STATE_FIRST_LOOK};
 
 /// Runs every access pattern of `UserRepo` once on `store`, calling
 /// `check(access, what)` after each.
@@ -114,23 +114,14 @@ async fn redis_round_trips_match_the_table() {
     let store = h.store();
     let mut last = store.round_trips();
     let mut found = false;
-    // The only delete is a user's, whose delete goes by its plan.
-    let user = Shape {
-        planned: true,
-        ..Shape::default()
-    };
     each_access(CountingStore::new(store.clone()), |access, _, what| {
         let now = store.round_trips();
-        let mut want = u64::from(access.round_trips_for(&user));
+        let mut want = u64::from(access.round_trips());
         // A write's script, written for the shape of its batch, goes whole
         // with EVAL the first time the store sends it: no round trip more.
         // The read script goes as EVALSHA, answered NOSCRIPT the first
         // time; EVAL then sends its text (it then stays cached).
         if access == Access::FindUnique && !std::mem::replace(&mut found, true) {
-            want += 1;
-        }
-        // So does the delete script, the first time.
-        if access == Access::Delete {
             want += 1;
         }
         assert_eq!(now - last, want, "{what}: round trips on Redis");

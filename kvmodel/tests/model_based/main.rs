@@ -240,6 +240,16 @@ kvmodel_runtime::on_every_backend!(
     feed_holds_applied_writes_only,
 );
 
+/// The same sequences on a Redis store that keeps delete plans: a delete
+/// by its plan leaves what the usual one leaves.
+mod redis_delete_plans {
+    kvmodel_runtime::__on_backend!(
+        kvmodel::conformance::RedisHarness::start_with_delete_plans().await;
+        repositories_follow_the_model,
+        unique_values_in_any_case_are_one_claim
+    );
+}
+
 /// A lease the model holds is too old to judge once its real time left
 /// comes within `MARGIN_MS` of its expiry, soon or after the `ttl`; a lease
 /// the model let expire counts no more, nor one whose expiry is later.

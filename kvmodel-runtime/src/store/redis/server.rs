@@ -52,6 +52,8 @@ pub struct RedisStore {
     sha: Arc<str>,
     read_sha: Arc<str>,
     delete_sha: Arc<str>,
+    /// Whether writes keep delete plans ([`RedisStoreBuilder::delete_plans`]).
+    plans: bool,
     shapes: Arc<Shapes<Shape>>,
     round_trips: Arc<AtomicU64>,
 }
@@ -83,12 +85,13 @@ impl RedisStore {
         RedisStoreBuilder::from_client(client)
     }
 
-    pub(crate) fn on(link: Link) -> Self {
+    pub(crate) fn on(link: Link, plans: bool) -> Self {
         RedisStore {
             link: Arc::new(link),
             sha: Arc::from(redis::Script::new(COMMIT).get_hash()),
             read_sha: Arc::from(redis::Script::new(READ).get_hash()),
             delete_sha: Arc::from(redis::Script::new(DELETE).get_hash()),
+            plans,
             shapes: Arc::new(Shapes::new(Shape::for_server)),
             round_trips: Arc::default(),
         }
@@ -291,7 +294,12 @@ impl Store for RedisStore {
     }
 
     fn delete_plans(&self) -> Option<PlanDelete> {
-        Some(crate::store::redis::plan::encode)
+        self.plans
+            .then_some(crate::store::redis::plan::encode as PlanDelete)
+    }
+
+    fn holds_plans(&self) -> bool {
+        true
     }
 
     async fn delete_planned(
