@@ -273,19 +273,29 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
         note: "sorted collection of every record key (list_all; no SCAN), kept on Redis and Redis Cluster only: redb and memory range over the record keys instead and keep none".into(),
     });
     out.extend(links::rows(e, model, &ns, &space));
-    if planned(e) {
-        let (p, x) = derived(Derived::DeletePlan, None, &[]);
+    // A key beside each record: the kind's prefix, then the record key
+    // (the first row) without its namespace.
+    let beside = |out: &[Row], d: Derived, kind: &'static str, note: &str| {
+        let (p, x) = derived(d, None, &[]);
         let record = |full: &str| {
             full.strip_prefix(&format!("{ns}:"))
                 .unwrap_or(full)
                 .to_owned()
         };
-        out.push(Row {
-            kind: "plan",
+        Row {
+            kind,
             pattern: format!("{p}:{}", record(&out[0].pattern)),
             example: format!("{x}:{}", record(&out[0].example)),
-            note: "on a Redis server built with delete_plans(true) only: the batch that deletes the record and its entries (MessagePack, with a digest of the record it was written for), written with each write, so a delete is one script".into(),
-        });
+            note: note.into(),
+        }
+    };
+    if planned(e) {
+        out.push(beside(
+            &out,
+            Derived::DeletePlan,
+            "plan",
+            "on a Redis server built with delete_plans(true) only: the batch that deletes the record and its entries (MessagePack, with a digest of the record it was written for), written with each write, so a delete is one script",
+        ));
     }
     if e.expires() {
         let (p, x) = derived(Derived::Expiry, None, &[]);
@@ -295,18 +305,12 @@ fn rows(e: &Entity, model: &Model) -> Vec<Row> {
             example: x,
             note: "sorted collection of record keys by the time their last write expires (the expiry sweep reads it)".into(),
         });
-        let (p, x) = derived(Derived::Receipt, None, &[]);
-        let record = |full: &str| {
-            full.strip_prefix(&format!("{ns}:"))
-                .unwrap_or(full)
-                .to_owned()
-        };
-        out.push(Row {
-            kind: "receipt",
-            pattern: format!("{p}:{}", record(&out[0].pattern)),
-            example: format!("{x}:{}", record(&out[0].example)),
-            note: "JSON: what the record's last write contributed and when it expires; no TTL, removed by the sweep".into(),
-        });
+        out.push(beside(
+            &out,
+            Derived::Receipt,
+            "receipt",
+            "JSON: what the record's last write contributed and when it expires; no TTL, removed by the sweep",
+        ));
     }
     out
 }
