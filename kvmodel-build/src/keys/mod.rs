@@ -379,10 +379,15 @@ fn capped(keep: Option<&kvmodel_codegen::origin::Sp<u32>>) -> String {
 }
 
 /// Whether writes of `e` keep a delete plan on Redis (the runtime's
-/// `planned`): its records do not expire, keep no change feed, and its
-/// delete enforces no `on_delete`.
+/// `planned`): its records do not expire, keep no change feed, its delete
+/// enforces no `on_delete`, and it has no sharded counter.
 fn planned(e: &Entity) -> bool {
-    !e.expires() && e.feed.is_none() && e.dependents.is_empty()
+    !e.expires()
+        && e.feed.is_none()
+        && e.dependents.is_empty()
+        && e.counters
+            .iter()
+            .all(|c| c.shards.as_ref().is_none_or(|n| n.value <= 1))
 }
 
 struct Access {

@@ -63,7 +63,8 @@ pub fn expand_entity(e: &Entity) -> TokenStream {
 }
 
 /// The FNV-1a hash of the text of `code`, never 0 (0 is "keeps no delete
-/// plan"): equal for equal code, whatever compiled it.
+/// plan"): equal for equal code (a toolchain that prints tokens otherwise
+/// only leaves plans unused).
 fn plan_tag(code: &[&TokenStream]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for c in code {

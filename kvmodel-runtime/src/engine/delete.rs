@@ -31,7 +31,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// ([`on_delete`](crate::engine::on_delete)).
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "delete", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend(), key = crate::engine::trace::key(|| key.to_owned()))))]
     pub async fn delete(&self, key: &str) -> Result<bool> {
-        if let Some(existed) = self.delete_by_plan(key).await? {
+        if let Some(planned) = self.delete_by_plan(key)
+            && let Some(existed) = planned.await?
+        {
             return Ok(existed);
         }
         // Boxed: what awaits a delete keeps a small frame (a deep cascade
@@ -49,16 +51,15 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// whether there was a record, or `None` when the plan does not apply
     /// (the entity's records keep none, the record has none, or another
     /// writer changed it since, or it has links) and nothing was written.
+    /// `None` at once where no plan is kept.
     ///
     /// Boxed, and built outside the delete's own future, which stays small
     /// (a cascade may run on a small stack).
-    fn delete_by_plan<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<bool>>> {
-        Box::pin(async move {
-            if !planned::<E>() || self.store().delete_plans().is_none() {
-                return Ok(None);
-            }
-            self.delete_planned_now(key).await
-        })
+    fn delete_by_plan<'a>(&'a self, key: &'a str) -> Option<BoxFuture<'a, Result<Option<bool>>>> {
+        if !planned::<E>() || self.store().delete_plans().is_none() {
+            return None;
+        }
+        Some(Box::pin(self.delete_planned_now(key)))
     }
 
     async fn delete_planned_now(&self, key: &str) -> Result<Option<bool>> {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use crate::codec::key::Space;
+use crate::codec::key::{Derived, Space};
 use crate::engine::entity::{ClaimFact, Entity, Facts, FeedMeta, MemberFact};
 use crate::engine::receipt::{Receipt, StoredReceipt, move_receipt_in};
 use crate::engine::shards;
@@ -77,7 +77,8 @@ impl Plans {
 /// Whether `E`'s records keep delete plans: generated code says what
 /// derives their entries ([`Entity::PLAN_TAG`]), and a delete needs nothing
 /// but the record and those entries (its link registry is checked when it
-/// runs): records that do not expire (their expiry has its receipt), keep no change feed (a
+/// runs): no sharded counter (a shard's move is checked whole), records
+/// that do not expire (their expiry has its receipt), keep no change feed (a
 /// delete appends an event) and have no children whose relations the
 /// delete enforces.
 pub(crate) fn planned<E: Entity>() -> bool {
@@ -87,6 +88,9 @@ pub(crate) fn planned<E: Entity>() -> bool {
         && E::FEED.is_none()
         && E::DEPENDENTS.is_empty()
         && !E::CASCADES
+        && !E::declared()
+            .iter()
+            .any(|(kind, name, _)| *kind == Derived::Counter && E::counter_shards(name) > 1)
 }
 
 impl<'a> Upkeep<'a> {

@@ -515,7 +515,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Whether writes keep a delete plan beside each record whose entity
     /// allows one, and how: from the record's stored bytes and the batch
     /// that deletes it and its entries, the bytes stored beside the record
-    /// (`{ns}:{key space}#drop:{record key}`), in the write's commit. A
+    /// (`{ns}:{key space}#drop:{record key without its namespace}`), in the
+    /// write's commit. A
     /// store that keeps them deletes such a record in one round trip
     /// ([`delete_planned`](Store::delete_planned)). `None`, the default,
     /// keeps none; [`RedisStore`] keeps them when built with

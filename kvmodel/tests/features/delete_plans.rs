@@ -121,7 +121,7 @@ async fn a_plan_that_does_not_fit_its_record_is_not_used() {
     let store = planning(&h).await;
     let repo = MemberRepo::new(store.clone());
     let space = <Member as kvmodel::__private::Entity>::space();
-    for id in 1..=5 {
+    for id in 1..=6 {
         repo.create(&member(id, &format!("m{id}@x.io"), "pro"))
             .await
             .unwrap();
@@ -165,8 +165,24 @@ async fn a_plan_that_does_not_fit_its_record_is_not_used() {
     let mut b = Batch::new();
     b.put(&key, plan, None);
     assert!(store.commit(b).await.unwrap().is_applied());
+    // 6: its plan made to delete record 5 instead (its digest and tag
+    // left as they were): a plan that does not delete its own record is
+    // never run.
+    let key = space.plan_key(&MemberKeys::record(6));
+    let plan = store.get(&key).await.unwrap().unwrap();
+    let (six, five) = (MemberKeys::record(6), MemberKeys::record(5));
+    // (The two keys are as long as each other: every length stays.)
+    let mut forged = plan.clone();
+    let at = plan
+        .windows(six.len())
+        .position(|w| w == six.as_bytes())
+        .unwrap();
+    forged[at..at + six.len()].copy_from_slice(five.as_bytes());
+    let mut b = Batch::new();
+    b.put(&key, forged, None);
+    assert!(store.commit(b).await.unwrap().is_applied());
     assert!(!repo.delete(9).await.unwrap());
-    for id in 1..=4 {
+    for id in [1, 2, 3, 4, 6] {
         let before = store.round_trips();
         assert!(repo.delete(id).await.unwrap(), "{id}");
         assert_eq!(
@@ -196,6 +212,10 @@ async fn a_plan_that_does_not_fit_its_record_is_not_used() {
     assert_eq!(claims[..5], [None, None, None, None, None]);
     assert_eq!(claims[5].as_deref(), Some(MemberKeys::record(5).as_bytes()));
     assert_eq!((listed, total, per_plan), (vec![1], 1, vec![1]));
+    assert_eq!(
+        repo.get(5).await.unwrap(),
+        Some(member(5, "m5@x.io", "pro"))
+    );
 }
 
 #[tokio::test]
@@ -255,6 +275,35 @@ async fn a_store_without_plans_removes_those_of_others() {
             .keys,
         Vec::<String>::new()
     );
+}
+
+/// A record with a sharded counter keeps no plan (a shard's move is
+/// checked whole): its delete goes the usual way, in two round trips.
+#[tokio::test]
+async fn a_sharded_counter_keeps_no_plan() {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+    #[kv(namespace = "dp", key = "hit:{id}")]
+    #[kv(counter(name = "total", shards = 4))]
+    struct Hit {
+        id: u64,
+    }
+    let h = RedisHarness::start().await;
+    let store = planning(&h).await;
+    let repo = HitRepo::new(store.clone());
+    repo.create(&Hit { id: 1 }).await.unwrap();
+    let space = <Hit as kvmodel::__private::Entity>::space();
+    assert_eq!(
+        store
+            .get(&space.plan_key(&HitKeys::record(1)))
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!repo.delete(9).await.unwrap());
+    let before = store.round_trips();
+    assert!(repo.delete(1).await.unwrap());
+    assert_eq!(store.round_trips() - before, 2);
+    assert_eq!(repo.count_total().await.unwrap(), 0);
 }
 
 /// The stores that keep no plan write none, and delete as before.

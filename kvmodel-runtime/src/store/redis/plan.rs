@@ -3,11 +3,16 @@
 //! the delete script's answer reads.
 //!
 //! A plan is the batch that deletes the record, its entries and the plan,
-//! in `commit.lua`'s form ([`commit_args`]), with the first 16 hex digits
-//! of the SHA1 of the record bytes it was written for, as one MessagePack
-//! array (`lua/delete.lua` reads it with `cmsgpack`). The digest ties the
-//! plan to the record: a writer that keeps no plan and rewrites the record
-//! leaves a plan that no longer applies, and the delete goes the usual way.
+//! in `commit.lua`'s form ([`commit_args`]), after the first 16 hex digits
+//! of the SHA1 of the record bytes it was written for, the 16 of the
+//! entity's tag (the fingerprint of the code that derived the entries) and
+//! the form of plan ([`FORM`]), as one MessagePack array (`lua/delete.lua`
+//! reads it with `cmsgpack`, and checks it holds only removals). The
+//! digest ties the plan to the record, the tag to the schema, the form to
+//! this code: a writer that keeps no plan and rewrites the record, a schema
+//! that derives other entries from the same bytes, or a runtime that writes
+//! plans otherwise, leaves a plan that does not apply, and the delete goes
+//! the usual way.
 //!
 //! [`Store::delete_plans`]: crate::Store::delete_plans
 
@@ -22,6 +27,12 @@ use crate::store::redis::wire::{commit_args, unexpected};
 /// The hex digits of the record's SHA1 a plan keeps: enough that bytes
 /// written by another writer never match by chance.
 const DIGEST: usize = 16;
+
+/// The form of a plan this code writes and runs, after the tag in its
+/// first field: a plan another form wrote is never used. Raise it whenever
+/// what a plan holds changes (`commit.lua`'s form, key or entry spellings,
+/// change stamps).
+const FORM: &str = "01";
 
 /// Lowercase hex digits, as `redis.sha1hex` writes them.
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -40,12 +51,13 @@ pub(crate) fn encode(record: &[u8], tag: u64, delete: Batch) -> Result<Vec<u8>> 
         + 10;
     let mut out = Vec::with_capacity(size);
     out.push(0x93);
-    // The digest, then the tag: 32 hex digits.
-    out.extend_from_slice(&[0xd9, (DIGEST + 16) as u8]);
+    // The digest, the tag, the form: 34 hex digits.
+    out.extend_from_slice(&[0xd9, (DIGEST + 16 + FORM.len()) as u8]);
     for b in sha[..DIGEST / 2].iter().chain(&tag.to_be_bytes()) {
         out.push(HEX[usize::from(b >> 4)]);
         out.push(HEX[usize::from(b & 0xf)]);
     }
+    out.extend_from_slice(FORM.as_bytes());
     array(&mut out, keys.len());
     for k in keys {
         text(&mut out, k.as_bytes());
@@ -91,6 +103,12 @@ fn text(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// What the delete script compares with the start of a plan, after the
+/// record's digest: the entity's tag and the form of plans this code runs.
+pub(crate) fn tag_arg(tag: u64) -> Vec<u8> {
+    format!("{tag:016x}{FORM}").into_bytes()
+}
+
 /// What the delete script answered.
 pub(crate) fn answer(value: &Value, backend: &'static str) -> Result<PlannedDelete> {
     if let Value::Array(items) = value
@@ -120,10 +138,11 @@ mod tests {
         let plan = encode(b"{}", 0xfeed, b).unwrap();
         assert_eq!(plan[0], 0x93);
         // The digest, SHA1("{}") = bf21a9e8fbc5a384…, then the tag.
-        assert_eq!(&plan[1..35], b"\xd9\x20bf21a9e8fbc5a384000000000000feed");
+        assert_eq!(&plan[1..37], b"\xd9\x22bf21a9e8fbc5a384000000000000feed01");
+        assert_eq!(&plan[19..37], &tag_arg(0xfeed)[..]);
         // Four keys and a stamp: five.
-        assert_eq!(plan[35], 0x95);
-        assert_eq!(&plan[36..43], b"\xa6ns:e:1");
+        assert_eq!(plan[37], 0x95);
+        assert_eq!(&plan[38..45], b"\xa6ns:e:1");
         let long = vec![7u8; 300];
         let mut out = Vec::new();
         text(&mut out, &long);

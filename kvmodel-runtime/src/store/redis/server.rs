@@ -309,7 +309,7 @@ impl Store for RedisStore {
         unless: &str,
         tag: u64,
     ) -> Result<PlannedDelete> {
-        let tag = format!("{tag:016x}").into_bytes();
+        let tag = crate::store::redis::plan::tag_arg(tag);
         let value = self
             .run_script(DELETE, &self.delete_sha, &[key, plan, unless], &[tag])
             .await

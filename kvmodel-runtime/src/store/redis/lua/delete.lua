@@ -25,8 +25,30 @@ local stored = redis.pcall('GET', KEYS[2])
 if type(stored) ~= 'string' or redis.pcall('GET', KEYS[3]) then return {-9} end
 local ok, plan = pcall(cmsgpack.unpack, stored)
 if not ok or type(plan) ~= 'table' or type(plan[2]) ~= 'table' or type(plan[3]) ~= 'table'
+  or type(plan[3][1]) ~= 'string' or plan[2][1] ~= KEYS[1]
   or plan[1] ~= string.sub(redis.sha1hex(record), 1, 16) .. ARGV[1] then
   return {-9}
+end
+-- What a plan may hold: no condition, only removals and counter moves
+-- (d delete, c delete if it holds, r remove a member, i u v move a
+-- counter), the values they take and nothing more, the record and the
+-- plan deleted, on keys it names.
+do
+  local ops, keys, argv = plan[3][1], plan[2], plan[3]
+  local byte, p, values, gone = string.byte, 1, 1, 0
+  while p <= #ops do
+    local kind, n = byte(ops, p), byte(ops, p + 1) or 0
+    p = p + 2
+    if n >= 192 then n, p = ((n - 192) * 256 + (byte(ops, p) or 0)) * 256 + (byte(ops, p + 1) or 0), p + 2
+    elseif n >= 128 then n, p = (n - 128) * 256 + (byte(ops, p) or 0), p + 1 end
+    if type(keys[n]) ~= 'string' then return {-9} end
+    if kind == 99 or kind == 114 or kind == 105 then values = values + 1
+    elseif kind == 100 then
+      if keys[n] == KEYS[1] or keys[n] == KEYS[2] then gone = gone + 1 end
+    elseif kind ~= 117 and kind ~= 118 then return {-9} end
+  end
+  if gone ~= 2 or #argv ~= values then return {-9} end
+  for i = 2, values do if type(argv[i]) ~= 'string' then return {-9} end end
 end
 local function general() return {-9} end
 local KEYS, ARGV = plan[2], plan[3]
