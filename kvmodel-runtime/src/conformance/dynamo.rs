@@ -61,6 +61,7 @@ impl DynamoEmulator {
         use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
         aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
+            .http_client(crate::DynamoStore::http_client())
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
             .endpoint_url(self.endpoint())

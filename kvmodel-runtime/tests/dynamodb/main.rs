@@ -189,6 +189,7 @@ async fn a_commit_whose_reply_is_lost_has_an_unknown_outcome() {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
+        .http_client(DynamoStore::http_client())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
         .endpoint_url(format!("http://{addr}"))

@@ -88,7 +88,10 @@ where
 {
     fn on_io(self) -> impl Future<Output = Self::Output> + Send {
         async move {
-            match io().spawn(self).await {
+            // Boxed first: the SDK's request futures are large, and
+            // spawning moves the future through several frames, each of
+            // which would hold a copy of it on the caller's stack.
+            match io().spawn(Box::pin(self)).await {
                 Ok(out) => out,
                 // The runtime lives as long as the process and no task
                 // is aborted: only a panic of the request ends it early.
@@ -140,8 +143,38 @@ impl DynamoStore {
     /// standard AWS chain (environment, profile, instance role). Nothing is
     /// sent: [`ensure_table`](DynamoStore::ensure_table) creates the table.
     pub async fn connect(table: &str) -> Result<Self> {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(DynamoStore::http_client())
+            .load()
+            .await;
         Ok(DynamoStore::from_client(Client::new(&config), table))
+    }
+
+    /// The HTTP client [`connect`](DynamoStore::connect) and
+    /// [`open_url`](DynamoStore::open_url) send requests with: hyper, with
+    /// TLS by rustls on *ring* (the Redis stores' TLS), and plain HTTP for
+    /// a local endpoint. kvmodel builds the AWS SDK without its default
+    /// HTTP client, so an `aws_sdk_dynamodb::Config` or an
+    /// `aws_config::ConfigLoader` built by hand needs one:
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use kvmodel_runtime::DynamoStore;
+    /// let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    ///     .http_client(DynamoStore::http_client())
+    ///     .load()
+    ///     .await;
+    /// let store = DynamoStore::from_config(&config, "app");
+    /// # }
+    /// ```
+    ///
+    /// (A crate that turns on the SDK's `default-https-client` feature
+    /// itself gets the SDK's own client by default.)
+    pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+        use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+        aws_smithy_http_client::Builder::new()
+            .tls_provider(Provider::Rustls(CryptoMode::Ring))
+            .build_https()
     }
 
     /// A store on `table` through a client the caller configured.
@@ -177,7 +210,8 @@ impl DynamoStore {
                 "it names no table; write `dynamodb://TABLE?region=REGION&endpoint=URL`",
             ));
         }
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(DynamoStore::http_client());
         let mut region = None;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
