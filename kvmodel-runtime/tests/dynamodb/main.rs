@@ -233,3 +233,77 @@ async fn a_commit_whose_reply_is_lost_has_an_unknown_outcome() {
         "the write was applied though its reply was lost"
     );
 }
+
+/// A client configured without an HTTP client still sends its requests:
+/// `from_client` gives it `DynamoStore::http_client()`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_configured_without_an_http_client_sends_with_the_stores() {
+    let emulator = DynamoEmulator::start().await;
+    emulator.store("app").await;
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
+        .endpoint_url(emulator.endpoint())
+        .build();
+    assert!(config.http_client().is_none());
+    let store = DynamoStore::from_client(aws_sdk_dynamodb::Client::from_conf(config), "app");
+    let mut b = Batch::new();
+    b.put("k", b"v".to_vec(), None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert_eq!(store.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+/// What [`requests_go_through_the_proxy_the_environment_names`] runs in a
+/// process of its own, with `HTTP_PROXY` set: one request to a DynamoDB
+/// endpoint that does not resolve.
+#[tokio::test]
+#[ignore = "run by requests_go_through_the_proxy_the_environment_names, in a child process"]
+async fn proxy_probe() {
+    let store =
+        AnyStore::open("dynamodb://app?region=us-east-1&endpoint=http://dynamodb.kvmodel.invalid")
+            .await
+            .unwrap();
+    let _ = store.get("k").await;
+}
+
+/// `HTTP_PROXY` is honoured, as by the SDK's own client: the request of
+/// a child process reaches the proxy this test listens as, in the form a
+/// client speaks to a proxy (the whole URL of the endpoint).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_go_through_the_proxy_the_environment_names() {
+    use tokio::io::AsyncReadExt;
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = proxy.local_addr().unwrap();
+    let child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "proxy_probe", "--quiet"])
+        .env("HTTP_PROXY", format!("http://{addr}"))
+        // Credentials from the environment: no instance-metadata request
+        // (which would go through the proxy too) before the DynamoDB one.
+        .env("AWS_ACCESS_KEY_ID", "probe")
+        .env("AWS_SECRET_ACCESS_KEY", "probe")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut conn, _) = tokio::time::timeout(Duration::from_secs(60), proxy.accept())
+        .await
+        .expect("the child's request reaches the proxy")
+        .unwrap();
+    let mut head = vec![0; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), conn.read(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head[..n]);
+    assert!(
+        head.starts_with("POST http://dynamodb.kvmodel.invalid"),
+        "the proxy received: {head}"
+    );
+    drop(conn);
+    drop(child);
+}

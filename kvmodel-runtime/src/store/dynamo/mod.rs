@@ -150,12 +150,16 @@ impl DynamoStore {
         Ok(DynamoStore::from_client(Client::new(&config), table))
     }
 
-    /// The HTTP client [`connect`](DynamoStore::connect) and
-    /// [`open_url`](DynamoStore::open_url) send requests with: hyper, with
-    /// TLS by rustls on *ring* (the Redis stores' TLS), and plain HTTP for
-    /// a local endpoint. kvmodel builds the AWS SDK without its default
-    /// HTTP client, so an `aws_sdk_dynamodb::Config` or an
-    /// `aws_config::ConfigLoader` built by hand needs one:
+    /// The HTTP client a store sends its requests with, unless the
+    /// client it was given names one: hyper, with TLS by rustls on *ring*
+    /// (the Redis stores' TLS) against the system's root certificates,
+    /// plain HTTP for an `http://` endpoint (a local emulator), and the
+    /// proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`,
+    /// `ALL_PROXY`, `NO_PROXY`), as the SDK's own default client does.
+    ///
+    /// kvmodel builds the AWS SDK without that default client (which
+    /// would bring the `aws-lc` C library), so `aws_config`'s credential
+    /// providers need this one when you load an `SdkConfig` yourself:
     ///
     /// ```no_run
     /// # async fn run() {
@@ -167,18 +171,39 @@ impl DynamoStore {
     /// let store = DynamoStore::from_config(&config, "app");
     /// # }
     /// ```
-    ///
-    /// (A crate that turns on the SDK's `default-https-client` feature
-    /// itself gets the SDK's own client by default.)
     pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+        use aws_smithy_http_client::proxy::ProxyConfig;
         use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-        aws_smithy_http_client::Builder::new()
-            .tls_provider(Provider::Rustls(CryptoMode::Ring))
-            .build_https()
+        use aws_smithy_http_client::{Builder, ConnectorBuilder};
+        // One connector per set of connection settings, kept by the
+        // client (the way the SDK builds its default client).
+        Builder::new().build_with_connector_fn(|settings, components| {
+            let mut connector =
+                ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::Ring));
+            connector.set_connector_settings(settings.cloned());
+            if let Some(components) = components {
+                connector.set_sleep_impl(components.sleep_impl());
+            }
+            connector.set_proxy_config(Some(ProxyConfig::from_env()));
+            connector.build()
+        })
     }
 
-    /// A store on `table` through a client the caller configured.
+    /// A store on `table` through a client the caller configured. A
+    /// client configured without an HTTP client sends its requests with
+    /// [`DynamoStore::http_client`].
     pub fn from_client(client: Client, table: &str) -> Self {
+        let client = if client.config().http_client().is_none() {
+            Client::from_conf(
+                client
+                    .config()
+                    .to_builder()
+                    .http_client(DynamoStore::http_client())
+                    .build(),
+            )
+        } else {
+            client
+        };
         DynamoStore {
             client,
             table: Arc::from(table),
