@@ -189,7 +189,6 @@ async fn a_commit_whose_reply_is_lost_has_an_unknown_outcome() {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .http_client(DynamoStore::http_client())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
         .endpoint_url(format!("http://{addr}"))
@@ -255,29 +254,33 @@ async fn a_client_configured_without_an_http_client_sends_with_the_stores() {
     assert_eq!(store.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
 }
 
-/// What [`requests_go_through_the_proxy_the_environment_names`] runs in a
-/// process of its own, with `HTTP_PROXY` set: one request to a DynamoDB
-/// endpoint that does not resolve.
-#[tokio::test]
-#[ignore = "run by requests_go_through_the_proxy_the_environment_names, in a child process"]
-async fn proxy_probe() {
-    let store =
-        AnyStore::open("dynamodb://app?region=us-east-1&endpoint=http://dynamodb.kvmodel.invalid")
-            .await
-            .unwrap();
-    let _ = store.get("k").await;
-}
-
 /// `HTTP_PROXY` is honoured, as by the SDK's own client: the request of
 /// a child process reaches the proxy this test listens as, in the form a
-/// client speaks to a proxy (the whole URL of the endpoint).
+/// client speaks to a proxy (the whole URL of the endpoint). The child is
+/// this test again, with `KVMODEL_PROXY_PROBE` set: it sends one request to a
+/// DynamoDB endpoint that does not resolve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_go_through_the_proxy_the_environment_names() {
     use tokio::io::AsyncReadExt;
+    const PROBE: &str = "KVMODEL_PROXY_PROBE";
+    if std::env::var_os(PROBE).is_some() {
+        let store = AnyStore::open(
+            "dynamodb://app?region=us-east-1&endpoint=http://dynamodb.kvmodel.invalid",
+        )
+        .await
+        .unwrap();
+        let _ = store.get("k").await;
+        return;
+    }
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = proxy.local_addr().unwrap();
     let child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "proxy_probe", "--quiet"])
+        .args([
+            "--exact",
+            "requests_go_through_the_proxy_the_environment_names",
+            "--quiet",
+        ])
+        .env(PROBE, "1")
         .env("HTTP_PROXY", format!("http://{addr}"))
         // Credentials from the environment: no instance-metadata request
         // (which would go through the proxy too) before the DynamoDB one.
