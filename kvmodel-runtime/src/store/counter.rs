@@ -144,10 +144,48 @@ pub(crate) fn stamp_key(key: &str) -> String {
     }
 }
 
-/// `batch` with the change stamp of every counter it increments or deletes
-/// raised by one, in the same commit: what a store that keeps stamps
-/// commits. A deleted key is a counter when it is a derived counter key
-/// (`#count:` or `#nlink:`, which no user component can spell).
+/// The least stamp of a removed counter ([`Store::change_stamps`](crate::Store::change_stamps)):
+/// a commit that deletes a counter sets its stamp to this or more, for
+/// [`STAMP_AFTERLIFE`]. No counter moves 2^62 times, so a stamp this high
+/// is always one of these; it proves nothing about the counter, which a
+/// later write may have made again.
+pub const REMOVED_STAMP: u64 = 1 << 62;
+
+/// How long the stamp of a removed counter stays after the commit that
+/// removed it; then it goes, so that counters made and removed again and
+/// again (link counts, the counts of a cascade's children, the counters
+/// `reconcile` removes) leave no key behind. Within it, a counter made
+/// again has a stamp that reads as removed. A measurement that trusts a
+/// stamp must end within half of it: a stamp read before it could, after
+/// a removal and its afterlife, have gone and come back to the same number.
+pub const STAMP_AFTERLIFE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Whether `stamp` can prove that nothing moved its counter: it is not
+/// that of a removed counter ([`REMOVED_STAMP`]) nor the mark of a counter
+/// that cannot be judged now (`u64::MAX`).
+pub(crate) fn stamp_proves(stamp: u64) -> bool {
+    stamp < REMOVED_STAMP
+}
+
+/// The stamp a commit that removes a counter gives it: [`REMOVED_STAMP`]
+/// plus the time of the commit in milliseconds (its low 40 bits) times
+/// 2^20, so that two removals far apart in time leave different stamps, and
+/// a counter made again moves its stamp up from there (a million moves
+/// before it could reach the next millisecond's).
+pub(crate) fn removed_stamp() -> u64 {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    REMOVED_STAMP + ((ms & ((1 << 40) - 1)) << 20)
+}
+
+/// `batch` with the change stamp of every counter it moves, in the same
+/// commit: what a store that keeps stamps commits. A counter it increments
+/// has its stamp raised by one; one it deletes (and perhaps makes again)
+/// has its stamp set to that of a removed counter ([`REMOVED_STAMP`]) for
+/// [`STAMP_AFTERLIFE`]. A deleted key is a counter when it is a derived
+/// counter key (`#count:` or `#nlink:`, which no user component can
+/// spell).
 #[cfg(any(feature = "redis", feature = "dynamodb"))]
 pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
     use crate::codec::key::Derived;
@@ -162,19 +200,33 @@ pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
             })
         })
     };
-    let mut stamps: Vec<String> = batch
+    // Stamp key, and whether the batch deletes its counter (which sorts
+    // after an increment of the same one, and is the one kept).
+    let mut stamps: Vec<(String, bool)> = batch
         .ops()
         .iter()
         .filter_map(|op| match op {
-            crate::store::Op::Incr { key, .. } => Some(stamp_key(key)),
-            crate::store::Op::Delete { key } if counter(key) => Some(stamp_key(key)),
+            crate::store::Op::Incr { key, .. } => Some((stamp_key(key), false)),
+            crate::store::Op::Delete { key } if counter(key) => Some((stamp_key(key), true)),
             _ => None,
         })
         .collect();
+    if stamps.is_empty() {
+        return batch;
+    }
     stamps.sort_unstable();
-    stamps.dedup();
-    for stamp in stamps {
-        batch.incr(stamp, 1);
+    stamps.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        kept.1 |= same && later.1;
+        same
+    });
+    for (stamp, removed) in stamps {
+        if removed {
+            let mark = removed_stamp().to_string().into_bytes();
+            batch.put(stamp, mark, Some(STAMP_AFTERLIFE));
+        } else {
+            batch.incr(stamp, 1);
+        }
     }
     batch
 }
@@ -224,6 +276,26 @@ mod stamp_tests {
         let b = stamped(b);
         let stamps: Vec<&str> = b.ops()[3..].iter().map(|op| op.key()).collect();
         assert_eq!(stamps, ["~{s:p#nlink:tags:p1}", "~{s:u#count:total}"]);
+        // A removed counter's stamp is marked, for its afterlife, even when
+        // the batch also moves it.
+        for op in &b.ops()[3..] {
+            let crate::store::Op::Put { value, ttl, .. } = op else {
+                panic!("{op:?}");
+            };
+            let mark = counter_value(value).expect("a counter") as u64;
+            assert!(mark >= REMOVED_STAMP && !stamp_proves(mark), "{mark}");
+            assert_eq!(*ttl, Some(STAMP_AFTERLIFE));
+        }
+        let mut b = crate::store::Batch::new();
+        b.incr("s:u#count:total", 1)
+            .delete("s:u#count:total")
+            .incr("s:u#count:total", 1);
+        let b = stamped(b);
+        assert_eq!(b.ops().len(), 4, "{:?}", b.ops());
+        assert!(
+            matches!(&b.ops()[3], crate::store::Op::Put { key, ttl: Some(_), .. } if key == "~{s:u#count:total}")
+        );
+        assert!(stamp_proves(REMOVED_STAMP - 1) && !stamp_proves(u64::MAX));
         assert_eq!(
             stamps_of(vec![None, Some(b"7".to_vec()), Some(b"x".to_vec())]),
             [0, 7, u64::MAX]

@@ -499,10 +499,14 @@ pub trait Store: Clone + Send + Sync + 'static {
 
     /// Maintenance: the change stamp of the counter at each of `keys`, or
     /// `None` when the store keeps none (the default). A store that keeps
-    /// them raises a counter's stamp in every commit that moves it and
-    /// never lowers it (0: never moved), so equal stamps read before and
-    /// after a measurement prove nothing moved the counter meanwhile.
-    /// Redis and Redis Cluster keep them (they have no
+    /// them raises a counter's stamp in every commit that moves it (0:
+    /// never moved), so equal stamps read before and after a measurement
+    /// prove nothing moved the counter meanwhile. A commit that removes a
+    /// counter sets its stamp to [`REMOVED_STAMP`](counter::REMOVED_STAMP)
+    /// or more, which proves nothing, and the stamp goes
+    /// [`STAMP_AFTERLIFE`](counter::STAMP_AFTERLIFE) later (back to 0): a
+    /// measurement that trusts stamps ends within half of that. Redis,
+    /// Redis Cluster and DynamoDB keep them (they have no
     /// [`snapshot`](Store::snapshot)).
     fn change_stamps(
         &self,

@@ -305,3 +305,45 @@ async fn a_feed_append_to_a_key_that_is_not_a_stream_writes_nothing() {
     check(h.store(), "r:1", "r#feed").await;
     check(h.store(), "{t}r:2", "{t}r#feed").await;
 }
+
+/// The change stamp of a counter a commit removes (`Store::change_stamps`)
+/// reads as removed and goes by a TTL of one afterlife, so that counters
+/// made and removed again and again leave no stamp behind; a counter made
+/// again within it keeps that TTL on its stamp, and one only moved keeps a
+/// stamp without one.
+#[tokio::test]
+async fn a_removed_counters_stamp_goes_by_its_ttl() {
+    use kvmodel_runtime::store::counter::{REMOVED_STAMP, STAMP_AFTERLIFE};
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let mut admin = admin(&server).await;
+    let (gone, kept) = ("s:e#count:gone", "s:e#count:kept");
+    let stamp = |k: &str| format!("~{{{k}}}");
+    let pttl = async |admin: &mut MultiplexedConnection, key: &str| -> i64 {
+        redis::cmd("PTTL")
+            .arg(key)
+            .query_async(admin)
+            .await
+            .unwrap()
+    };
+    let mut b = Batch::new();
+    b.incr(gone, 2).incr(kept, 1);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let mut b = Batch::new();
+    b.delete(gone).incr(kept, 1);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let keys = [gone.to_owned(), kept.to_owned()];
+    let stamps = store.change_stamps(&keys).await.unwrap().unwrap();
+    assert!(stamps[0] >= REMOVED_STAMP && stamps[1] == 2, "{stamps:?}");
+    let afterlife = i64::try_from(STAMP_AFTERLIFE.as_millis()).unwrap();
+    let ttl = pttl(&mut admin, &stamp(gone)).await;
+    assert!(ttl > afterlife - 60_000 && ttl <= afterlife, "{ttl}");
+    assert_eq!(pttl(&mut admin, &stamp(kept)).await, -1);
+    // Made again: the stamp moves on from the removed one's, TTL kept.
+    let mut b = Batch::new();
+    b.incr(gone, 1);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    let again = store.change_stamps(&keys).await.unwrap().unwrap();
+    assert_eq!(again[0], stamps[0] + 1);
+    assert!(pttl(&mut admin, &stamp(gone)).await > afterlife - 60_000);
+}

@@ -19,7 +19,9 @@ kvmodel_runtime::on_every_backend!(
     corrupt_record_stops_nothing,
     oversized_sum_from_old_code_is_deletable,
     reconcile_beside_writers_adds_no_drift,
-    maintenance_changes_nothing_it_cannot_judge;
+    maintenance_changes_nothing_it_cannot_judge,
+    a_counter_made_again_is_judged_once_its_old_stamp_has_gone,
+    a_walk_trusts_stamps_for_half_their_afterlife;
     real_time:
     recreated_session_leaves_its_old_user,
     expiry_reaches_counters_and_collections,

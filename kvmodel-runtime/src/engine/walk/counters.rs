@@ -13,7 +13,9 @@ use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
-use crate::store::counter::{read_counter, stamp_key};
+use crate::store::counter::{
+    STAMP_AFTERLIFE, read_counter, removed_stamp, stamp_key, stamp_proves,
+};
 
 use super::{Basis, Phase, WalkState, Walker, about_the_record};
 use crate::engine::repo::commit;
@@ -72,6 +74,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             }
         }
         let mut stamps = stamps.into_iter();
+        let trusted = self.stamps_trusted(state).await?;
         for (((key, want), shard_keys), size) in batch.iter().zip(&shard_keys).zip(sizes) {
             let want = size.unwrap_or(*want);
             let stamps: Vec<(String, u64)> = shard_keys
@@ -116,7 +119,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 .iter()
                 .map(|k| held.iter().any(|(h, _)| h == k))
                 .collect();
-            if let Some(why) = self.unjudged(state, &stamps, &present) {
+            if let Some(why) = self.unjudged(state, trusted, &stamps, &present) {
                 state.drift.unsettled.push(Unsettled {
                     key: key.clone(),
                     why,
@@ -154,6 +157,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 state.expected.clear();
                 state.pending.clear();
                 state.stamps.clear();
+                state.stamps_at = None;
                 state.drift.tidy();
             }
         }
@@ -224,6 +228,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             .keys()
             .flat_map(|k| shards::keys(k, shards::shards_of(self.def, k)))
             .collect();
+        state.stamps_at = Some(self.store.now_ms().await?);
         for page in shards.chunks(1_000) {
             if let Some(stamps) = self.store.change_stamps(page).await? {
                 for (shard, stamp) in page.iter().zip(stamps) {
@@ -251,12 +256,32 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         Ok(stamps.unwrap_or_else(|| vec![0; keys.len()]))
     }
 
+    /// Whether the stamps read before the first record can still prove
+    /// that nothing moved a counter: on [`Basis::Stamps`], until half of
+    /// [`STAMP_AFTERLIFE`] after they were read (a stamp could otherwise
+    /// have been removed with its counter, gone, and come back to the same
+    /// number). A clock that reads more than a minute before the reading
+    /// (another walker's, resuming) proves nothing either.
+    async fn stamps_trusted(&self, state: &WalkState) -> Result<bool> {
+        if state.basis != Basis::Stamps {
+            return Ok(true);
+        }
+        let Some(at) = state.stamps_at else {
+            return Ok(false);
+        };
+        let now = self.store.now_ms().await?;
+        let half = u64::try_from(STAMP_AFTERLIFE.as_millis() / 2).unwrap_or(u64::MAX);
+        Ok(now.saturating_add(60_000) >= at && now.saturating_sub(at) < half)
+    }
+
     /// Why a counter that differs from its records cannot be judged, if it
-    /// cannot: `stamps` are its shards' stamps now, `present` whether each
-    /// shard holds a value.
+    /// cannot: `trusted` whether the stamps read before the records still
+    /// prove anything ([`stamps_trusted`](Self::stamps_trusted)), `stamps`
+    /// its shards' stamps now, `present` whether each shard holds a value.
     fn unjudged(
         &self,
         state: &WalkState,
+        trusted: bool,
         stamps: &[(String, u64)],
         present: &[bool],
     ) -> Option<Unjudged> {
@@ -269,13 +294,17 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 // A stamp not read before the records was of a shard that
                 // did not exist then: one that still does not was moved by
                 // no write (a write would have made it).
-                let moved = stamps.iter().zip(present).any(|((k, now), present)| {
-                    *now == u64::MAX
-                        || match state.stamps.get(k) {
-                            Some(before) => before != now,
-                            None => *present,
-                        }
-                });
+                // A removed counter's stamp proves nothing (a counter made
+                // again within its afterlife keeps it), and neither does
+                // the mark of a counter a write holds (`u64::MAX`).
+                let moved = !trusted
+                    || stamps.iter().zip(present).any(|((k, now), present)| {
+                        !stamp_proves(*now)
+                            || match state.stamps.get(k) {
+                                Some(before) => before != now,
+                                None => *present,
+                            }
+                    });
                 moved.then_some(Unjudged::Moved)
             }
             Basis::Neither | Basis::Unchosen => Some(Unjudged::Unmeasurable),
@@ -288,8 +317,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// between fails it, and the next walk measures again. A counter no
     /// record counts in is deleted, if it still holds what was measured; a
     /// sharded one is spread evenly over its shards, so that each stays
-    /// within its share. On a view the repair raises the stamps itself (on
-    /// stamps the store does).
+    /// within its share. On a view the repair raises the stamps itself, and
+    /// marks those of the counters it removes as a store that keeps stamps
+    /// does ([`Store::change_stamps`]); on stamps the store does both.
     async fn repair_counter(
         &self,
         state: &WalkState,
@@ -309,7 +339,11 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             for (shard, v) in held {
                 b.equals(shard, v.to_string().into_bytes()).delete(shard);
                 if state.basis == Basis::View {
-                    b.incr(stamp_key(shard), 1);
+                    b.put(
+                        stamp_key(shard),
+                        removed_stamp().to_string().into_bytes(),
+                        Some(STAMP_AFTERLIFE),
+                    );
                 }
             }
             return commit(self.store, b).await;

@@ -151,6 +151,12 @@ pub struct WalkState {
     /// [`Basis::Stamps`]).
     #[serde(default)]
     stamps: BTreeMap<String, u64>,
+    /// When the stamps were read, by the store's clock (milliseconds since
+    /// the Unix epoch): they prove nothing once half of
+    /// [`STAMP_AFTERLIFE`](crate::store::counter::STAMP_AFTERLIFE) has
+    /// passed since.
+    #[serde(default)]
+    stamps_at: Option<u64>,
     /// Records whose counter amounts are unknown (they could not be read):
     /// no counter is judged while there is one.
     #[serde(default)]
