@@ -172,7 +172,8 @@ pub(crate) fn stamp_proves(stamp: u64) -> bool {
 /// 2^20, so that two removals far apart in time leave different stamps, and
 /// a counter made again moves its stamp up from there (a million moves
 /// before it could reach the next millisecond's).
-pub(crate) fn removed_stamp() -> u64 {
+#[cfg(any(feature = "redis", feature = "dynamodb"))]
+fn removed_stamp() -> u64 {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -183,9 +184,10 @@ pub(crate) fn removed_stamp() -> u64 {
 /// commit: what a store that keeps stamps commits. A counter it increments
 /// has its stamp raised by one; one it deletes (and perhaps makes again)
 /// has its stamp set to that of a removed counter ([`REMOVED_STAMP`]) for
-/// [`STAMP_AFTERLIFE`]. A deleted key is a counter when it is a derived
-/// counter key (`#count:` or `#nlink:`, which no user component can
-/// spell).
+/// [`STAMP_AFTERLIFE`]. Only the counters maintenance judges have stamps:
+/// derived counter keys (`#count:` or `#nlink:`, which no user component
+/// can spell, shards included); a standalone counter (`#tally:`) or any
+/// other key a batch increments has none.
 #[cfg(any(feature = "redis", feature = "dynamodb"))]
 pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
     use crate::codec::key::Derived;
@@ -206,7 +208,7 @@ pub(crate) fn stamped(mut batch: crate::store::Batch) -> crate::store::Batch {
         .ops()
         .iter()
         .filter_map(|op| match op {
-            crate::store::Op::Incr { key, .. } => Some((stamp_key(key), false)),
+            crate::store::Op::Incr { key, .. } if counter(key) => Some((stamp_key(key), false)),
             crate::store::Op::Delete { key } if counter(key) => Some((stamp_key(key), true)),
             _ => None,
         })
@@ -262,13 +264,15 @@ mod stamp_tests {
     #[cfg(any(feature = "redis", feature = "dynamodb"))]
     fn every_counter_a_batch_moves_gets_one_stamp_increment() {
         let mut b = crate::store::Batch::new();
-        b.incr("c", 1)
-            .incr("c", 2)
+        b.incr("s:e#count:c", 1)
+            .incr("s:e#count:c", 2)
             .put("v", b"x".to_vec(), None)
-            .incr("d", -1);
+            .incr("s:e#count:d#2", -1)
+            .incr("s:e#tally:{t}", 1)
+            .incr("plain", 1);
         let b = stamped(b);
-        let stamps: Vec<&str> = b.ops()[4..].iter().map(|op| op.key()).collect();
-        assert_eq!(stamps, ["~{c}", "~{d}"]);
+        let stamps: Vec<&str> = b.ops()[6..].iter().map(|op| op.key()).collect();
+        assert_eq!(stamps, ["~{s:e#count:c}", "~{s:e#count:d#2}"]);
         let mut b = crate::store::Batch::new();
         b.delete("s:p#nlink:tags:p1")
             .delete("s:p#countless")

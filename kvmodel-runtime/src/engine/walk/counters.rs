@@ -13,9 +13,7 @@ use crate::engine::skipped::Skipped;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::{Batch, Outcome};
-use crate::store::counter::{
-    STAMP_AFTERLIFE, read_counter, removed_stamp, stamp_key, stamp_proves,
-};
+use crate::store::counter::{STAMP_AFTERLIFE, read_counter, stamp_key, stamp_proves};
 
 use super::{Basis, Phase, WalkState, Walker, about_the_record};
 use crate::engine::repo::commit;
@@ -317,9 +315,8 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// between fails it, and the next walk measures again. A counter no
     /// record counts in is deleted, if it still holds what was measured; a
     /// sharded one is spread evenly over its shards, so that each stays
-    /// within its share. On a view the repair raises the stamps itself, and
-    /// marks those of the counters it removes as a store that keeps stamps
-    /// does ([`Store::change_stamps`]); on stamps the store does both.
+    /// within its share. On a view the repair raises the stamps itself (on
+    /// stamps the store does).
     async fn repair_counter(
         &self,
         state: &WalkState,
@@ -339,11 +336,9 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             for (shard, v) in held {
                 b.equals(shard, v.to_string().into_bytes()).delete(shard);
                 if state.basis == Basis::View {
-                    b.put(
-                        stamp_key(shard),
-                        removed_stamp().to_string().into_bytes(),
-                        Some(STAMP_AFTERLIFE),
-                    );
+                    // Raised, not marked to expire: a walker may hold its
+                    // view for longer than any afterlife.
+                    b.incr(stamp_key(shard), 1);
                 }
             }
             return commit(self.store, b).await;

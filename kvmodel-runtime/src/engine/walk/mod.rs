@@ -151,8 +151,8 @@ pub struct WalkState {
     /// [`Basis::Stamps`]).
     #[serde(default)]
     stamps: BTreeMap<String, u64>,
-    /// When the stamps were read, by the store's clock (milliseconds since
-    /// the Unix epoch): they prove nothing once half of
+    /// When the stamps were read, by the store's clock ([`Store::now_ms`]:
+    /// on Redis, this process's; milliseconds since the Unix epoch): they prove nothing once half of
     /// [`STAMP_AFTERLIFE`](crate::store::counter::STAMP_AFTERLIFE) has
     /// passed since.
     #[serde(default)]

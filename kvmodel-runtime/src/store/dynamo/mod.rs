@@ -657,9 +657,23 @@ impl Store for DynamoStore {
         out
     }
 
+    /// The stamps as stored, expired or not. Expiry here is judged by each
+    /// writer's clock when it plans its write, so a writer whose clock is
+    /// behind (or whose request is slow) can still move a counter made
+    /// again on the removed stamp it keeps after the walker's clock says
+    /// that stamp has expired; read as stored, such a stamp still proves
+    /// nothing ([`REMOVED_STAMP`](crate::store::counter::REMOVED_STAMP)),
+    /// until DynamoDB's expiry removes it or a write past its expiry starts
+    /// it again.
     async fn change_stamps(&self, keys: &[String]) -> Result<Option<Vec<u64>>> {
         let stamps: Vec<String> = keys.iter().map(|k| stamp_key(k)).collect();
-        Ok(Some(stamps_of(Box::pin(self.get_many(&stamps)).await?)))
+        let heads = Box::pin(self.heads(&stamps)).await?;
+        Ok(Some(stamps_of(
+            heads
+                .into_iter()
+                .map(|h| h.and_then(|h| h.kind.into_value()))
+                .collect(),
+        )))
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
