@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use kvmodel::{AnyStore, KvEntity, Timestamp};
-use kvmodel_runtime::conformance::{DynamoEmulator, RedisCluster, RedisServer, TlsRedisServer};
+use kvmodel_runtime::conformance::{
+    DynamoEmulator, LentCluster, RedisCluster, RedisServer, TlsRedisServer,
+};
 use serde::{Deserialize, Serialize};
 
 /// The store a case runs on: a redb file (which one process opens at a
@@ -13,7 +15,8 @@ use serde::{Deserialize, Serialize};
 pub enum Backend {
     Redb(tempfile::TempDir),
     Redis(RedisServer),
-    Cluster(RedisCluster),
+    /// A cluster of its own while the case runs, emptied before.
+    Cluster(LentCluster),
     /// A server that speaks only TLS, with a test CA; its URL ends in
     /// `#insecure` (the CA is not among the system's roots).
     Tls(TlsRedisServer),
@@ -32,7 +35,7 @@ impl Backend {
     }
 
     pub fn cluster() -> Backend {
-        Backend::Cluster(RedisCluster::start())
+        Backend::Cluster(RedisCluster::lend())
     }
 
     pub fn tls() -> Backend {

@@ -205,7 +205,7 @@ async fn reconcile_from_the_schema_appends_the_expired_event() {
 async fn tail_reads_a_cluster() {
     use kvmodel_runtime::RedisClusterStore;
     use kvmodel_runtime::conformance::RedisCluster;
-    let cluster = tokio::task::spawn_blocking(RedisCluster::start)
+    let cluster = tokio::task::spawn_blocking(RedisCluster::lend)
         .await
         .unwrap();
     let seeds = cluster.seeds();

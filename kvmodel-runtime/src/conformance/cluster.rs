@@ -11,9 +11,10 @@
 //! cluster started with [`RedisCluster::start`] is stopped (by PID) when
 //! dropped.
 
+use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::Harness;
@@ -22,6 +23,29 @@ use crate::store::RedisClusterStore;
 
 /// The cluster every test of this process shares ([`RedisCluster::shared`]).
 static SHARED: OnceLock<RedisCluster> = OnceLock::new();
+
+/// The clusters not lent out now ([`RedisCluster::lend`]).
+static POOL: Mutex<Vec<&'static RedisCluster>> = Mutex::new(Vec::new());
+
+/// A cluster lent to one test alone ([`RedisCluster::lend`]); back to the
+/// pool when dropped.
+#[derive(Debug)]
+pub struct LentCluster(&'static RedisCluster);
+
+impl Deref for LentCluster {
+    type Target = RedisCluster;
+    fn deref(&self) -> &RedisCluster {
+        self.0
+    }
+}
+
+impl Drop for LentCluster {
+    fn drop(&mut self) {
+        POOL.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(self.0);
+    }
+}
 
 /// One master: its server (held to be stopped when dropped) and its port.
 #[derive(Debug)]
@@ -155,6 +179,38 @@ impl RedisCluster {
     /// The cluster every test of this process shares, started on first use.
     pub fn shared() -> &'static RedisCluster {
         SHARED.get_or_init(RedisCluster::start)
+    }
+
+    /// A cluster for one test alone, holding no key: for tests that cannot
+    /// keep their keys under a prefix of their own (a program run on the
+    /// cluster's URL). It is one a test before this one gave back, emptied
+    /// (`FLUSHALL` on every master), or a new one: a test binary starts as
+    /// many clusters as its tests use at once, not one per test. Like
+    /// [`shared`](Self::shared), the clusters are stopped when the process
+    /// ends. A test that changes more than keys (ACL users, the slots)
+    /// starts a cluster of its own instead.
+    pub fn lend() -> LentCluster {
+        loop {
+            let pooled = POOL.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let Some(cluster) = pooled else {
+                return LentCluster(Box::leak(Box::new(RedisCluster::start())));
+            };
+            // One that cannot be emptied (a node a test stopped) is not
+            // lent again.
+            if cluster.flush_all() {
+                return LentCluster(cluster);
+            }
+        }
+    }
+
+    /// `FLUSHALL` on every master; whether all of them did it.
+    fn flush_all(&self) -> bool {
+        self.nodes.iter().all(|node| {
+            redis::Client::open(format!("redis://127.0.0.1:{}", node.port))
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+                .and_then(|mut conn| redis::cmd("FLUSHALL").arg("SYNC").query::<()>(&mut conn))
+                .is_ok()
+        })
     }
 
     /// Waits until every write stuck before this call is overdue: its

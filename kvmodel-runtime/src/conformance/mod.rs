@@ -29,7 +29,7 @@ mod watchdog;
 
 pub use cases::*;
 #[cfg(feature = "redis-cluster")]
-pub use cluster::{ClusterHarness, RedisCluster};
+pub use cluster::{ClusterHarness, LentCluster, RedisCluster};
 pub use counters::*;
 pub use counting::CountingStore;
 #[cfg(feature = "dynamodb-emulator")]
