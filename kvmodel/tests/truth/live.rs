@@ -236,9 +236,10 @@ pub async fn maintenance_changes_nothing_it_cannot_judge<H: Harness>(h: &H) {
 }
 
 /// A walk that read its stamps more than half a stamp's afterlife ago (a
-/// saved walk resumed a day later) judges no counter by them: the drift of
-/// a counter nothing moved is reported unsettled, where a fresh walk
-/// measures it. A store that shows one instant judges it either way.
+/// saved walk resumed a day later), or that cannot tell when (saved by a
+/// version that did not keep the time), judges no counter by them: the
+/// drift of a counter nothing moved is reported unsettled, where a fresh
+/// walk measures it. A store that shows one instant judges it either way.
 pub async fn a_walk_trusts_stamps_for_half_their_afterlife<H: Harness>(h: &H) {
     use kvmodel_runtime::__private::{Typed, WalkState, Walker};
     use kvmodel_runtime::store::counter::STAMP_AFTERLIFE;
@@ -255,34 +256,41 @@ pub async fn a_walk_trusts_stamps_for_half_their_afterlife<H: Harness>(h: &H) {
     let judged_now = store.snapshot().await.unwrap().is_some();
 
     let def = Typed::<Item>::new();
-    let mut state = WalkState::new(false);
-    Walker::new(&def, &store).start(&mut state).await.unwrap();
-    let mut aged = false;
-    while !state.is_done() {
-        let mut saved = serde_json::to_value(&state).unwrap();
-        if let Some(at) = saved.get_mut("stamps_at").filter(|at| !at.is_null())
-            && !aged
-        {
-            let half = STAMP_AFTERLIFE.as_millis() as u64 / 2;
-            *at = serde_json::json!(at.as_u64().unwrap() - half);
-            aged = true;
+    // Read a day ago, then as a walker saved before its time was kept.
+    let half = STAMP_AFTERLIFE.as_millis() as u64 / 2;
+    let olds: [&dyn Fn(u64) -> serde_json::Value; 2] =
+        [&|at| serde_json::json!(at - half), &|_| {
+            serde_json::Value::Null
+        }];
+    for old in olds {
+        let mut state = WalkState::new(false);
+        Walker::new(&def, &store).start(&mut state).await.unwrap();
+        let mut aged = false;
+        while !state.is_done() {
+            let mut saved = serde_json::to_value(&state).unwrap();
+            if let Some(at) = saved.get_mut("stamps_at").filter(|at| !at.is_null())
+                && !aged
+            {
+                *at = old(at.as_u64().unwrap());
+                aged = true;
+            }
+            state = serde_json::from_value(saved).unwrap();
+            Walker::new(&def, &store)
+                .step(&mut state, 10)
+                .await
+                .unwrap();
         }
-        state = serde_json::from_value(saved).unwrap();
-        Walker::new(&def, &store)
-            .step(&mut state, 10)
-            .await
-            .unwrap();
-    }
-    assert_eq!(aged, !judged_now, "stamps read: {aged}");
-    if judged_now {
-        assert_eq!(units(&state.drift), 2, "{:?}", state.drift);
-    } else {
-        assert_eq!(units(&state.drift), 0, "{:?}", state.drift);
-        assert!(
-            state.drift.unsettled.iter().any(|u| u.key == per_b),
-            "{:?}",
-            state.drift
-        );
+        assert_eq!(aged, !judged_now, "stamps read: {aged}");
+        if judged_now {
+            assert_eq!(units(&state.drift), 2, "{:?}", state.drift);
+        } else {
+            assert_eq!(units(&state.drift), 0, "{:?}", state.drift);
+            assert!(
+                state.drift.unsettled.iter().any(|u| u.key == per_b),
+                "{:?}",
+                state.drift
+            );
+        }
     }
     // A fresh walk judges it.
     assert_eq!(units(&repo.reconcile(10).await.unwrap()), 2);
