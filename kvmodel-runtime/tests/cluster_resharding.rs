@@ -8,6 +8,9 @@
 //! migration is done as `redis-cli --cluster reshard` does it (`SETSLOT
 //! IMPORTING`/`MIGRATING`, `MIGRATE` a few keys at a time, `SETSLOT NODE`),
 //! slowly enough that the writes meet every phase.
+//!
+//! And a master fails over to its replica in the middle of a scan: the scan
+//! still returns every key.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,5 +278,60 @@ async fn writes_survive_a_slot_moving_under_them() {
         "resharding: {moved} keys moved, {during} writes acknowledged meanwhile; one slot {one:?}, across slots {cross:?} \
          (applied, unknown); {failed} failed, {unknown} unknown; errors: {:?}",
         errors.iter().take(3).collect::<Vec<_>>()
+    );
+}
+
+/// A scan whose cursor points into a master's keys goes on after that
+/// master failed over to its replica: a `SCAN` cursor means nothing to
+/// another server, so that shard is scanned again rather than resumed (a
+/// key may be returned twice; none is missed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scan_goes_on_across_a_failover() {
+    let mut cluster = RedisCluster::start();
+    let ports = cluster.ports();
+    // The second shard by its lowest slot: shards are scanned in that order.
+    let master = owner(&ports, 5461);
+    let store = cluster.store(Duration::from_secs(3)).await;
+    let keys: Vec<String> = (0..600).map(|i| format!("k:{i}")).collect();
+    for key in &keys {
+        let mut b = Batch::new();
+        b.put(key, b"v".to_vec(), None);
+        assert!(store.commit(b).await.unwrap().is_applied());
+    }
+    let (cluster, replica) = tokio::task::spawn_blocking(move || {
+        let replica = cluster.add_replica(master);
+        (cluster, replica)
+    })
+    .await
+    .unwrap();
+
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut cursor, mut pages, mut failed_over) = (None, 0, false);
+    loop {
+        let page = store.scan("", cursor, 20).await.unwrap();
+        seen.extend(page.keys);
+        pages += 1;
+        assert!(pages < 1000, "the scan does not end");
+        let Some(next) = page.next else { break };
+        // Mid-way through the shard of slot 5461: fail it over.
+        let text = String::from_utf8(next.clone()).unwrap();
+        if !failed_over && text.starts_with("5461:") && !text.ends_with(":0") {
+            let cluster = &cluster;
+            tokio::task::block_in_place(|| cluster.fail_over(replica));
+            failed_over = true;
+        }
+        cursor = Some(next);
+    }
+    assert!(failed_over, "the scan never stopped inside the shard");
+    assert_eq!(
+        owner(&ports, 5461),
+        replica,
+        "the replica serves the shard now"
+    );
+    let missed: Vec<&String> = keys.iter().filter(|k| !seen.contains(*k)).collect();
+    assert!(
+        missed.is_empty(),
+        "{} keys missed: {missed:?}",
+        missed.len()
     );
 }

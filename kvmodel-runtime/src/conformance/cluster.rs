@@ -88,11 +88,34 @@ fn command(port: u16, args: &[&str]) -> redis::RedisResult<redis::Value> {
     cmd.query(&mut conn)
 }
 
-fn info(port: u16) -> String {
-    match command(port, &["CLUSTER", "INFO"]) {
+fn text(reply: redis::RedisResult<redis::Value>) -> String {
+    match reply {
         Ok(redis::Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
         Ok(redis::Value::VerbatimString { text, .. }) => text,
+        Ok(redis::Value::SimpleString(s)) => s,
         _ => String::new(),
+    }
+}
+
+fn info(port: u16) -> String {
+    text(command(port, &["CLUSTER", "INFO"]))
+}
+
+fn node_id(port: u16) -> String {
+    let id = text(command(port, &["CLUSTER", "MYID"]));
+    assert!(
+        !id.is_empty(),
+        "the test cluster node on port {port} has no id"
+    );
+    id
+}
+
+/// Polls `done` until it holds; panics naming `what` after 30 s.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -255,7 +278,50 @@ impl RedisCluster {
         }
     }
 
-    /// A `redis://127.0.0.1:PORT` seed URL per master.
+    /// Adds a replica of the master on port `master`, waits until it has
+    /// copied the master's data, and returns its port. [`seeds`](Self::seeds)
+    /// and [`ports`](Self::ports) list it from then on.
+    pub fn add_replica(&mut self, master: u16) -> u16 {
+        let node = (0..10)
+            .find_map(|_| Node::spawn(&self.dir, self.nodes.len()))
+            .expect("redis-server did not start on a free loopback port");
+        let port = node.port;
+        self.nodes.push(node);
+        command(
+            self.nodes[0].port,
+            &["CLUSTER", "MEET", "127.0.0.1", &port.to_string()],
+        )
+        .expect("join a replica to the test cluster");
+        let master_id = node_id(master);
+        // The node must know the master before it can replicate it.
+        until("the replica to join the test cluster", || {
+            command(port, &["CLUSTER", "REPLICATE", &master_id]).is_ok()
+        });
+        until("the replica to copy its master", || {
+            text(command(port, &["INFO", "replication"])).contains("master_link_status:up")
+        });
+        port
+    }
+
+    /// Fails the master over to its replica on port `replica` (`CLUSTER
+    /// FAILOVER`, as an operator would) and waits until every node takes
+    /// the replica for the master and the cluster is `ok`.
+    pub fn fail_over(&self, replica: u16) {
+        command(replica, &["CLUSTER", "FAILOVER"]).expect("start a failover");
+        let id = node_id(replica);
+        until("the failover to complete on every node", || {
+            self.nodes.iter().all(|n| {
+                let nodes = text(command(n.port, &["CLUSTER", "NODES"]));
+                let promoted = nodes.lines().any(|line| {
+                    line.starts_with(id.as_str())
+                        && line.split(' ').nth(2).is_some_and(|f| f.contains("master"))
+                });
+                promoted && info(n.port).contains("cluster_state:ok")
+            })
+        });
+    }
+
+    /// A `redis://127.0.0.1:PORT` seed URL per node.
     pub fn seeds(&self) -> Vec<String> {
         self.nodes
             .iter()
@@ -263,7 +329,7 @@ impl RedisCluster {
             .collect()
     }
 
-    /// The masters' ports.
+    /// The nodes' ports: the masters', then any replicas'.
     pub fn ports(&self) -> Vec<u16> {
         self.nodes.iter().map(|n| n.port).collect()
     }

@@ -1,9 +1,16 @@
 //! `scan` across every master of the cluster, and the maintenance walks of
 //! the store's own keys.
 //!
-//! A cursor names a master (its position among the masters sorted by
-//! address) and that master's `SCAN` cursor. A topology change between pages
-//! may skip or repeat keys, as any key written meanwhile may be.
+//! A cursor names a shard by the lowest hash slot it served when the cursor
+//! was made, the node then its master, and that node's `SCAN` cursor:
+//! `slot:node-id:cursor`. Shards are scanned in the order of their lowest
+//! slot, which a failover does not change. A page resumes on the master
+//! serving that slot now; if that is no longer the same node (a failover, a
+//! slot moved), that shard is scanned again from its start, since a `SCAN`
+//! cursor means nothing to another server: keys are repeated, never
+//! skipped. The shards after it are those whose lowest slot is higher. A
+//! key moved between shards while the scan runs may be missed or repeated,
+//! as a key written meanwhile may be.
 
 use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{FromRedisValue, Value};
@@ -19,9 +26,121 @@ fn bad_cursor() -> Error {
     }
 }
 
+/// A master that serves hash slots, as `CLUSTER NODES` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Master {
+    id: String,
+    host: String,
+    port: u16,
+    /// The slot ranges it serves, inclusive, lowest first; never empty.
+    slots: Vec<(u16, u16)>,
+}
+
+impl Master {
+    /// The lowest slot it serves (a master without slots is not listed).
+    fn first(&self) -> u16 {
+        self.slots[0].0
+    }
+
+    fn serves(&self, slot: u16) -> bool {
+        self.slots.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot))
+    }
+
+    /// One line of `CLUSTER NODES`, if it is a master that is not failing
+    /// and serves slots: `id addr flags master ping pong epoch link slot…`.
+    fn parse(line: &str) -> Option<Master> {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let flags = fields.get(2)?;
+        if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
+            return None;
+        }
+        let addr = fields.get(1)?.split('@').next()?;
+        let (host, port) = addr.rsplit_once(':')?;
+        let mut slots: Vec<(u16, u16)> = fields
+            .get(8..)?
+            .iter()
+            // `[slot->-id]`, `[slot-<-id]`: a slot being migrated or imported.
+            .filter(|f| !f.starts_with('['))
+            .filter_map(|f| match f.split_once('-') {
+                Some((lo, hi)) => Some((lo.parse().ok()?, hi.parse().ok()?)),
+                None => f.parse().ok().map(|s| (s, s)),
+            })
+            .collect();
+        slots.sort_unstable();
+        // Only masters that serve slots hold keys.
+        slots.first()?;
+        Some(Master {
+            id: fields[0].to_owned(),
+            host: host.to_owned(),
+            port: port.parse().ok()?,
+            slots,
+        })
+    }
+}
+
+/// Where a scan stands: the slot naming the shard being scanned, the
+/// position of its master in the list, and that master's `SCAN` cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    slot: u16,
+    master: usize,
+    cursor: u64,
+}
+
+/// The shard after the one named by `slot`: the master with the lowest
+/// first slot above it.
+fn after(masters: &[Master], slot: u16) -> Option<At> {
+    let master = masters.iter().position(|m| m.first() > slot)?;
+    Some(At {
+        slot: masters[master].first(),
+        master,
+        cursor: 0,
+    })
+}
+
+/// Where the scan `cursor` resumes among `masters` (sorted by first slot),
+/// or `None` if it is done. A cursor of the older form, `position:cursor`,
+/// names a master by its position among them sorted by address.
+fn resume(masters: &[Master], cursor: &[u8]) -> Result<Option<At>> {
+    let text = std::str::from_utf8(cursor).map_err(|_| bad_cursor())?;
+    let parts: Vec<&str> = text.split(':').collect();
+    let (slot, node, at) = match parts[..] {
+        [slot, node, at] => (
+            slot.parse::<u16>().map_err(|_| bad_cursor())?,
+            node.to_owned(),
+            at.parse::<u64>().map_err(|_| bad_cursor())?,
+        ),
+        // The older form: a position among the masters sorted by address.
+        [position, at] => {
+            let position: usize = position.parse().map_err(|_| bad_cursor())?;
+            let at: u64 = at.parse().map_err(|_| bad_cursor())?;
+            let mut by_address: Vec<&Master> = masters.iter().collect();
+            by_address.sort_by(|a, b| (&a.host, a.port).cmp(&(&b.host, b.port)));
+            let Some(m) = by_address.get(position) else {
+                return Ok(None);
+            };
+            (m.first(), m.id.clone(), at)
+        }
+        _ => return Err(bad_cursor()),
+    };
+    if slot > 16_383 {
+        return Err(bad_cursor());
+    }
+    Ok(match masters.iter().position(|m| m.serves(slot)) {
+        Some(master) => Some(At {
+            slot,
+            master,
+            // A `SCAN` cursor means nothing to another node.
+            cursor: if masters[master].id == node { at } else { 0 },
+        }),
+        // No master serves it now (a failover under way): the shards after.
+        None => after(masters, slot),
+    })
+}
+
 impl RedisClusterStore {
-    /// The masters, as (host, port), sorted.
-    pub(crate) async fn masters(&self) -> Result<Vec<(String, u16)>> {
+    /// The masters that serve slots, sorted by their lowest slot.
+    pub(crate) async fn masters(&self) -> Result<Vec<Master>> {
         let mut cmd = redis::cmd("CLUSTER");
         cmd.arg("NODES");
         let reply = self
@@ -43,37 +162,23 @@ impl RedisClusterStore {
                 ));
             }
         };
-        let mut masters: Vec<(String, u16)> = text
-            .lines()
-            .filter_map(|line| {
-                let fields: Vec<&str> = line.split(' ').collect();
-                let flags = fields.get(2)?;
-                if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
-                    return None;
-                }
-                // Only masters that serve slots hold keys.
-                fields.get(8)?;
-                let addr = fields.get(1)?.split('@').next()?;
-                let (host, port) = addr.rsplit_once(':')?;
-                Some((host.to_owned(), port.parse().ok()?))
-            })
-            .collect();
-        masters.sort();
+        let mut masters: Vec<Master> = text.lines().filter_map(Master::parse).collect();
+        masters.sort_by_key(Master::first);
         Ok(masters)
     }
 
     /// One `SCAN` step on the master `node`: (next cursor, stored keys).
     pub(crate) async fn scan_node(
         &self,
-        node: &(String, u16),
+        node: &Master,
         cursor: u64,
         pattern: &str,
         count: usize,
     ) -> Result<(u64, Vec<String>)> {
         let cmd = scan_cmd(cursor, pattern, count);
         let node = SingleNodeRoutingInfo::ByAddress {
-            host: node.0.clone(),
-            port: node.1,
+            host: node.host.clone(),
+            port: node.port,
         };
         let reply = self.query_node(cmd, node, "scan keys").await?;
         <(u64, Vec<String>)>::from_redis_value(reply)
@@ -106,38 +211,177 @@ impl RedisClusterStore {
         cursor: Option<Vec<u8>>,
         count: usize,
     ) -> Result<ScanPage> {
-        let (mut node, mut at) = match cursor {
-            None => (0usize, 0u64),
-            Some(c) => {
-                let text = std::str::from_utf8(&c).map_err(|_| bad_cursor())?;
-                let (n, at) = text.split_once(':').ok_or_else(bad_cursor)?;
-                (
-                    n.parse().map_err(|_| bad_cursor())?,
-                    at.parse().map_err(|_| bad_cursor())?,
-                )
-            }
-        };
         let masters = self.masters().await?;
+        let mut at = match cursor {
+            None => masters.first().map(|m| At {
+                slot: m.first(),
+                master: 0,
+                cursor: 0,
+            }),
+            Some(c) => resume(&masters, &c)?,
+        };
         let pattern = prefix_pattern(&self.phys(prefix));
         let mut keys = Vec::new();
-        while node < masters.len() {
+        while let Some(here) = at {
             let (next, found) = self
-                .scan_node(&masters[node], at, &pattern, scan_count(count))
+                .scan_node(
+                    &masters[here.master],
+                    here.cursor,
+                    &pattern,
+                    scan_count(count),
+                )
                 .await?;
             keys.extend(found.iter().filter_map(|k| self.logical(k)));
             if next != 0 {
-                at = next;
+                at = Some(At {
+                    cursor: next,
+                    ..here
+                });
                 break;
             }
-            node += 1;
-            at = 0;
+            at = after(&masters, here.slot);
             if !keys.is_empty() {
                 break;
             }
         }
         keys.sort();
         keys.dedup();
-        let next = (node < masters.len()).then(|| format!("{node}:{at}").into_bytes());
+        let next =
+            at.map(|a| format!("{}:{}:{}", a.slot, masters[a.master].id, a.cursor).into_bytes());
         Ok(ScanPage { keys, next })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = "\
+a1 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:7000@17000 master - 0 0 2 connected 5462-10922 5461 [5470->-c3]
+c3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383 [5470-<-b2]
+d4 127.0.0.1:7003@17003 slave b2 0 0 2 connected
+e5 127.0.0.1:7004@17004 master,fail - 0 0 4 disconnected 100-200
+f6 127.0.0.1:7005@17005 master - 0 0 5 connected";
+
+    fn masters(text: &str) -> Vec<Master> {
+        let mut m: Vec<Master> = text.lines().filter_map(Master::parse).collect();
+        m.sort_by_key(Master::first);
+        m
+    }
+
+    #[test]
+    fn only_masters_serving_slots_are_listed_by_their_lowest_slot() {
+        let m = masters(NODES);
+        let ids: Vec<&str> = m.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["a1", "b2", "c3"]);
+        assert_eq!(m[1].slots, [(5461, 5461), (5462, 10922)]);
+        assert_eq!((m[1].host.as_str(), m[1].port), ("127.0.0.1", 7000));
+        assert!(m[1].serves(5470) && !m[2].serves(5470));
+    }
+
+    #[test]
+    fn a_cursor_resumes_on_the_node_it_names() {
+        let m = masters(NODES);
+        let at = resume(&m, b"5461:b2:77").unwrap();
+        assert_eq!(
+            at,
+            Some(At {
+                slot: 5461,
+                master: 1,
+                cursor: 77
+            })
+        );
+        assert_eq!(
+            after(&m, 5461),
+            Some(At {
+                slot: 10923,
+                master: 2,
+                cursor: 0
+            })
+        );
+        assert_eq!(after(&m, 10923), None);
+    }
+
+    #[test]
+    fn another_node_serving_the_shard_scans_it_again_from_its_start() {
+        // The replica `d4` took over from `b2`.
+        let failed_over = NODES
+            .replace(
+                "b2 127.0.0.1:7000@17000 master",
+                "b2 127.0.0.1:7000@17000 slave",
+            )
+            .replace(
+                "d4 127.0.0.1:7003@17003 slave b2 0 0 2 connected",
+                "d4 127.0.0.1:7003@17003 master - 0 0 6 connected 5461-10922",
+            );
+        let m = masters(&failed_over);
+        assert_eq!(m[1].id, "d4");
+        let at = resume(&m, b"5461:b2:77").unwrap();
+        assert_eq!(
+            at,
+            Some(At {
+                slot: 5461,
+                master: 1,
+                cursor: 0
+            })
+        );
+    }
+
+    #[test]
+    fn a_slot_no_master_serves_resumes_with_the_shards_after_it() {
+        // `b2` failed and no replica has taken over yet.
+        let m = masters(&NODES.replace("7000@17000 master", "7000@17000 master,fail"));
+        assert_eq!(m.len(), 2);
+        let at = resume(&m, b"5461:b2:77").unwrap();
+        assert_eq!(
+            at,
+            Some(At {
+                slot: 10923,
+                master: 1,
+                cursor: 0
+            })
+        );
+    }
+
+    #[test]
+    fn a_cursor_of_the_older_form_names_a_master_by_address() {
+        let m = masters(NODES);
+        // By address: b2 (7000), a1 (7001), c3 (7002).
+        assert_eq!(
+            resume(&m, b"0:9").unwrap(),
+            Some(At {
+                slot: 5461,
+                master: 1,
+                cursor: 9
+            })
+        );
+        assert_eq!(
+            resume(&m, b"2:4").unwrap(),
+            Some(At {
+                slot: 10923,
+                master: 2,
+                cursor: 4
+            })
+        );
+        assert_eq!(resume(&m, b"3:0").unwrap(), None);
+    }
+
+    #[test]
+    fn a_cursor_it_did_not_make_is_refused() {
+        let m = masters(NODES);
+        for bad in [
+            &b"x"[..],
+            b"1:2:3:4",
+            b"16384:a1:0",
+            b"1:a1:-1",
+            b"a:b",
+            b"\xff:1",
+        ] {
+            assert!(
+                matches!(resume(&m, bad), Err(Error::InvalidCursor { .. })),
+                "{bad:?}"
+            );
+        }
     }
 }
