@@ -13,7 +13,7 @@
 //!   so that the stamp shares its counter's slot) or `~{namespace}:…` for a
 //!   counter whose key carries a hash tag of its own;
 //! - commands the store sends itself: `GET`, `MGET`, `ZRANGEBYLEX`,
-//!   `ZREVRANGEBYLEX`, `ZCARD`, `PTTL`, `SCAN` (maintenance walks), and
+//!   `ZREVRANGEBYLEX`, `ZCARD`, `PTTL`, `SCAN` and `INFO` (maintenance walks), and
 //!   `EVALSHA` of its scripts with `EVAL` when the server does not have one
 //!   yet (the redis client also names itself with `CLIENT SETINFO` when
 //!   it connects, and goes on when that is refused: it is left out, as
@@ -95,7 +95,7 @@ impl Role {
             Role::Reader => "reads records, lookups, pages and counters; writes nothing",
             Role::Writer => "reads and writes through the repositories",
             Role::Operator => {
-                "the writer's commands and SCAN: verify, reconcile, migrate, purge and inspect"
+                "the writer's commands, SCAN and INFO: verify, reconcile, migrate, purge and inspect"
             }
         }
     }
@@ -141,8 +141,11 @@ const COMMANDS: &[(&str, Need)] = &[
     ("zrem", Need::Write),
     ("zremrangebyrank", Need::Write),
     ("pexpire", Need::Write),
-    // Maintenance walks the derived keys of an entity.
+    // Maintenance walks the derived keys of an entity; each page is sent
+    // with `INFO server`, whose `run_id` tells whether the page's cursor was
+    // made by the same server process.
     ("scan", Need::Operate),
+    ("info", Need::Operate),
 ];
 
 /// What a Redis Cluster adds to [`COMMANDS`].

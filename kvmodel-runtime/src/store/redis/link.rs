@@ -366,6 +366,22 @@ impl Link {
         }
         reply.map_err(Failure::Sent)
     }
+
+    /// Sends `pipe` in one write on one connection, so its commands run in
+    /// order on one server process, and reads their replies.
+    pub(crate) async fn send_pipe<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, Failure> {
+        let (slot, mut conn) = self.connection().await.map_err(Failure::NotSent)?;
+        let reply = pipe.query_async(&mut conn).await;
+        if let Err(e) = &reply
+            && e.is_unrecoverable_error()
+        {
+            self.discard(&slot);
+        }
+        reply.map_err(Failure::Sent)
+    }
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ use crate::store::redis::link::{Failure, Link, RedisStoreBuilder};
 use crate::store::redis::scripts::{COMMIT, DELETE, READ};
 use crate::store::redis::shape::{Shape, Shapes, handed_on};
 use crate::store::redis::wire::{
-    Reply, commit_args, error_reply, prefix_pattern, range_args, range_cmd, reply, scan_cmd,
-    time_to_live, unexpected,
+    Reply, commit_args, error_reply, info_server_cmd, parse_scan_cursor, prefix_pattern,
+    range_args, range_cmd, reply, run_id, scan_cmd, time_to_live, unexpected,
 };
 use crate::store::{
     FeedPage, FeedPosition, PlanDelete, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store,
@@ -389,21 +389,42 @@ impl Store for RedisStore {
     }
 
     async fn scan(&self, prefix: &str, cursor: Option<Vec<u8>>, count: usize) -> Result<ScanPage> {
-        let cursor = match cursor {
-            Some(c) => std::str::from_utf8(&c)
+        let (mut made_on, mut at) = match &cursor {
+            Some(c) => std::str::from_utf8(c)
                 .ok()
-                .and_then(|t| t.parse::<u64>().ok())
+                .and_then(parse_scan_cursor)
                 .ok_or_else(|| Error::InvalidCursor {
-                    reason: "it is not a Redis SCAN cursor".to_owned(),
+                    reason: "it is not a Redis scan cursor".to_owned(),
                 })?,
-            None => 0,
+            None => (None, 0),
         };
-        let cmd = scan_cmd(cursor, &prefix_pattern(prefix), scan_count(count));
-        let (next, keys): (u64, Vec<String>) = self.query(&cmd, "scan keys").await?;
-        Ok(ScanPage {
-            keys,
-            next: (next != 0).then(|| next.to_string().into_bytes()),
-        })
+        loop {
+            let mut pipe = redis::pipe();
+            pipe.add_command(info_server_cmd()).add_command(scan_cmd(
+                at,
+                &prefix_pattern(prefix),
+                scan_count(count),
+            ));
+            self.round_trips.fetch_add(1, Ordering::Relaxed);
+            let (info, (next, keys)): (String, (u64, Vec<String>)) = self
+                .link
+                .send_pipe(&pipe)
+                .await
+                .map_err(|failure| self.read_failure(failure, "scan keys"))?;
+            let now = run_id(&info).ok_or_else(|| {
+                Error::backend("redis", "scan keys", "`INFO server` names no `run_id`")
+            })?;
+            if made_on.is_some_and(|made_on| made_on != now) {
+                // Another server process than the one that made the cursor:
+                // its keys from the start (some again, none missed).
+                (made_on, at) = (None, 0);
+                continue;
+            }
+            return Ok(ScanPage {
+                keys,
+                next: (next != 0).then(|| format!("{now}:{next}").into_bytes()),
+            });
+        }
     }
 
     fn keeps_feeds(&self) -> bool {

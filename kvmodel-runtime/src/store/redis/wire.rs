@@ -237,6 +237,36 @@ pub(crate) fn scan_cmd(cursor: u64, pattern: &str, count: usize) -> redis::Cmd {
     cmd
 }
 
+/// `INFO server`, sent with a `SCAN` in one pipeline: it names the server
+/// process (`run_id`) the `SCAN` ran on. A `SCAN` cursor means something
+/// only to the process that made it: another one (the server restarted, a
+/// replica took over) seeds its hash table differently, and the cursor
+/// would skip keys there.
+pub(crate) fn info_server_cmd() -> redis::Cmd {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("server");
+    cmd
+}
+
+/// The `run_id` an `INFO server` reply names.
+pub(crate) fn run_id(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(str::trim)
+        .filter(|id| !id.is_empty() && !id.contains(':'))
+}
+
+/// A scan cursor of the form `run_id:cursor`: the server process that
+/// made it, and its `SCAN` cursor. A bare number (the older form) names no
+/// process.
+pub(crate) fn parse_scan_cursor(text: &str) -> Option<(Option<&str>, u64)> {
+    match text.split_once(':') {
+        Some((run, at)) if !run.is_empty() => Some((Some(run), at.parse().ok()?)),
+        Some(_) => None,
+        None => Some((None, text.parse().ok()?)),
+    }
+}
+
 fn bound_arg(b: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
     match b {
         Bound::Unbounded => unbounded.to_vec(),
@@ -378,6 +408,20 @@ pub(crate) fn reply(value: &Value, backend: &'static str) -> Result<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_cursor_names_the_process_that_made_it() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:9f86d08\r\ntcp_port:6379\r\n";
+        assert_eq!(run_id(info), Some("9f86d08"));
+        assert_eq!(run_id("# Server\r\nrun_id:\r\n"), None);
+        assert_eq!(run_id("redis_version:7"), None);
+        assert_eq!(parse_scan_cursor("9f86d08:42"), Some((Some("9f86d08"), 42)));
+        // The older form: a bare `SCAN` cursor.
+        assert_eq!(parse_scan_cursor("42"), Some((None, 42)));
+        for bad in [":42", "r:", "r:x", "x", "r:1:2", "-1"] {
+            assert_eq!(parse_scan_cursor(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_prefix_pattern_escapes_every_glob_character() {

@@ -220,6 +220,22 @@ impl RedisClusterStore {
             .map_err(|e| Error::backend("redis-cluster", context, e))
     }
 
+    /// Sends the `count` commands of `pipe` in one go to the one node `node`
+    /// names, and reads their replies.
+    pub(super) async fn query_node_pipe(
+        &self,
+        pipe: redis::Pipeline,
+        count: usize,
+        node: SingleNodeRoutingInfo,
+        context: &'static str,
+    ) -> Result<Vec<Value>> {
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.conn()
+            .route_pipeline(pipe, 0, count, node)
+            .await
+            .map_err(|e| Error::backend("redis-cluster", context, e))
+    }
+
     /// Runs `script` with `keys` and `args`; the error is classified as a
     /// commit's: `Ok(Err(e))` when the reply was lost (it may have run).
     pub(super) async fn run(

@@ -2,22 +2,23 @@
 //! the store's own keys.
 //!
 //! A cursor names a shard by the lowest hash slot it served when the cursor
-//! was made, the node then its master, and that node's `SCAN` cursor:
-//! `slot:node-id:cursor`. Shards are scanned in the order of their lowest
-//! slot, which a failover does not change. A page resumes on the master
-//! serving that slot now; if that is no longer the same node (a failover, a
-//! slot moved), that shard is scanned again from its start, since a `SCAN`
-//! cursor means nothing to another server: keys are repeated, never
-//! skipped. The shards after it are those whose lowest slot is higher. A
-//! key moved between shards while the scan runs may be missed or repeated,
-//! as a key written meanwhile may be.
+//! was made, the server process then its master (its `run_id`), and that
+//! process's `SCAN` cursor: `slot:run_id:cursor`. Shards are scanned in the
+//! order of their lowest slot, which a failover does not change. A page
+//! resumes on the master serving that slot now; if that is another process
+//! (a replica took over, the node restarted, the slot moved), the shard is
+//! scanned again from its start, since a `SCAN` cursor means nothing to
+//! another process: keys are repeated, never skipped. The shards after it
+//! are those whose lowest slot is higher. A key moved between shards while
+//! the scan runs may be missed or repeated, as a key written meanwhile may
+//! be.
 
 use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{FromRedisValue, Value};
 
 use crate::error::{Error, Result};
 use crate::store::redis::cluster::RedisClusterStore;
-use crate::store::redis::wire::{prefix_pattern, scan_cmd};
+use crate::store::redis::wire::{info_server_cmd, prefix_pattern, run_id, scan_cmd};
 use crate::store::{ScanPage, scan_count};
 
 fn bad_cursor() -> Error {
@@ -79,23 +80,39 @@ impl Master {
 }
 
 /// Where a scan stands: the slot naming the shard being scanned, the
-/// position of its master in the list, and that master's `SCAN` cursor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// position of its master in the list, that master's `SCAN` cursor, and
+/// the server process that made it (`None` before the shard is begun, or
+/// for a cursor of the older form).
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct At {
     slot: u16,
     master: usize,
     cursor: u64,
+    made_on: Option<String>,
+}
+
+impl At {
+    /// The start of the shard of `masters[master]`.
+    fn start(masters: &[Master], master: usize) -> At {
+        At {
+            slot: masters[master].first(),
+            master,
+            cursor: 0,
+            made_on: None,
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let made_on = self.made_on.as_deref().unwrap_or_default();
+        format!("{}:{made_on}:{}", self.slot, self.cursor).into_bytes()
+    }
 }
 
 /// The shard after the one named by `slot`: the master with the lowest
 /// first slot above it.
 fn after(masters: &[Master], slot: u16) -> Option<At> {
     let master = masters.iter().position(|m| m.first() > slot)?;
-    Some(At {
-        slot: masters[master].first(),
-        master,
-        cursor: 0,
-    })
+    Some(At::start(masters, master))
 }
 
 /// Where the scan `cursor` resumes among `masters` (sorted by first slot),
@@ -104,10 +121,10 @@ fn after(masters: &[Master], slot: u16) -> Option<At> {
 fn resume(masters: &[Master], cursor: &[u8]) -> Result<Option<At>> {
     let text = std::str::from_utf8(cursor).map_err(|_| bad_cursor())?;
     let parts: Vec<&str> = text.split(':').collect();
-    let (slot, node, at) = match parts[..] {
-        [slot, node, at] => (
+    let (slot, made_on, at) = match parts[..] {
+        [slot, made_on, at] => (
             slot.parse::<u16>().map_err(|_| bad_cursor())?,
-            node.to_owned(),
+            Some(made_on).filter(|m| !m.is_empty()),
             at.parse::<u64>().map_err(|_| bad_cursor())?,
         ),
         // The older form: a position among the masters sorted by address.
@@ -119,19 +136,19 @@ fn resume(masters: &[Master], cursor: &[u8]) -> Result<Option<At>> {
             let Some(m) = by_address.get(position) else {
                 return Ok(None);
             };
-            (m.first(), m.id.clone(), at)
+            (m.first(), None, at)
         }
         _ => return Err(bad_cursor()),
     };
-    if slot > 16_383 {
+    if slot > 16_383 || (made_on.is_none() && at != 0 && parts.len() == 3) {
         return Err(bad_cursor());
     }
     Ok(match masters.iter().position(|m| m.serves(slot)) {
         Some(master) => Some(At {
             slot,
             master,
-            // A `SCAN` cursor means nothing to another node.
-            cursor: if masters[master].id == node { at } else { 0 },
+            cursor: at,
+            made_on: made_on.map(str::to_owned),
         }),
         // No master serves it now (a failover under way): the shards after.
         None => after(masters, slot),
@@ -167,22 +184,36 @@ impl RedisClusterStore {
         Ok(masters)
     }
 
-    /// One `SCAN` step on the master `node`: (next cursor, stored keys).
+    /// One `SCAN` step on the master `node`: the server process it ran on
+    /// (its `run_id`), the next cursor, and the stored keys.
     pub(crate) async fn scan_node(
         &self,
         node: &Master,
         cursor: u64,
         pattern: &str,
         count: usize,
-    ) -> Result<(u64, Vec<String>)> {
-        let cmd = scan_cmd(cursor, pattern, count);
+    ) -> Result<(String, u64, Vec<String>)> {
+        let mut pipe = redis::pipe();
+        pipe.add_command(info_server_cmd())
+            .add_command(scan_cmd(cursor, pattern, count));
         let node = SingleNodeRoutingInfo::ByAddress {
             host: node.host.clone(),
             port: node.port,
         };
-        let reply = self.query_node(cmd, node, "scan keys").await?;
-        <(u64, Vec<String>)>::from_redis_value(reply)
-            .map_err(|e| Error::backend("redis-cluster", "read a scan reply", e))
+        let replies = self.query_node_pipe(pipe, 2, node, "scan keys").await?;
+        let read = |e: redis::ParsingError| Error::backend("redis-cluster", "read a scan reply", e);
+        let [info, scan] = <[Value; 2]>::try_from(replies)
+            .map_err(|r| Error::backend("redis-cluster", "read a scan reply", format!("{r:?}")))?;
+        let info = String::from_redis_value(info).map_err(read)?;
+        let (next, keys) = <(u64, Vec<String>)>::from_redis_value(scan).map_err(read)?;
+        let run = run_id(&info).ok_or_else(|| {
+            Error::backend(
+                "redis-cluster",
+                "scan keys",
+                "`INFO server` names no `run_id`",
+            )
+        })?;
+        Ok((run.to_owned(), next, keys))
     }
 
     /// Every stored key matching `pattern`, on every master (maintenance).
@@ -191,7 +222,7 @@ impl RedisClusterStore {
         for node in self.masters().await? {
             let mut cursor = 0;
             loop {
-                let (next, keys) = self.scan_node(&node, cursor, pattern, 1000).await?;
+                let (_, next, keys) = self.scan_node(&node, cursor, pattern, 1000).await?;
                 out.extend(keys);
                 if next == 0 {
                     break;
@@ -213,17 +244,13 @@ impl RedisClusterStore {
     ) -> Result<ScanPage> {
         let masters = self.masters().await?;
         let mut at = match cursor {
-            None => masters.first().map(|m| At {
-                slot: m.first(),
-                master: 0,
-                cursor: 0,
-            }),
+            None => (!masters.is_empty()).then(|| At::start(&masters, 0)),
             Some(c) => resume(&masters, &c)?,
         };
         let pattern = prefix_pattern(&self.phys(prefix));
         let mut keys = Vec::new();
         while let Some(here) = at {
-            let (next, found) = self
+            let (run, next, found) = self
                 .scan_node(
                     &masters[here.master],
                     here.cursor,
@@ -231,10 +258,22 @@ impl RedisClusterStore {
                     scan_count(count),
                 )
                 .await?;
+            if here.made_on.as_ref().is_some_and(|made_on| *made_on != run) {
+                // Another process than the one that made the cursor serves
+                // the shard: its keys from the start (some again, none
+                // missed).
+                at = Some(At {
+                    cursor: 0,
+                    made_on: None,
+                    ..here
+                });
+                continue;
+            }
             keys.extend(found.iter().filter_map(|k| self.logical(k)));
             if next != 0 {
                 at = Some(At {
                     cursor: next,
+                    made_on: Some(run),
                     ..here
                 });
                 break;
@@ -246,9 +285,10 @@ impl RedisClusterStore {
         }
         keys.sort();
         keys.dedup();
-        let next =
-            at.map(|a| format!("{}:{}:{}", a.slot, masters[a.master].id, a.cursor).into_bytes());
-        Ok(ScanPage { keys, next })
+        Ok(ScanPage {
+            keys,
+            next: at.map(|a| a.encode()),
+        })
     }
 }
 
@@ -280,31 +320,28 @@ f6 127.0.0.1:7005@17005 master - 0 0 5 connected";
         assert!(m[1].serves(5470) && !m[2].serves(5470));
     }
 
+    fn at(slot: u16, master: usize, cursor: u64, made_on: Option<&str>) -> Option<At> {
+        Some(At {
+            slot,
+            master,
+            cursor,
+            made_on: made_on.map(str::to_owned),
+        })
+    }
+
     #[test]
-    fn a_cursor_resumes_on_the_node_it_names() {
+    fn a_cursor_resumes_on_the_master_serving_its_slot() {
         let m = masters(NODES);
-        let at = resume(&m, b"5461:b2:77").unwrap();
-        assert_eq!(
-            at,
-            Some(At {
-                slot: 5461,
-                master: 1,
-                cursor: 77
-            })
-        );
-        assert_eq!(
-            after(&m, 5461),
-            Some(At {
-                slot: 10923,
-                master: 2,
-                cursor: 0
-            })
-        );
+        let cursor = at(5461, 1, 77, Some("r1")).unwrap().encode();
+        assert_eq!(cursor, b"5461:r1:77");
+        assert_eq!(resume(&m, &cursor).unwrap(), at(5461, 1, 77, Some("r1")));
+        assert_eq!(resume(&m, b"10923::0").unwrap(), at(10923, 2, 0, None));
+        assert_eq!(after(&m, 5461), at(10923, 2, 0, None));
         assert_eq!(after(&m, 10923), None);
     }
 
     #[test]
-    fn another_node_serving_the_shard_scans_it_again_from_its_start() {
+    fn a_failover_keeps_the_order_of_the_shards() {
         // The replica `d4` took over from `b2`.
         let failed_over = NODES
             .replace(
@@ -317,14 +354,10 @@ f6 127.0.0.1:7005@17005 master - 0 0 5 connected";
             );
         let m = masters(&failed_over);
         assert_eq!(m[1].id, "d4");
-        let at = resume(&m, b"5461:b2:77").unwrap();
+        // Whose process made the cursor is the scan's to compare.
         assert_eq!(
-            at,
-            Some(At {
-                slot: 5461,
-                master: 1,
-                cursor: 0
-            })
+            resume(&m, b"5461:r1:77").unwrap(),
+            at(5461, 1, 77, Some("r1"))
         );
     }
 
@@ -333,37 +366,15 @@ f6 127.0.0.1:7005@17005 master - 0 0 5 connected";
         // `b2` failed and no replica has taken over yet.
         let m = masters(&NODES.replace("7000@17000 master", "7000@17000 master,fail"));
         assert_eq!(m.len(), 2);
-        let at = resume(&m, b"5461:b2:77").unwrap();
-        assert_eq!(
-            at,
-            Some(At {
-                slot: 10923,
-                master: 1,
-                cursor: 0
-            })
-        );
+        assert_eq!(resume(&m, b"5461:r1:77").unwrap(), at(10923, 1, 0, None));
     }
 
     #[test]
     fn a_cursor_of_the_older_form_names_a_master_by_address() {
         let m = masters(NODES);
         // By address: b2 (7000), a1 (7001), c3 (7002).
-        assert_eq!(
-            resume(&m, b"0:9").unwrap(),
-            Some(At {
-                slot: 5461,
-                master: 1,
-                cursor: 9
-            })
-        );
-        assert_eq!(
-            resume(&m, b"2:4").unwrap(),
-            Some(At {
-                slot: 10923,
-                master: 2,
-                cursor: 4
-            })
-        );
+        assert_eq!(resume(&m, b"0:9").unwrap(), at(5461, 1, 9, None));
+        assert_eq!(resume(&m, b"2:4").unwrap(), at(10923, 2, 4, None));
         assert_eq!(resume(&m, b"3:0").unwrap(), None);
     }
 
@@ -372,6 +383,7 @@ f6 127.0.0.1:7005@17005 master - 0 0 5 connected";
         let m = masters(NODES);
         for bad in [
             &b"x"[..],
+            b"5461::7",
             b"1:2:3:4",
             b"16384:a1:0",
             b"1:a1:-1",
