@@ -220,14 +220,19 @@ impl RedisClusterStore {
     pub(crate) async fn scan_all(&self, pattern: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
         for node in self.masters().await? {
-            let mut cursor = 0;
+            let (mut cursor, mut made_on) = (0, None);
             loop {
-                let (_, next, keys) = self.scan_node(&node, cursor, pattern, 1000).await?;
+                let (run, next, keys) = self.scan_node(&node, cursor, pattern, 1000).await?;
+                if made_on.as_ref().is_some_and(|made_on| *made_on != run) {
+                    // The node restarted: its keys from the start.
+                    (cursor, made_on) = (0, None);
+                    continue;
+                }
                 out.extend(keys);
                 if next == 0 {
                     break;
                 }
-                cursor = next;
+                (cursor, made_on) = (next, Some(run));
             }
         }
         out.sort();
