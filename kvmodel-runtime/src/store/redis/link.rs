@@ -359,12 +359,7 @@ impl Link {
     ) -> Result<T, Failure> {
         let (slot, mut conn) = self.connection().await.map_err(Failure::NotSent)?;
         let reply = cmd.query_async(&mut conn).await;
-        if let Err(e) = &reply
-            && e.is_unrecoverable_error()
-        {
-            self.discard(&slot);
-        }
-        reply.map_err(Failure::Sent)
+        self.settle(&slot, reply)
     }
 
     /// Sends `pipe` in one write on one connection, so its commands run in
@@ -375,10 +370,16 @@ impl Link {
     ) -> Result<T, Failure> {
         let (slot, mut conn) = self.connection().await.map_err(Failure::NotSent)?;
         let reply = pipe.query_async(&mut conn).await;
+        self.settle(&slot, reply)
+    }
+
+    /// The failure of a request sent on the connection of `slot`, which is
+    /// dropped if the error leaves it unusable.
+    fn settle<T>(&self, slot: &Slot, reply: redis::RedisResult<T>) -> Result<T, Failure> {
         if let Err(e) = &reply
             && e.is_unrecoverable_error()
         {
-            self.discard(&slot);
+            self.discard(slot);
         }
         reply.map_err(Failure::Sent)
     }
