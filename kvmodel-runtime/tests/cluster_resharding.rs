@@ -313,9 +313,10 @@ async fn a_scan_goes_on_across_a_failover() {
         pages += 1;
         assert!(pages < 1000, "the scan does not end");
         let Some(next) = page.next else { break };
-        // Mid-way through the shard of slot 5461: fail it over.
+        // Mid-way through the shard of slot 5461 (a cursor reads
+        // `covered:slot:run_id:cursor`): fail it over.
         let text = String::from_utf8(next.clone()).unwrap();
-        if !failed_over && text.starts_with("5461:") && !text.ends_with(":0") {
+        if !failed_over && text.split(':').nth(1) == Some("5461") && !text.ends_with(":0") {
             let cluster = &cluster;
             tokio::task::block_in_place(|| cluster.fail_over(replica));
             failed_over = true;

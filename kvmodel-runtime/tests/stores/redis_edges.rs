@@ -138,8 +138,36 @@ async fn a_scan_goes_on_across_a_server_restart() {
         "{} keys missed: {missed:?}",
         missed.len()
     );
-    // A cursor of the older form (a bare `SCAN` cursor) is still read.
-    assert!(store.scan("k:", Some(b"0".to_vec()), 20).await.is_ok());
+    // A cursor of the older form (a bare `SCAN` cursor) is read, from the
+    // start.
+    let page = store.scan("k:", Some(b"77".to_vec()), 20).await.unwrap();
+    assert!(page.next.is_some());
+
+    // A user refused `INFO` (an operator made by an older `kvmodel acl`)
+    // still scans, as `SCAN` alone would.
+    let mut admin = admin(server.as_ref().unwrap()).await;
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("old-operator")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+scan")
+        .arg("+get")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://old-operator:pw@127.0.0.1:{port}");
+    let old = RedisStore::connect(&url).await.unwrap();
+    let mut all = std::collections::BTreeSet::new();
+    let mut cursor = None;
+    loop {
+        let page = old.scan("k:", cursor, 100).await.unwrap();
+        all.extend(page.keys);
+        let Some(next) = page.next else { break };
+        cursor = Some(next);
+    }
+    assert_eq!(all.len(), keys.len());
 }
 
 /// A commit the server holds for longer than the redis crate's 500 ms

@@ -25,7 +25,7 @@ use crate::store::redis::scripts::{COMMIT, DELETE, READ};
 use crate::store::redis::shape::{Shape, Shapes, handed_on};
 use crate::store::redis::wire::{
     Reply, commit_args, error_reply, info_server_cmd, parse_scan_cursor, prefix_pattern,
-    range_args, range_cmd, reply, run_id, scan_cmd, time_to_live, unexpected,
+    process_of, range_args, range_cmd, reply, scan_cmd, time_to_live, unexpected,
 };
 use crate::store::{
     FeedPage, FeedPosition, PlanDelete, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store,
@@ -399,27 +399,29 @@ impl Store for RedisStore {
             None => (None, 0),
         };
         loop {
+            // One write on one connection: both run on one server process.
             let mut pipe = redis::pipe();
-            pipe.add_command(info_server_cmd()).add_command(scan_cmd(
-                at,
-                &prefix_pattern(prefix),
-                scan_count(count),
-            ));
+            pipe.add_command(info_server_cmd())
+                .add_command(scan_cmd(at, &prefix_pattern(prefix), scan_count(count)))
+                .ignore_errors();
             self.round_trips.fetch_add(1, Ordering::Relaxed);
-            let (info, (next, keys)): (String, (u64, Vec<String>)) = self
+            let (info, scan): (Value, Value) = self
                 .link
                 .send_pipe(&pipe)
                 .await
                 .map_err(|failure| self.read_failure(failure, "scan keys"))?;
-            let now = run_id(&info).ok_or_else(|| {
-                Error::backend("redis", "scan keys", "`INFO server` names no `run_id`")
-            })?;
-            if made_on.is_some_and(|made_on| made_on != now) {
+            let now = process_of(&info);
+            if let (Some(was), Some(now)) = (made_on, &now)
+                && was != now
+            {
                 // Another server process than the one that made the cursor:
                 // its keys from the start (some again, none missed).
                 (made_on, at) = (None, 0);
                 continue;
             }
+            let (next, keys): (u64, Vec<String>) = redis::from_redis_value(scan)
+                .map_err(|e| Error::backend("redis", "scan keys", e))?;
+            let now = now.unwrap_or_default();
             return Ok(ScanPage {
                 keys,
                 next: (next != 0).then(|| format!("{now}:{next}").into_bytes()),

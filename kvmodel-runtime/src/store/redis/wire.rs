@@ -256,14 +256,26 @@ pub(crate) fn run_id(info: &str) -> Option<&str> {
         .filter(|id| !id.is_empty() && !id.contains(':'))
 }
 
+/// The server process an `INFO server` reply names, or `None` if it names
+/// none (`INFO` refused to the user, or renamed away): a scan then cannot
+/// tell a restarted server, and goes on as `SCAN` alone would.
+pub(crate) fn process_of(info: &Value) -> Option<String> {
+    let text = match info {
+        Value::BulkString(b) => String::from_utf8_lossy(b),
+        Value::VerbatimString { text, .. } => text.as_str().into(),
+        _ => return None,
+    };
+    run_id(&text).map(str::to_owned)
+}
+
 /// A scan cursor of the form `run_id:cursor`: the server process that
-/// made it, and its `SCAN` cursor. A bare number (the older form) names no
-/// process.
+/// made it (empty if the server named none) and its `SCAN` cursor. A bare
+/// number, the older form, names no process, so it cannot be trusted on
+/// whatever process answers now: the scan starts again (`(None, 0)`).
 pub(crate) fn parse_scan_cursor(text: &str) -> Option<(Option<&str>, u64)> {
     match text.split_once(':') {
-        Some((run, at)) if !run.is_empty() => Some((Some(run), at.parse().ok()?)),
-        Some(_) => None,
-        None => Some((None, text.parse().ok()?)),
+        Some((run, at)) => Some((Some(run).filter(|r| !r.is_empty()), at.parse().ok()?)),
+        None => text.parse::<u64>().ok().map(|_| (None, 0)),
     }
 }
 
@@ -413,12 +425,24 @@ mod tests {
     fn a_scan_cursor_names_the_process_that_made_it() {
         let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:9f86d08\r\ntcp_port:6379\r\n";
         assert_eq!(run_id(info), Some("9f86d08"));
+        assert_eq!(
+            process_of(&Value::BulkString(info.as_bytes().to_vec())).as_deref(),
+            Some("9f86d08")
+        );
+        // An error reply (INFO refused) is not a string.
+        assert_eq!(process_of(&Value::Nil), None);
+        assert_eq!(
+            process_of(&Value::BulkString(b"# Server\r\n".to_vec())),
+            None
+        );
         assert_eq!(run_id("# Server\r\nrun_id:\r\n"), None);
         assert_eq!(run_id("redis_version:7"), None);
         assert_eq!(parse_scan_cursor("9f86d08:42"), Some((Some("9f86d08"), 42)));
-        // The older form: a bare `SCAN` cursor.
-        assert_eq!(parse_scan_cursor("42"), Some((None, 42)));
-        for bad in [":42", "r:", "r:x", "x", "r:1:2", "-1"] {
+        // A server that named no process.
+        assert_eq!(parse_scan_cursor(":42"), Some((None, 42)));
+        // The older form, a bare `SCAN` cursor: from the start.
+        assert_eq!(parse_scan_cursor("42"), Some((None, 0)));
+        for bad in ["r:", "r:x", "x", "r:1:2", "-1"] {
             assert_eq!(parse_scan_cursor(bad), None, "{bad}");
         }
     }
