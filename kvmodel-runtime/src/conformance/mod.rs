@@ -50,7 +50,7 @@ use crate::store::clock::ManualClock;
 use crate::store::memory::MemoryStore;
 
 /// Whether the heavy suites (the model-based test, the compile test of
-/// generated schemas) run at their long settings: `KVMODEL_LONG_TESTS` is
+/// generated schemas, the deep and wide trees) run at their long settings: `KVMODEL_LONG_TESTS` is
 /// set to anything but `0` or nothing. `.ci/run` sets it; a plain
 /// `scripts/test` runs those suites shorter.
 pub fn long_run() -> bool {
