@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use kvmodel_runtime::__private::hash_slot;
-use kvmodel_runtime::conformance::RedisCluster;
+use kvmodel_runtime::conformance::{RedisCluster, scan_all};
 use kvmodel_runtime::{Batch, Error, RedisClusterStore, Store};
 
 const TASKS: usize = 4;
@@ -335,4 +335,34 @@ async fn a_scan_goes_on_across_a_failover() {
         "{} keys missed: {missed:?}",
         missed.len()
     );
+
+    // A user refused `INFO` (an operator made by an older `kvmodel acl`)
+    // still scans, as `SCAN` alone would.
+    for port in cluster.ports() {
+        let () = redis::cmd("ACL")
+            .arg(&[
+                "SETUSER",
+                "old-operator",
+                "on",
+                ">pw",
+                "~*",
+                "+scan",
+                "+get",
+            ])
+            .arg(&["+cluster|nodes", "+cluster|slots", "+cluster|myid"])
+            .query(&mut conn(port))
+            .unwrap();
+    }
+    let seeds: Vec<String> = cluster
+        .ports()
+        .iter()
+        .map(|p| format!("redis://old-operator:pw@127.0.0.1:{p}"))
+        .collect();
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    let old = RedisClusterStore::builder(&seeds)
+        .key_prefix(store.key_prefix())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(scan_all(&old, "", 100).await.len(), keys.len());
 }

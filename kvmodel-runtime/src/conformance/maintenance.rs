@@ -8,8 +8,9 @@ use super::Harness;
 use crate::store::Store;
 use crate::store::batch::Batch;
 
-/// Every key a full scan of `prefix` returns, in pages of `count`.
-async fn scan_all<S: Store>(s: &S, prefix: &str, count: usize) -> BTreeSet<String> {
+/// Every key a full scan of `prefix` returns, in pages of `count`; panics
+/// if a page fails or the scan does not end within 10,000 pages.
+pub async fn scan_all<S: Store>(s: &S, prefix: &str, count: usize) -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
     let mut cursor = None;
     for _ in 0..10_000 {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use kvmodel_runtime::conformance::RedisServer;
+use kvmodel_runtime::conformance::{RedisServer, scan_all};
 use kvmodel_runtime::{Batch, Error, RedisStore, Store};
 use redis::aio::MultiplexedConnection;
 
@@ -159,15 +159,7 @@ async fn a_scan_goes_on_across_a_server_restart() {
         .unwrap();
     let url = format!("redis://old-operator:pw@127.0.0.1:{port}");
     let old = RedisStore::connect(&url).await.unwrap();
-    let mut all = std::collections::BTreeSet::new();
-    let mut cursor = None;
-    loop {
-        let page = old.scan("k:", cursor, 100).await.unwrap();
-        all.extend(page.keys);
-        let Some(next) = page.next else { break };
-        cursor = Some(next);
-    }
-    assert_eq!(all.len(), keys.len());
+    assert_eq!(scan_all(&old, "k:", 100).await.len(), keys.len());
 }
 
 /// A commit the server holds for longer than the redis crate's 500 ms

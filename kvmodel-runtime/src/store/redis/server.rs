@@ -24,8 +24,8 @@ use crate::store::redis::link::{Failure, Link, RedisStoreBuilder};
 use crate::store::redis::scripts::{COMMIT, DELETE, READ};
 use crate::store::redis::shape::{Shape, Shapes, handed_on};
 use crate::store::redis::wire::{
-    Reply, commit_args, error_reply, info_server_cmd, parse_scan_cursor, prefix_pattern,
-    process_of, range_args, range_cmd, reply, scan_cmd, time_to_live, unexpected,
+    Reply, another_process, commit_args, error_reply, info_server_cmd, parse_scan_cursor,
+    prefix_pattern, process_of, range_args, range_cmd, reply, scan_cmd, time_to_live, unexpected,
 };
 use crate::store::{
     FeedPage, FeedPosition, PlanDelete, PlannedDelete, RangeRequest, RangeResult, ScanPage, Store,
@@ -411,9 +411,7 @@ impl Store for RedisStore {
                 .await
                 .map_err(|failure| self.read_failure(failure, "scan keys"))?;
             let now = process_of(&info);
-            if let (Some(was), Some(now)) = (made_on, &now)
-                && was != now
-            {
+            if another_process(made_on, now.as_deref()) {
                 // Another server process than the one that made the cursor:
                 // its keys from the start (some again, none missed).
                 (made_on, at) = (None, 0);

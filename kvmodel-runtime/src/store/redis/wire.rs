@@ -268,6 +268,13 @@ pub(crate) fn process_of(info: &Value) -> Option<String> {
     run_id(&text).map(str::to_owned)
 }
 
+/// Whether a scan page ran on another server process (`now`) than the one
+/// that made its cursor (`made_on`): the cursor means nothing there, and
+/// the scan of that server starts again. Either unknown: as `SCAN` alone.
+pub(crate) fn another_process(made_on: Option<&str>, now: Option<&str>) -> bool {
+    matches!((made_on, now), (Some(was), Some(now)) if was != now)
+}
+
 /// A scan cursor of the form `run_id:cursor`: the server process that
 /// made it (empty if the server named none) and its `SCAN` cursor. A bare
 /// number, the older form, names no process, so it cannot be trusted on
@@ -437,6 +444,9 @@ mod tests {
         );
         assert_eq!(run_id("# Server\r\nrun_id:\r\n"), None);
         assert_eq!(run_id("redis_version:7"), None);
+        assert!(another_process(Some("a"), Some("b")));
+        assert!(!another_process(Some("a"), Some("a")));
+        assert!(!another_process(None, Some("a")) && !another_process(Some("a"), None));
         assert_eq!(parse_scan_cursor("9f86d08:42"), Some((Some("9f86d08"), 42)));
         // A server that named no process.
         assert_eq!(parse_scan_cursor(":42"), Some((None, 42)));

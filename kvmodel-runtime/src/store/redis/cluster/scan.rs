@@ -21,7 +21,9 @@ use redis::{FromRedisValue, Value};
 
 use crate::error::{Error, Result};
 use crate::store::redis::cluster::RedisClusterStore;
-use crate::store::redis::wire::{info_server_cmd, prefix_pattern, process_of, scan_cmd};
+use crate::store::redis::wire::{
+    another_process, info_server_cmd, prefix_pattern, process_of, scan_cmd,
+};
 use crate::store::{ScanPage, scan_count};
 
 fn bad_cursor() -> Error {
@@ -33,18 +35,13 @@ fn bad_cursor() -> Error {
 /// A master that serves hash slots, as `CLUSTER NODES` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Master {
-    id: String,
     host: String,
     port: u16,
-    /// The slot ranges it serves, inclusive, lowest first; never empty.
-    slots: Vec<(u16, u16)>,
+    /// The slots it serves; never empty.
+    slots: Slots,
 }
 
 impl Master {
-    fn serves(&self, slot: u16) -> bool {
-        self.slots.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot))
-    }
-
     /// One line of `CLUSTER NODES`, if it is a master that serves slots
     /// and can be reached: `id addr flags master ping pong epoch link
     /// slot…`. A master the cluster agreed has failed (`fail`, not the
@@ -58,7 +55,7 @@ impl Master {
         }
         let addr = fields.get(1)?.split('@').next()?;
         let (host, port) = addr.rsplit_once(':')?;
-        let mut slots: Vec<(u16, u16)> = fields
+        let ranges: Vec<(u16, u16)> = fields
             .get(8..)?
             .iter()
             // `[slot->-id]`, `[slot-<-id]`: a slot being migrated or imported.
@@ -68,11 +65,11 @@ impl Master {
                 None => f.parse().ok().map(|s| (s, s)),
             })
             .collect();
-        slots.sort_unstable();
         // Only masters that serve slots hold keys.
-        slots.first()?;
+        ranges.first()?;
+        let mut slots = Slots::default();
+        slots.add(&ranges);
         Some(Master {
-            id: fields[0].to_owned(),
             host: host.to_owned(),
             port: port.parse().ok()?,
             slots,
@@ -177,7 +174,7 @@ fn next_shard(masters: &[Master], covered: Slots) -> Option<At> {
     Some(At {
         covered,
         slot,
-        master: masters.iter().position(|m| m.serves(slot)),
+        master: masters.iter().position(|m| m.slots.contains(slot)),
         cursor: 0,
         made_on: None,
     })
@@ -195,13 +192,15 @@ fn resume(masters: &[Master], cursor: &[u8]) -> Result<Option<At>> {
             let slot: u16 = slot.parse().map_err(|_| bad_cursor())?;
             let at: u64 = at.parse().map_err(|_| bad_cursor())?;
             let made_on = Some(made_on).filter(|m| !m.is_empty());
-            if slot > LAST_SLOT || covered.contains(slot) || (made_on.is_none() && at != 0) {
+            // An empty `run_id`: the shard is not begun, or its master named no
+            // process (`INFO` refused).
+            if slot > LAST_SLOT || covered.contains(slot) {
                 return Err(bad_cursor());
             }
             Ok(Some(At {
                 covered,
                 slot,
-                master: masters.iter().position(|m| m.serves(slot)),
+                master: masters.iter().position(|m| m.slots.contains(slot)),
                 cursor: at,
                 made_on: made_on.map(str::to_owned),
             }))
@@ -240,10 +239,10 @@ impl RedisClusterStore {
         Ok(text.lines().filter_map(Master::parse).collect())
     }
 
-    /// One `SCAN` step on the master `node`: the server process it ran on
-    /// (its `run_id`; `None` if `INFO` is refused, as it is to an operator
-    /// user made before scans asked for it), the next cursor, and the
-    /// stored keys.
+    /// One `SCAN` step on the master `node`, sent with `INFO server` in one
+    /// pipeline: the server process it ran on (its `run_id`; `None` if
+    /// `INFO` is refused, as it is to an operator user made before scans
+    /// asked for it), the next cursor, and the stored keys.
     pub(crate) async fn scan_node(
         &self,
         node: &Master,
@@ -253,32 +252,18 @@ impl RedisClusterStore {
     ) -> Result<(Option<String>, u64, Vec<String>)> {
         let mut pipe = redis::pipe();
         pipe.add_command(info_server_cmd())
-            .add_command(scan_cmd(cursor, pattern, count))
-            .ignore_errors();
+            .add_command(scan_cmd(cursor, pattern, count));
         let node = SingleNodeRoutingInfo::ByAddress {
             host: node.host.clone(),
             port: node.port,
         };
-        let read = |e: redis::ParsingError| Error::backend("redis-cluster", "read a scan reply", e);
-        let (run, scan) = match self
-            .query_node_pipe(pipe, 2, node.clone(), "scan keys")
-            .await
-        {
-            Ok(replies) => {
-                let [info, scan] = <[Value; 2]>::try_from(replies).map_err(|r| {
-                    Error::backend("redis-cluster", "read a scan reply", format!("{r:?}"))
-                })?;
-                (process_of(&info), scan)
-            }
-            // `INFO` refused: `SCAN` alone.
-            Err(_) => (
-                None,
-                self.query_node(scan_cmd(cursor, pattern, count), node, "scan keys")
-                    .await?,
-            ),
-        };
-        let (next, keys) = <(u64, Vec<String>)>::from_redis_value(scan).map_err(read)?;
-        Ok((run, next, keys))
+        // The replies as the server gave them: a refused `INFO` is a value.
+        let replies = self.query_node_pipe(pipe, 2, node, "scan keys").await?;
+        let read = |e: String| Error::backend("redis-cluster", "read a scan reply", e);
+        let [info, scan] = <[Value; 2]>::try_from(replies).map_err(|r| read(format!("{r:?}")))?;
+        let (next, keys) =
+            <(u64, Vec<String>)>::from_redis_value(scan).map_err(|e| read(e.to_string()))?;
+        Ok((process_of(&info), next, keys))
     }
 
     /// Every stored key matching `pattern`, on every master (maintenance).
@@ -288,9 +273,7 @@ impl RedisClusterStore {
             let (mut cursor, mut made_on) = (0, None);
             loop {
                 let (run, next, keys) = self.scan_node(&node, cursor, pattern, 1000).await?;
-                if let (Some(was), Some(now)) = (&made_on, &run)
-                    && was != now
-                {
+                if another_process(made_on.as_deref(), run.as_deref()) {
                     // The node restarted: its keys from the start.
                     (cursor, made_on) = (0, None);
                     continue;
@@ -333,9 +316,7 @@ impl RedisClusterStore {
             let (run, next, found) = self
                 .scan_node(&masters[master], here.cursor, &pattern, scan_count(count))
                 .await?;
-            if let (Some(made_on), Some(run)) = (&here.made_on, &run)
-                && made_on != run
-            {
+            if another_process(here.made_on.as_deref(), run.as_deref()) {
                 // Another process than the one that made the cursor serves
                 // the shard: its keys from the start (some again, none
                 // missed).
@@ -356,7 +337,7 @@ impl RedisClusterStore {
                 break;
             }
             let mut covered = here.covered;
-            covered.add(&masters[master].slots);
+            covered.add(&masters[master].slots.0);
             at = next_shard(&masters, covered);
             if !keys.is_empty() {
                 break;
@@ -413,11 +394,11 @@ g7 :0@0 master,noaddr - 0 0 7 disconnected 300";
     #[test]
     fn masters_that_serve_slots_are_listed_a_suspected_one_too() {
         let m = masters(NODES);
-        let ids: Vec<&str> = m.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids, ["a1", "b2", "c3"]);
-        assert_eq!(m[1].slots, [(5461, 5461), (5462, 10922)]);
-        assert_eq!((m[1].host.as_str(), m[1].port), ("127.0.0.1", 7000));
-        assert!(m[1].serves(5470) && !m[2].serves(5470));
+        let ports: Vec<u16> = m.iter().map(|m| m.port).collect();
+        assert_eq!(ports, [7001, 7000, 7002]);
+        assert_eq!(m[1].slots.0, [(5461, 10922)]);
+        assert_eq!(m[1].host, "127.0.0.1");
+        assert!(m[1].slots.contains(5470) && !m[2].slots.contains(5470));
     }
 
     #[test]
@@ -459,6 +440,11 @@ g7 :0@0 master,noaddr - 0 0 7 disconnected 300";
             resume(&m, b"0-10922:10923::0").unwrap(),
             at(&[(0, 10922)], 10923, Some(2), 0, None)
         );
+        // A cursor of a master that named no process (`INFO` refused).
+        assert_eq!(
+            resume(&m, b"0-5460:5461::7").unwrap(),
+            at(&[(0, 5460)], 5461, Some(1), 7, None)
+        );
     }
 
     #[test]
@@ -471,7 +457,7 @@ g7 :0@0 master,noaddr - 0 0 7 disconnected 300";
         let m = masters(&moved);
         let here = resume(&m, b"0-5460:5461:r1:77").unwrap().unwrap();
         let mut covered = here.covered;
-        covered.add(&m[1].slots);
+        covered.add(&m[1].slots.0);
         assert_eq!(
             next_shard(&m, covered),
             at(&[(0, 10922)], 10923, Some(2), 0, None)
@@ -492,7 +478,7 @@ g7 :0@0 master,noaddr - 0 0 7 disconnected 300";
             );
         let m = masters(&failed_over);
         let here = resume(&m, b"0-5460:5461:r1:77").unwrap().unwrap();
-        assert_eq!(m[here.master.unwrap()].id, "d4");
+        assert_eq!(m[here.master.unwrap()].port, 7003, "d4");
         // Whose process made the cursor is the scan's to compare.
         assert_eq!(here.made_on.as_deref(), Some("r1"));
     }
@@ -525,8 +511,6 @@ g7 :0@0 master,noaddr - 0 0 7 disconnected 300";
         let m = masters(NODES);
         for bad in [
             &b"x"[..],
-            b":5461::7",
-            b"0-5460:5461::7",
             b"0-5460:100:r:0",
             b"1:2:3:4:5",
             b":16384:a1:0",
