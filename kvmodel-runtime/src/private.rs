@@ -8,6 +8,7 @@
 // Generated code: what `#[derive(KvEntity)]` and `#[derive(KvCounter)]`
 // expand to names as `::kvmodel::__private::…`.
 pub use crate::codec::compress::Codec;
+pub use crate::codec::fnv1a;
 pub use crate::codec::key::{Derived, KeyBuilder, KeyMatch, KeyPart, Segments, SortPart};
 pub use crate::codec::key::{sort_is, sort_key as sort_of};
 pub use crate::codec::migrate;

@@ -103,6 +103,16 @@ pub struct Context {
 }
 
 impl Context {
+    /// A fingerprint of the model (hex), which a saved walk is resumed
+    /// under only when it is the same.
+    pub fn fingerprint(&self) -> String {
+        let text = format!("{:?}", self.model);
+        format!(
+            "{:016x}",
+            kvmodel_runtime::__private::fnv1a(text.as_bytes())
+        )
+    }
+
     /// Loads the schema files as one model (exit 2 on errors), lowers it,
     /// opens the store.
     pub async fn open(schemas: &[PathBuf], url: &str) -> Result<Context, Fail> {

@@ -53,6 +53,11 @@ pub struct ReconcileArgs {
 struct Checkpoint {
     command: String,
     schema: String,
+    /// A fingerprint of the model the walk judges by (hex): a walk resumed
+    /// under another schema would judge what it measured by other
+    /// definitions (a counter one version declares and the other does not).
+    #[serde(default)]
+    model: String,
     store: String,
     /// Reports of the entities already walked.
     done: Vec<EntityReport>,
@@ -104,6 +109,7 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<Code, Fail>
     let mut cp = Checkpoint {
         command: command.to_owned(),
         schema: cx.schema.clone(),
+        model: cx.fingerprint(),
         store: cx.url.clone(),
         done: Vec::new(),
         current: None,
@@ -116,6 +122,15 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<Code, Fail>
                     path.display(),
                     saved.command,
                     saved.store
+                )));
+            }
+            if saved.model != cp.model {
+                return Err(fail(format_args!(
+                    "`{}` saves a walk made under another schema than `{}` (its entities, \
+                     indexes or counters differ); a walk resumed under another schema would \
+                     judge what it measured by other definitions: remove it to start over",
+                    path.display(),
+                    cx.schema
                 )));
             }
             if !o.quiet {

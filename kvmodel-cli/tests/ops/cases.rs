@@ -387,15 +387,27 @@ pub async fn a_saved_verify_resumes(b: Backend) {
     drop(store);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("verify.json");
-    let checkpoint = serde_json::json!({
+    let path = file.to_str().unwrap();
+    let fingerprint = format!(
+        "{:016x}",
+        kvmodel_runtime::__private::fnv1a(format!("{model:?}").as_bytes())
+    );
+    let mut checkpoint = serde_json::json!({
         "command": "verify",
         "schema": "schemas/shop.yaml",
+        "model": "0000000000000000",
         "store": url,
         "done": [],
         "current": ["User", state],
     });
+    // One saved under another schema is refused: it would judge what it
+    // measured by other definitions.
     std::fs::write(&file, serde_json::to_vec(&checkpoint).unwrap()).unwrap();
-    let path = file.to_str().unwrap();
+    let o = kvmodel(&ops("verify", &url, &["--checkpoint", path]));
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(err(&o).contains("another schema"), "{}", err(&o));
+    checkpoint["model"] = fingerprint.into();
+    std::fs::write(&file, serde_json::to_vec(&checkpoint).unwrap()).unwrap();
     let o = kvmodel(&ops("verify", &url, &["--checkpoint", path]));
     assert_eq!(code(&o), 1, "{}", err(&o));
     assert!(err(&o).contains("resuming from"), "{}", err(&o));

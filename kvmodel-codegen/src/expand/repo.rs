@@ -297,7 +297,7 @@ pub(crate) fn methods(cx: &Ctx<'_>, template: &KeyTemplate) -> Vec<Method> {
 
     let sweep_doc = if cx.e.expires() {
         format!(
-            " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false`, counters equal the live records. Writes also sweep, in small steps."
+            " Lets expiry reach derived data: examines up to `limit` due entries of the `{ename}` expiry ledger and, for each record that expired (and was not written again), removes its index, relation and discovery members and takes its counter amounts back. After a sweep that returns `more: false` and nothing in `skipped` (receipts that do not decode: `purge` those records), counters equal the live records. Writes also sweep, in small steps."
         )
     } else {
         format!(

@@ -63,8 +63,11 @@ pub struct Sweep {
     pub expired: u64,
     /// Records whose receipt could not be read; `purge` removes them.
     pub skipped: Vec<Skipped>,
-    /// True when more due entries remain than the limit let it examine:
-    /// call again.
+    /// True when more due entries remain than the limit let it examine and
+    /// this call removed some: call again. Entries that have to stay (a
+    /// receipt that does not decode, reported in `skipped`; a record not
+    /// yet expired) do not set it, so a loop that calls again while it is
+    /// set ends; `reconcile` sweeps past them.
     pub more: bool,
 }
 
@@ -161,9 +164,9 @@ impl<E: Entity, S: Store> Engine<E, S> {
     /// the expiry ledger that are due by the store's clock and, for each
     /// record that is gone (and was not written again since), removes its
     /// collection and discovery members and takes its counter amounts back,
-    /// in conditional commits. After a sweep that returns `more: false`,
-    /// the counters of the entity equal its live records and no collection
-    /// holds an expired member.
+    /// in conditional commits. After a sweep that returns `more: false`
+    /// and nothing in `skipped`, the counters of the entity equal its live
+    /// records and no collection holds an expired member.
     #[cfg_attr(feature = "tracing", tracing::instrument(target = "kvmodel", name = "sweep_expired", level = "debug", skip_all, fields(entity = E::META.name, backend = self.store().backend())))]
     pub async fn sweep_expired(&self, limit: usize) -> Result<Sweep> {
         sweep_in(self.store(), Upkeep::of::<E, S>(self.store()), limit).await
@@ -218,12 +221,28 @@ pub(crate) async fn sweep_in<S: Store>(
     upkeep: Upkeep<'_>,
     limit: usize,
 ) -> Result<Sweep> {
+    Ok(sweep_from(store, upkeep, limit, None).await?.0)
+}
+
+/// Sweeps up to `limit` due ledger entries after the ledger position
+/// `after` (from the first when `None`); what it did, and the position the
+/// next call resumes after (`None` when no due entry is left past it).
+/// [`Sweep::more`] is set only when it stopped at the limit having removed
+/// something: entries that have to stay (a receipt that does not decode, a
+/// record not yet expired) are met again by a call from the start, so a
+/// caller that calls again while `more` is set always ends.
+pub(crate) async fn sweep_from<S: Store>(
+    store: &S,
+    upkeep: Upkeep<'_>,
+    limit: usize,
+    mut after: Option<Vec<u8>>,
+) -> Result<(Sweep, Option<Vec<u8>>)> {
     let space = upkeep.space;
     let mut out = Sweep::default();
     let now = store.now_ms().await?;
     let ledger = space.ledger_key();
-    let mut after = None;
     let mut left = limit;
+    let mut removed = 0u64;
     while left > 0 {
         let mut req = RangeRequest::all(left.min(PAGE));
         req.upper = Bound::Included(due(now));
@@ -231,14 +250,14 @@ pub(crate) async fn sweep_in<S: Store>(
         let range = store.range(&ledger, req).await?;
         left = left.saturating_sub(range.members.len());
         out.examined += range.members.len() as u64;
-        sweep_entries(store, upkeep, &range.members, &mut out).await?;
+        removed += sweep_entries(store, upkeep, &range.members, &mut out).await?;
         match range.next {
             Some(n) => after = Some(n),
-            None => return Ok(out),
+            None => return Ok((out, None)),
         }
     }
-    out.more = true;
-    Ok(out)
+    out.more = removed > 0;
+    Ok((out, after))
 }
 
 /// Sweeps one page of due ledger entries: one commit for the page, or,
@@ -250,16 +269,16 @@ async fn sweep_entries<S: Store>(
     upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
-) -> Result<()> {
+) -> Result<u64> {
     let space = upkeep.space;
     let reported = out.skipped.len();
-    if sweep_plans(store, upkeep, entries, out, true).await? {
-        return Ok(());
+    if let Some(removed) = sweep_plans(store, upkeep, entries, out, true).await? {
+        return Ok(removed);
     }
     // The entries are read again below: report what they hold once.
     out.skipped.truncate(reported);
     let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(());
+        return Ok(0);
     };
     let req = RangeRequest {
         lower: Bound::Included(first.sort.clone()),
@@ -272,19 +291,22 @@ async fn sweep_entries<S: Store>(
         .filter(|e| now.members.contains(e))
         .cloned()
         .collect();
-    sweep_plans(store, upkeep, &left, out, false).await?;
-    Ok(())
+    Ok(sweep_plans(store, upkeep, &left, out, false)
+        .await?
+        .unwrap_or_default())
 }
 
 /// Sweeps `entries`, merged into one commit or (`merge` false) one commit
-/// each; whether the merged commit went through.
+/// each; how many entries it removed from the ledger (`None`: the merged
+/// commit did not go through).
 async fn sweep_plans<S: Store>(
     store: &S,
     upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
     merge: bool,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
+    let mut removed = 0u64;
     let space = upkeep.space;
     let ledger = space.ledger_key();
     let keys: Vec<String> = entries
@@ -329,7 +351,10 @@ async fn sweep_plans<S: Store>(
                     // of its own, so that two linked records expiring
                     // together each see the other's entries as they are.
                     match expire_linked(store, upkeep, key, bytes, &r).await {
-                        Ok(true) => out.expired += 1,
+                        Ok(true) => {
+                            out.expired += 1;
+                            removed += 1;
+                        }
                         Ok(false) => {}
                         Err(e @ Error::InvalidBatch { .. }) => {
                             out.skipped.push(Skipped::new(key.clone(), e));
@@ -349,7 +374,7 @@ async fn sweep_plans<S: Store>(
         }
     }
     if plans.is_empty() {
-        return Ok(true);
+        return Ok(Some(removed));
     }
     if merge {
         let mut all = Batch::new();
@@ -366,14 +391,17 @@ async fn sweep_plans<S: Store>(
         }
         if let Ok(Outcome::Applied) = crate::engine::repo::commit(store, all).await {
             out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
-            return Ok(true);
+            return Ok(Some(removed + plans.len() as u64));
         }
         // Something changed meanwhile (or one entry cannot be applied).
-        return Ok(false);
+        return Ok(None);
     }
     for (b, expires) in plans {
         match crate::engine::repo::commit(store, b).await {
-            Ok(Outcome::Applied) if expires => out.expired += 1,
+            Ok(Outcome::Applied) => {
+                out.expired += u64::from(expires);
+                removed += 1;
+            }
             Ok(_) => {}
             Err(e @ Error::InvalidBatch { .. }) => {
                 let key = e_key(&e);
@@ -382,7 +410,7 @@ async fn sweep_plans<S: Store>(
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(Some(removed))
 }
 
 /// The key an invalid batch names.

@@ -51,7 +51,8 @@ pub struct MigrateState {
     /// Records left unmigrated because writers kept changing them.
     pub conflicts: Vec<String>,
     /// The lowest version of a record left older than the current one
-    /// (duplicates and conflicts), if any.
+    /// (duplicates, conflicts and records that could not be rewritten), if
+    /// any.
     pub oldest_left: Option<u32>,
     /// Where the walk resumes; `None` at the start or when done.
     #[serde(with = "crate::engine::wide::hex")]
@@ -110,14 +111,14 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         for (key, bytes) in keys.iter().zip(values) {
             state.visited += 1;
             let Some(bytes) = bytes else { continue };
-            match record::header(key, &bytes) {
-                Ok(h) if h.version < self.def.version() => {}
+            let version = match record::header(key, &bytes) {
+                Ok(h) if h.version < self.def.version() => h.version,
                 Ok(_) => continue,
                 Err(e) => {
                     state.skipped.push(Skipped::new(key.clone(), e));
                     continue;
                 }
-            }
+            };
             let outcome = if state.dry_run {
                 self.check_rewrite(key, &mut state.would_claim).await
             } else {
@@ -134,7 +135,13 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
                     state.left_at(version);
                     state.conflicts.push(key.clone());
                 }
-                Err(e) if about_the_record(&e) => state.skipped.push(Skipped::new(key.clone(), e)),
+                // Left at its version (it cannot be rewritten: grown past
+                // `max_size`, say), so what the versions since added is not
+                // complete.
+                Err(e) if about_the_record(&e) => {
+                    state.left_at(version);
+                    state.skipped.push(Skipped::new(key.clone(), e));
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -20,9 +20,7 @@ use crate::store::{Direction, RangeRequest};
 /// across processes and releases, so cursors outlive the process that made
 /// them.
 fn listing_tag(listing: &str) -> u64 {
-    listing.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::codec::fnv1a(listing.as_bytes())
 }
 
 /// An opaque position in one listing, returned as [`Page::next`] and passed

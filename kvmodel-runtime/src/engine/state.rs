@@ -248,7 +248,9 @@ async fn look_again<S: Store>(
 /// Records what a finished migration of the entity to `version` found:
 /// complete at `version` when it left no old record (`oldest_left` is the
 /// lowest version it left), with the `duplicates` it met. `by` names the
-/// run.
+/// run. A migration that left no old record never lowers a state a newer
+/// version set: one run by an older schema during a rolling deploy passes
+/// the newer records over, so it proves nothing below them.
 pub async fn record_migration<S: Store>(
     store: &S,
     space: Space<'_>,
@@ -257,19 +259,38 @@ pub async fn record_migration<S: Store>(
     duplicates: &[Duplicate],
     by: &str,
 ) -> Result<IndexState> {
-    let state = IndexState {
-        complete: oldest_left.map_or(version, |v| v.min(version)),
-        by: by.to_owned(),
-        at_ms: store.now_ms().await?,
-        duplicates: duplicates.iter().take(KEPT_DUPLICATES).cloned().collect(),
-        duplicate_count: duplicates.len() as u64,
-        provisional: false,
-    };
     let key = space.state_key();
-    let mut b = Batch::new();
-    b.put(&key, encode(&key, &state)?, None);
-    let _ = crate::engine::repo::commit(store, b).await?;
-    Ok(state)
+    for attempt in 0..crate::engine::repo::MAX_ATTEMPTS {
+        let stored = load(store, space).await?;
+        let complete = match (oldest_left, &stored) {
+            (Some(left), _) => left.min(version),
+            (None, Some(s)) if !s.provisional => s.complete.max(version),
+            (None, _) => version,
+        };
+        let state = IndexState {
+            complete,
+            by: by.to_owned(),
+            at_ms: store.now_ms().await?,
+            duplicates: duplicates.iter().take(KEPT_DUPLICATES).cloned().collect(),
+            duplicate_count: duplicates.len() as u64,
+            provisional: false,
+        };
+        let mut b = Batch::new();
+        match &stored {
+            Some(s) => b.equals(&key, encode(&key, s)?),
+            None => b.absent(&key),
+        };
+        b.put(&key, encode(&key, &state)?, None);
+        if crate::engine::repo::commit(store, b).await?.is_applied() {
+            return Ok(state);
+        }
+        crate::engine::repo::backoff(attempt).await;
+    }
+    Err(Error::Conflict {
+        entity: "index state",
+        key,
+        attempts: crate::engine::repo::MAX_ATTEMPTS,
+    })
 }
 
 /// What kind of thing a [`Derived`] kind names, for messages.

@@ -330,6 +330,89 @@ pub async fn an_older_writer_after_a_look_is_reported_until_migrate<H: Harness>(
     assert!(news.verify(50).await.unwrap().is_clean());
 }
 
+/// An older deployment's `migrate_all` (run at its start, say) while the
+/// newer one has made its indexes readable: it passes the newer records
+/// over, so it must not set the state back and refuse the newer reads.
+pub async fn an_older_migrate_leaves_the_newer_reads_readable<H: Harness>(h: &H) {
+    let store = h.store();
+    let news = AcctRepo::new(store.clone());
+    let mut rng = fastrand::Rng::with_seed(5);
+    for i in 0..3 {
+        let mut a = new(i, &mut rng);
+        a.tier = "gold".to_owned();
+        news.create(&a).await.unwrap();
+    }
+    news.migrate_all(10, |_| {}).await.unwrap();
+    assert_eq!(news.count_per_tier("gold").await.unwrap(), 3);
+
+    let older = v1::AcctRepo::new(store.clone());
+    let progress = older.migrate_all(10, |_| {}).await.unwrap();
+    assert_eq!(progress.changed, 0, "it rewrites no newer record");
+    let fresh = AcctRepo::new(store.clone());
+    assert_eq!(
+        fresh.count_per_tier("gold").await.unwrap(),
+        3,
+        "the older migrate set the state back"
+    );
+    let listed = fresh
+        .list_by_tier("gold", kvmodel::PageRequest::new(10))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 3);
+}
+
+/// A record the newer version cannot rewrite (it has grown past the newer
+/// `max_size`) stays at version 1, without the index version 2 added:
+/// `migrate` reports it skipped and leaves the index write-only, so reads
+/// are refused instead of silently missing it.
+pub async fn a_record_migrate_cannot_rewrite_keeps_the_index_write_only<H: Harness>(h: &H) {
+    mod big1 {
+        use super::*;
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+        #[kv(namespace = "roll", key = "note:{id}", version = 1)]
+        pub struct Note {
+            pub id: String,
+            pub text: String,
+        }
+    }
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, KvEntity)]
+    #[kv(namespace = "roll", key = "note:{id}", version = 2, max_size = "1KiB")]
+    #[kv(index(name = "by_tag", fields(tag), order_by = id, since = 2))]
+    #[kv(migration(from = 1, add(tag = "none")))]
+    struct Note {
+        id: String,
+        text: String,
+        tag: String,
+    }
+    let store = h.store();
+    let older = big1::NoteRepo::new(store.clone());
+    for (id, len) in [("small", 10), ("big", 4096)] {
+        let text = "x".repeat(len);
+        older
+            .create(&big1::Note {
+                id: id.to_owned(),
+                text,
+            })
+            .await
+            .unwrap();
+    }
+    let news = NoteRepo::new(store.clone());
+    let progress = news.migrate_all(10, |_| {}).await.unwrap();
+    assert_eq!(progress.changed, 1, "{progress:?}");
+    assert_eq!(progress.skipped.len(), 1, "{progress:?}");
+    assert!(
+        progress.skipped[0].key.ends_with("note:big"),
+        "{progress:?}"
+    );
+    let read = NoteRepo::new(store.clone())
+        .list_by_tag("none", kvmodel::PageRequest::new(10))
+        .await;
+    assert!(
+        matches!(read, Err(Error::NotReadable { .. })),
+        "the index lists without the record it lacks: {read:?}"
+    );
+}
+
 macro_rules! on {
     ($($module:ident: $harness:expr;)*) => {$(
         mod $module {
@@ -343,6 +426,18 @@ macro_rules! on {
             async fn an_older_writer_after_the_first_read_is_not_missed() {
                 let harness = $harness;
                 super::an_older_writer_after_the_first_read_is_not_missed(&harness).await;
+            }
+
+            #[tokio::test]
+            async fn an_older_migrate_leaves_the_newer_reads_readable() {
+                let harness = $harness;
+                super::an_older_migrate_leaves_the_newer_reads_readable(&harness).await;
+            }
+
+            #[tokio::test]
+            async fn a_record_migrate_cannot_rewrite_keeps_the_index_write_only() {
+                let harness = $harness;
+                super::a_record_migrate_cannot_rewrite_keeps_the_index_write_only(&harness).await;
             }
 
             #[tokio::test]

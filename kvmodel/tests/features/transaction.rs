@@ -443,3 +443,66 @@ async fn a_write_of_a_record_read_in_the_transaction_adds_no_second_condition() 
     );
     assert_eq!(accounts.get("a1").await.unwrap().unwrap().email, "c@x");
 }
+
+/// A transaction meeting an expired record whose sweep another write keeps
+/// from going through (on a cluster: a key held by an unfinished write)
+/// tries the sweep again, as the single writes do: it never writes over
+/// the receipt, which would leave the expired record counted for good.
+#[tokio::test]
+async fn a_transaction_never_takes_an_unswept_receipt_over() {
+    use kvmodel::conformance::{FaultyStore, Harness, MemoryHarness};
+    let h = MemoryHarness::new();
+    let store = FaultyStore::new(h.store());
+    let sessions = SessionRepo::new(store.clone());
+    let session = |id: &str, token: &str| Session {
+        id: id.into(),
+        token: token.into(),
+    };
+    sessions.create(&session("s1", "t1")).await.unwrap();
+    h.pass(std::time::Duration::from_millis(1500)).await;
+    let receipt = <Session as kvmodel::__private::Entity>::receipt_key(&SessionKeys::record("s1"));
+    store.contend_next(&receipt);
+    let s = &sessions;
+    let created = kvmodel::transaction(&store, |tx| async move {
+        s.in_tx(&tx).upsert(&session("s1", "t2")).await
+    })
+    .await
+    .unwrap();
+    assert!(!store.contending(), "the sweep met the refusal");
+    assert!(created);
+    assert_eq!(sessions.count_total().await.unwrap(), 1);
+    let drift = sessions.verify(16).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+}
+
+/// A record's time to live runs from when the transaction worked it out,
+/// not from the commit: a transaction that takes a while does not make its
+/// records outlive their expiry.
+#[tokio::test]
+async fn a_slow_transaction_does_not_lengthen_a_records_life() {
+    use kvmodel::conformance::{Harness, MemoryHarness};
+    let h = MemoryHarness::new();
+    let store = h.store();
+    let sessions = SessionRepo::new(store.clone());
+    let (s, h) = (&sessions, &h);
+    kvmodel::transaction(&store, |tx| async move {
+        s.in_tx(&tx)
+            .create(&Session {
+                id: "s1".into(),
+                token: "t1".into(),
+            })
+            .await?;
+        // The rest of the transaction takes 600 ms of the 1 s.
+        h.pass(std::time::Duration::from_millis(600)).await;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert!(sessions.get("s1").await.unwrap().is_some());
+    h.pass(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        sessions.get("s1").await.unwrap(),
+        None,
+        "1.1 s after the transaction worked its life out"
+    );
+}

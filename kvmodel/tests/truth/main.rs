@@ -27,6 +27,7 @@ kvmodel_runtime::on_every_backend!(
     expiry_reaches_counters_and_collections,
     orphans_are_found_and_repaired,
     writes_sweep_in_small_steps,
+    a_sweep_ends_past_receipts_it_cannot_read,
     concurrent_writes_keep_receipts_true,
     records_without_receipts_are_repaired,
     every_write_path_keeps_receipts,

@@ -370,6 +370,21 @@ pub fn collection_of_count(count_key: &str) -> Option<String> {
     Some(count.beside(Derived::Link, ""))
 }
 
+/// The registry of the record whose link count is at `count_key` (the
+/// count is `…#nlink:{name}:{record}`, the registry `…#links:{record}`);
+/// `None` for any other key.
+pub(crate) fn registry_of_count(count_key: &str) -> Option<String> {
+    let count = DerivedKey::parse(count_key).filter(|k| k.kind == Derived::LinkCount)?;
+    let (_, record) = count.rest.split_once(':')?;
+    Some(
+        DerivedKey {
+            rest: record,
+            ..count
+        }
+        .beside(Derived::Registry, ""),
+    )
+}
+
 /// Adds to a delete's batch what removes the link collections, counts and
 /// registry of the record at `key` of the entity in `space`, given its
 /// registry as read with the record (`None`: it has none).
@@ -395,4 +410,27 @@ pub(crate) fn delete_links(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_count_names_its_records_registry() {
+        let posts = Space::new("lnk", "post");
+        for record in ["lnk:post:p1", "lnk:post:a:b", "lnk:post:{x}"] {
+            let count = posts.of_record(Derived::LinkCount, "tags", record);
+            assert_eq!(
+                registry_of_count(&count),
+                Some(registry_key(posts, record)),
+                "{count}"
+            );
+        }
+        assert_eq!(registry_of_count("lnk:post:p1"), None);
+        assert_eq!(
+            registry_of_count(&posts.of_record(Derived::Counter, "total", "lnk:post:p1")),
+            None
+        );
+    }
 }

@@ -85,6 +85,10 @@ struct State {
     linked: BTreeSet<String>,
     /// The records at either end of a staged link or unlink.
     link_ends: BTreeSet<String>,
+    /// The earliest store time a staged write's time to live was worked
+    /// out at: the commit shortens every time to live by the time since,
+    /// so a record expires when it would had it been written then.
+    clock: Option<u64>,
 }
 
 /// Reads and writes of several repositories of one store, committed
@@ -165,6 +169,15 @@ impl<S: Store> Transaction<S> {
 
     /// One commit: `Err(Changed)` when a guarded record changed.
     async fn try_commit(&self) -> Result<Result<(), Changed>> {
+        // Time to live runs from when it was worked out, not from the
+        // commit.
+        let clock = self.lock().clock;
+        let elapsed = match clock {
+            Some(at) => {
+                std::time::Duration::from_millis(self.store.now_ms().await?.saturating_sub(at))
+            }
+            None => std::time::Duration::ZERO,
+        };
         let (batch, guards) = {
             let mut state = self.lock();
             let size = state.reads.len()
@@ -223,7 +236,15 @@ impl<S: Store> Transaction<S> {
                     }
                 }
                 guards.extend(part_guards);
-                for op in ops {
+                for mut op in ops {
+                    if let Op::Put { ttl: Some(ttl), .. } = &mut op {
+                        // Never 0, which would mean no expiry: a record
+                        // whose time has passed meanwhile is written to
+                        // expire at once.
+                        *ttl = ttl
+                            .saturating_sub(elapsed)
+                            .max(std::time::Duration::from_millis(1));
+                    }
                     batch.op(op);
                 }
             }
@@ -408,6 +429,13 @@ impl<S: Store> Transaction<S> {
     }
 
     /// Drops what the transaction read at `keys`, to read them again.
+    /// Notes that a staged write's time to live was worked out at the
+    /// store time `now`.
+    pub(super) fn note_clock(&self, now: u64) {
+        let mut state = self.lock();
+        state.clock = Some(state.clock.map_or(now, |c| c.min(now)));
+    }
+
     fn forget(&self, keys: &[String]) {
         let mut state = self.lock();
         for k in keys {

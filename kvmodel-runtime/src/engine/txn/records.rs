@@ -50,10 +50,21 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
     async fn stored(&self, key: &str) -> Result<(Option<Old<E>>, Option<StoredReceipt>)> {
         let keys = Engine::<E, S>::stored_keys(key);
         let mut values = self.tx.read(E::META.name, &keys).await?;
-        if matches!(values.as_slice(), [None, Some(_)]) {
+        let mut attempt = 0;
+        while matches!(values.as_slice(), [None, Some(_)]) {
             // The receipt of an expired record not yet swept: sweep it (its
-            // entries go), then read again.
-            Box::pin(self.engine.expire_leftover(key)).await?;
+            // entries go), then read again. A write must not go on from
+            // that receipt, which would take its entries and counter
+            // amounts over without undoing them; a sweep another write
+            // kept from going through is tried again, as the single
+            // writes do.
+            if attempt == crate::engine::repo::MAX_ATTEMPTS {
+                return Err(Engine::<E, S>::gave_up(key));
+            }
+            if !Box::pin(self.engine.expire_leftover(key)).await? {
+                crate::engine::repo::backoff(attempt).await;
+            }
+            attempt += 1;
             self.tx.forget(&keys);
             values = self.tx.read(E::META.name, &keys).await?;
         }
@@ -91,7 +102,7 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             // An expired record not yet swept leaves a receipt: sweep it.
             Box::pin(self.engine.expire_leftover(&key)).await?;
         }
-        let (ttl, due) = self.engine.lifetime_now(&key, value).await?;
+        let (ttl, due) = self.lifetime_now(&key, value).await?;
         self.write(&key, None, None, Some(value), ttl, due, true)
     }
 
@@ -169,6 +180,22 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         Ok(true)
     }
 
+    /// [`Engine::lifetime_now`], noting the store time it read: the commit
+    /// shortens the time to live by the time that passes until then.
+    async fn lifetime_now(
+        &self,
+        key: &str,
+        value: &E,
+    ) -> Result<(Option<std::time::Duration>, Option<u64>)> {
+        let lifetime = crate::engine::receipt::Lifetime::of(value);
+        if !lifetime.expires() {
+            return Ok((None, None));
+        }
+        let now = self.engine.store().now_ms().await?;
+        self.tx.note_clock(now);
+        lifetime.at_now(key, now)
+    }
+
     /// [`write`](Self::write) at the store's clock.
     async fn write_at_now(
         &self,
@@ -178,7 +205,7 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         new: Option<&E>,
     ) -> Result<()> {
         let (ttl, due) = match new {
-            Some(value) => self.engine.lifetime_now(key, value).await?,
+            Some(value) => self.lifetime_now(key, value).await?,
             None => (None, None),
         };
         // No record read: an upsert that creates, retried (as `upsert`
@@ -209,6 +236,11 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         let (old_facts, had) = match old {
             None => {
                 b.absent(key);
+                if create {
+                    // What the single `create` adds: an expired record's
+                    // receipt left there stops it (`create` swept first).
+                    Engine::<E, S>::require_no_leftover(&mut b, key, due);
+                }
                 guards.push(if create {
                     Guard::Exists {
                         entity,

@@ -332,6 +332,16 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
                 n => b.equals(stamp, n.to_string().into_bytes()),
             };
         }
+        // A link count whose record was deleted (and perhaps made again)
+        // since the view lost its drift with it: its registry, as the view
+        // holds it, must be unchanged.
+        if state.basis == Basis::View
+            && let [key] = shards
+            && let Some(registry) = crate::engine::links::registry_of_count(key)
+        {
+            let seen = self.reader().get(&registry).await?;
+            crate::engine::links::keep_as_read(&mut b, &registry, seen.as_ref());
+        }
         if want == 0 {
             for (shard, v) in held {
                 b.equals(shard, v.to_string().into_bytes()).delete(shard);

@@ -82,8 +82,12 @@ impl<D: EntityDef, S: Store> Walker<'_, D, S> {
         let count_key = space.of_record(Derived::LinkCount, name, &owner);
         state.expected.entry(count_key.clone()).or_insert(0);
         let reg_key = registry_key(space, &owner);
+        // Read as the entries are (through the walk's view, where it has
+        // one), and every repair conditions on what it read: a record
+        // deleted and made again since the view has another registry, so
+        // no entry of its earlier life is removed from its new collection.
         let mut read = self
-            .store
+            .reader()
             .get_many(&[owner.clone(), reg_key.clone(), space.receipt_key(&owner)])
             .await?
             .into_iter();

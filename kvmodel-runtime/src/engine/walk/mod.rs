@@ -331,11 +331,16 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         }
         state.drift.unfinished = self.store.unfinished_writes().await?;
         if state.repair && self.def.expiring() {
+            // Through the ledger once, past the entries that have to stay.
+            let mut after = None;
             loop {
-                let sweep =
-                    crate::engine::expiry::sweep_in(self.store, self.upkeep(), 10_000).await?;
-                if !sweep.more {
-                    break;
+                let upkeep = self.upkeep();
+                let (sweep, next) =
+                    crate::engine::expiry::sweep_from(self.store, upkeep, 10_000, after).await?;
+                state.drift.undecodable.extend(sweep.skipped);
+                match next {
+                    Some(n) => after = Some(n),
+                    None => break,
                 }
             }
         }

@@ -30,9 +30,7 @@ impl Spread for DynamoStore {
     fn shard_for(&self, key: &str, member: &[u8]) -> String {
         // FNV-1a: stable across builds and platforms, so a member is
         // always looked for where it was put.
-        let hash = member.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+        let hash = crate::codec::fnv1a(member);
         let i = u16::try_from(hash % u64::from(SHARDS)).unwrap_or(0);
         self.shard_key(key, i)
     }
