@@ -503,6 +503,33 @@ pub async fn a_sweep_ends_past_receipts_it_cannot_read<H: Harness>(h: &H) {
     }
 }
 
+/// A `verify` beside writers that rewrite expiring records: each record's
+/// receipt and ledger entry are judged as they were when the record was
+/// read, so no receipt is reported out of step.
+pub async fn verify_beside_rewrites_reports_no_receipt<H: Harness>(h: &H) {
+    use kvmodel_runtime::__private::{Typed, WalkState, Walker};
+    let store = h.store();
+    let repo = SessionRepo::new(store.clone());
+    let all = (0..4).map(|i| session(&format!("w{i}"), "u")).collect();
+    create_all(&repo, all).await;
+    let def = Typed::<Session>::new();
+    let walker = Walker::new(&def, &store);
+    let mut state = WalkState::new(false);
+    walker.start(&mut state).await.unwrap();
+    walker.step(&mut state, 1).await.unwrap();
+    // Later due times: every receipt and ledger entry moves.
+    h.pass(Duration::from_millis(50)).await;
+    for i in 0..4 {
+        repo.modify(&format!("w{i}"), |s| s.hits += 1)
+            .await
+            .unwrap();
+    }
+    while !state.is_done() {
+        walker.step(&mut state, 1).await.unwrap();
+    }
+    assert!(state.drift.receipts.is_empty(), "{:?}", state.drift);
+}
+
 /// Concurrent read-modify-writes of one expiring record keep its receipt,
 /// ledger entry, members and counters in step.
 pub async fn concurrent_writes_keep_receipts_true<H: Harness>(h: &H) {

@@ -21,7 +21,8 @@ kvmodel_runtime::on_every_backend!(
     reconcile_beside_writers_adds_no_drift,
     maintenance_changes_nothing_it_cannot_judge,
     a_counter_made_again_is_judged_once_its_old_stamp_has_gone,
-    a_walk_trusts_stamps_for_half_their_afterlife;
+    a_walk_trusts_stamps_for_half_their_afterlife,
+    verify_beside_rewrites_reports_no_receipt;
     real_time:
     recreated_session_leaves_its_old_user,
     expiry_reaches_counters_and_collections,
