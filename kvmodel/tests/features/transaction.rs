@@ -257,6 +257,28 @@ async fn writes_that_do_not_compose_are_refused<H: Harness>(h: &H) {
     assert_eq!(accounts.count_total().await.unwrap(), 1);
     assert!(accounts.verify(16).await.unwrap().is_clean());
 
+    // A unique value one record gives up and another takes: refused when
+    // staged, with the reason (the commit would see it still held).
+    accounts.create(&a("w", "w@x.io")).await.unwrap();
+    let tx = kvmodel::Transaction::new(store.clone());
+    accounts.in_tx(&tx).update(&a("x", "v@x.io")).await.unwrap();
+    let taken = accounts.in_tx(&tx).update(&a("w", "x@x.io")).await;
+    assert!(
+        matches!(&taken, Err(Error::InvalidBatch { reason, .. }) if reason.contains("gives up")),
+        "{taken:?}"
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(
+        accounts
+            .find_by_email("v@x.io")
+            .await
+            .unwrap()
+            .map(|a| a.id),
+        Some("x".into())
+    );
+    accounts.delete("w").await.unwrap();
+    assert!(accounts.verify(16).await.unwrap().is_clean());
+
     // A parent created earlier in the transaction is there for its child;
     // a delete in the same transaction takes its upkeep with it.
     let products = ProductRepo::new(store.clone());

@@ -74,6 +74,9 @@ struct State {
     /// Keys a staged write puts or deletes (record, receipt, claims), with
     /// the record key of the write.
     written: BTreeMap<String, String>,
+    /// Keys a staged write deletes if they hold its record (the unique
+    /// values it gives up), with the record key of the write.
+    released: BTreeMap<String, String>,
     /// Keys a staged write conditions on, other than the records read.
     conditioned: BTreeSet<String>,
     /// Keys a staged write creates (a record put under an `Absent`
@@ -428,7 +431,6 @@ impl<S: Store> Transaction<S> {
         Ok(())
     }
 
-    /// Drops what the transaction read at `keys`, to read them again.
     /// Notes that a staged write's time to live was worked out at the
     /// store time `now`.
     pub(super) fn note_clock(&self, now: u64) {
@@ -436,6 +438,7 @@ impl<S: Store> Transaction<S> {
         state.clock = Some(state.clock.map_or(now, |c| c.min(now)));
     }
 
+    /// Drops what the transaction read at `keys`, to read them again.
     fn forget(&self, keys: &[String]) {
         let mut state = self.lock();
         for k in keys {
@@ -480,6 +483,21 @@ impl<S: Store> Transaction<S> {
                 });
             }
         }
+        // A unique value an earlier write gives up is still held when this
+        // one's condition on it is checked (the commit sees the store as it
+        // was): refused here, with the reason, not at the commit.
+        for key in &writes {
+            if let Some(other) = state.released.get(key).filter(|o| o.as_str() != record) {
+                return Err(Error::InvalidBatch {
+                    key: key.clone(),
+                    reason: format!(
+                        "the write of `{record}` takes a unique value the write of `{other}` \
+                         in the same transaction gives up; make these changes in two \
+                         transactions"
+                    ),
+                });
+            }
+        }
         // A parent created earlier in this transaction exists when the
         // child is written: its condition goes (it would see the store
         // before the commit).
@@ -520,6 +538,11 @@ impl<S: Store> Transaction<S> {
                 && k == record
             {
                 state.created.insert(k.clone());
+            }
+        }
+        for op in kept.ops() {
+            if let Op::DeleteIfEquals { key, .. } = op {
+                state.released.insert(key.clone(), record.to_owned());
             }
         }
         for key in writes {
