@@ -172,6 +172,28 @@ const CLUSTER_COMMANDS: &[(&str, Need)] = &[
     ("hvals", Need::Operate),
 ];
 
+/// What an entity with a change feed (`feed:`) adds to [`COMMANDS`]: its
+/// feed is a Stream under the namespace.
+const FEED_COMMANDS: &[(&str, Need)] = &[
+    // Reading the feed (`tail`, a program's feed reader).
+    ("xrange", Need::Read),
+    ("xrevrange", Need::Read),
+    ("xread", Need::Read),
+    ("xinfo|stream", Need::Read),
+    // Every commit's append (its scripts), trimmed to the retention on the
+    // server's clock.
+    ("time", Need::Write),
+    ("xadd", Need::Write),
+    ("xtrim", Need::Write),
+    ("xsetid", Need::Write),
+    // Following the feed in a consumer group, which writes the group's
+    // state: a writer's (or operator's) work.
+    ("xgroup|create", Need::Write),
+    ("xinfo|groups", Need::Write),
+    ("xreadgroup", Need::Write),
+    ("xack", Need::Write),
+];
+
 /// The keys of the cluster's cross-slot protocol (see the module docs).
 const CLUSTER_KEYS: &str = "kvmodel~*";
 
@@ -179,17 +201,37 @@ const CLUSTER_KEYS: &str = "kvmodel~*";
 /// server meets one.
 const SCRIPTS: &[&str] = &["evalsha", "eval"];
 
-/// The commands of `role`, scripts included, in `ACL SETUSER` form; with
-/// `cluster`, those a Redis Cluster adds too.
-pub fn commands(role: Role, cluster: bool) -> Vec<&'static str> {
-    let cluster_commands = if cluster { CLUSTER_COMMANDS } else { &[] };
-    COMMANDS
+/// What the schemas need beyond the commands every one needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A Redis Cluster: its routing and cross-slot protocol.
+    pub cluster: bool,
+    /// An entity with a change feed.
+    pub feeds: bool,
+}
+
+/// The commands of `role`, scripts included, in `ACL SETUSER` form, with
+/// those the schemas' `needs` add, each once.
+pub fn commands(role: Role, needs: Needs) -> Vec<&'static str> {
+    let cluster_commands = if needs.cluster { CLUSTER_COMMANDS } else { &[] };
+    let feed_commands = if needs.feeds { FEED_COMMANDS } else { &[] };
+    let mut out: Vec<&'static str> = Vec::new();
+    let all = COMMANDS.iter().chain(cluster_commands).chain(feed_commands);
+    for (c, _) in all.filter(|(_, need)| *need <= Need::of(role)) {
+        if !out.contains(c) {
+            out.push(c);
+        }
+    }
+    out.extend(SCRIPTS.iter().copied());
+    out
+}
+
+/// Whether any entity of the schemas keeps a change feed.
+pub fn feeds(schemas: &[kvmodel_build::Schema]) -> bool {
+    schemas
         .iter()
-        .chain(cluster_commands)
-        .filter(|(_, need)| *need <= Need::of(role))
-        .map(|(c, _)| *c)
-        .chain(SCRIPTS.iter().copied())
-        .collect()
+        .flat_map(|s| &s.model.entities)
+        .any(|e| e.feed.is_some())
 }
 
 /// The glob patterns of every key of `namespace`: its keys, and the change
@@ -213,13 +255,13 @@ fn glob_escape(text: &str) -> String {
 
 /// The `ACL SETUSER` line of `user` in `role` over `namespaces`, for a
 /// Redis Cluster with `cluster`.
-pub fn setuser(user: &str, role: Role, namespaces: &BTreeSet<String>, cluster: bool) -> String {
+pub fn setuser(user: &str, role: Role, namespaces: &BTreeSet<String>, needs: Needs) -> String {
     let mut patterns: Vec<String> = namespaces.iter().flat_map(|ns| key_patterns(ns)).collect();
-    if cluster && role != Role::Reader {
+    if needs.cluster && role != Role::Reader {
         patterns.push(CLUSTER_KEYS.to_owned());
     }
     let mut line = format!("ACL SETUSER {user} on resetkeys resetchannels clearselectors -@all");
-    for c in commands(role, cluster) {
+    for c in commands(role, needs) {
         if role == Role::Reader && SCRIPTS.contains(&c) {
             continue;
         }
@@ -277,8 +319,9 @@ pub fn report(
     namespaces: &BTreeSet<String>,
     roles: &[Role],
     user: Option<&str>,
-    cluster: bool,
+    needs: Needs,
 ) -> String {
+    let cluster = needs.cluster;
     let roles: Vec<Role> = if roles.is_empty() {
         Role::ALL.to_vec()
     } else {
@@ -323,7 +366,7 @@ pub fn report(
             None => format!("{base}-{}", role.name()),
         };
         let _ = writeln!(out, "# {}: {}", role.name(), role.what());
-        let _ = writeln!(out, "{}", setuser(&name, role, namespaces, cluster));
+        let _ = writeln!(out, "{}", setuser(&name, role, namespaces, needs));
     }
     out
 }

@@ -388,7 +388,10 @@ fn execute(cli: Cli) -> Result<(), Fail> {
                 &namespaces,
                 &args.roles,
                 args.user.as_deref(),
-                args.cluster,
+                crate::acl::Needs {
+                    cluster: args.cluster,
+                    feeds: crate::acl::feeds(&loaded),
+                },
             ))
         }
         Command::Keys {

@@ -688,3 +688,49 @@ fn roles_names_and_errors() {
     assert_eq!(code(&o), 1);
     assert_eq!(code(&kvmodel(&["acl"])), 2);
 }
+
+/// An entity with a change feed: the writer's commits append to the feed
+/// (its scripts run the Stream commands), the reader tails it, and a
+/// schema without a feed grants none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_is_appended_by_the_writer_and_tailed_by_the_reader() {
+    use super::tail::{Order, OrderRepo};
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("shop.yaml");
+    std::fs::write(&schema, super::tail::SCHEMA).unwrap();
+    let schema = schema.display().to_string();
+    let users = create_users(&server, &["--schema", &schema, "--user", "feed"]).await;
+    assert_eq!(users, ["feed-reader", "feed-writer", "feed-operator"]);
+
+    let writer = AnyStore::open(&url(&server, "feed-writer")).await.unwrap();
+    let orders = OrderRepo::new(writer);
+    let mut o = Order {
+        id: "o1".into(),
+        status: "new".into(),
+    };
+    orders.create(&o).await.unwrap();
+    o.status = "paid".into();
+    orders.update(&o).await.unwrap();
+    assert!(orders.delete("o1").await.unwrap());
+
+    let reader = url(&server, "feed-reader");
+    let o = kvmodel(&[
+        "tail", "--schema", &schema, "--store", &reader, "Order", "--from", "start", "--count", "3",
+    ]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let events: Vec<String> = out(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .collect();
+    assert_eq!(events, ["\"created\"", "\"updated\"", "\"deleted\""]);
+    // The reader appends nothing.
+    let feed = <Order as kvmodel_runtime::__private::Entity>::space().feed_key();
+    let refused = dry_run(&server, "feed-reader", &["XADD", &feed, "*", "e", "x"]).await;
+    assert!(refused.is_some(), "a reader may append to the feed");
+
+    // Without a feed, no Stream command.
+    let o = kvmodel(&["acl", "--schema", "schemas/shop.yaml", "--role", "writer"]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(!out(&o).contains("+xadd"), "{}", out(&o));
+}

@@ -14,7 +14,7 @@ pub struct Order {
     pub status: String,
 }
 
-const SCHEMA: &str = r#"
+pub const SCHEMA: &str = r#"
 kvmodel: 1
 namespace: shop
 entities:

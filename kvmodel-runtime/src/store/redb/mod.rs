@@ -19,6 +19,8 @@ mod feed;
 mod group;
 mod guard;
 mod read;
+#[cfg(test)]
+mod tests;
 mod write;
 
 use std::path::Path;
@@ -65,6 +67,22 @@ fn err(context: &'static str) -> impl Fn(redb::Error) -> Error {
 
 fn e<E: Into<redb::Error>>(context: &'static str) -> impl Fn(E) -> Error {
     move |x| err(context)(x.into())
+}
+
+/// Commits `txn`. Once redb has begun a commit, a failure (an I/O error,
+/// or a panic inside redb) may leave the changes durable all the same (so
+/// redb documents its commit errors): the outcome is unknown, and reported
+/// so ([`Error::OutcomeUnknown`]), never as nothing written.
+fn commit(txn: redb::WriteTransaction) -> Result<()> {
+    let unknown = |source: Box<dyn std::error::Error + Send + Sync>| Error::OutcomeUnknown {
+        backend: "redb",
+        source,
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| txn.commit())) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(unknown(Box::new(e))),
+        Err(panic) => Err(unknown(damage(&*panic).into())),
+    }
 }
 
 /// The embedded file store. Cheap to clone; clones share one open database.
@@ -186,11 +204,23 @@ impl RedbStore {
                     .into(),
             ));
         }
+        RedbStore::open_database(path, clock, || Database::create(path))
+    }
+
+    /// Opens the database `create` opens (the file at `path`, or a test's
+    /// storage backend named `path`), with `clock`.
+    fn open_database(
+        path: &Path,
+        clock: impl Clock,
+        create: impl FnOnce() -> std::result::Result<Database, redb::DatabaseError>
+        + std::panic::UnwindSafe,
+    ) -> Result<Self> {
+        let failed =
+            |detail: String| Error::backend("redb", format!("open `{}`", path.display()), detail);
         // A damaged file can make redb panic while it reads its pages; that
         // panic is reported as the damage it most likely is.
         let opened = std::panic::catch_unwind(|| -> Result<(Database, bool)> {
-            let db =
-                Database::create(path).map_err(|x| failed(redb::Error::from(x).to_string()))?;
+            let db = create().map_err(|x| failed(redb::Error::from(x).to_string()))?;
             let txn = db.begin_write().map_err(e("begin a write transaction"))?;
             let collection_ttls = {
                 let mut kv = txn.open_table(KV).map_err(e("create table kv"))?;
@@ -288,7 +318,7 @@ impl RedbStore {
             }
         }
         if applied {
-            txn.commit().map_err(e("commit a batch"))?;
+            commit(txn)?;
         }
         if appended {
             self.signal.appended();
@@ -318,7 +348,7 @@ impl RedbStore {
             }
         };
         if outcome.is_applied() {
-            txn.commit().map_err(e("commit a batch"))?;
+            commit(txn)?;
             if appended {
                 self.signal.appended();
             }
