@@ -7,6 +7,7 @@ use std::time::Duration;
 use kvmodel_runtime::conformance::DynamoEmulator;
 use kvmodel_runtime::{AnyStore, Batch, DynamoStore, Error, Store};
 
+mod answers;
 mod writers;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

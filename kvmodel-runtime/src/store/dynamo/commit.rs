@@ -306,14 +306,28 @@ impl DynamoStore {
                         return Ok(Attempt::Raced);
                     }
                 }
-                if err.is_transaction_in_progress_exception() {
-                    return Ok(Attempt::Raced);
+                // Refusals of this request that hold for every attempt the
+                // SDK made with its token (DynamoDB answers a retry of an
+                // applied transaction with its success): nothing written.
+                // Anything else — still in progress (an earlier attempt
+                // whose reply was lost may yet apply), throttled, an
+                // internal error — may follow an attempt that applied.
+                let refused = err.is_transaction_canceled_exception()
+                    || err.is_resource_not_found_exception()
+                    || err.is_idempotent_parameter_mismatch_exception()
+                    || err.is_invalid_endpoint_exception()
+                    || matches!(
+                        aws_sdk_dynamodb::error::ProvideErrorMetadata::code(err),
+                        Some("ValidationException" | "AccessDeniedException")
+                    );
+                let text = describe(&SdkError::ServiceError(e));
+                if refused {
+                    return Err(Error::backend(BACKEND, "commit", text));
                 }
-                Err(Error::backend(
-                    BACKEND,
-                    "commit",
-                    describe(&SdkError::ServiceError(e)),
-                ))
+                Err(Error::OutcomeUnknown {
+                    backend: BACKEND,
+                    source: text.into(),
+                })
             }
             Err(e @ SdkError::ConstructionFailure(_)) => Err(sdk_error("commit", e)),
             Err(SdkError::DispatchFailure(d)) if d.is_user() => {
