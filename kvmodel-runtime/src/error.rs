@@ -352,26 +352,53 @@ impl Error {
 const SHOWN: usize = 200;
 
 /// `url` with the password of its user part (`redis://USER:PASSWORD@…`,
-/// `redis+cluster://USER:PASSWORD@HOST:PORT,…`) replaced by `***`: a store
-/// URL as errors, reports and logs may show it.
+/// `redis+cluster://USER:PASSWORD@HOST:PORT,…`), and of a `pass=` or
+/// `password=` query parameter, replaced by `***`: a store URL as errors,
+/// reports, checkpoints and logs may show it.
 ///
 /// ```
 /// use kvmodel_runtime::store::redact_url;
 /// assert_eq!(redact_url("redis://ops:s3cret@10.0.0.5:6379/2"), "redis://ops:***@10.0.0.5:6379/2");
 /// assert_eq!(redact_url("redb:data/app.redb"), "redb:data/app.redb");
+/// assert_eq!(redact_url("redis://ops:a/b?c@h:1"), "redis://ops:***@h:1");
+/// assert_eq!(
+///     redact_url("redis+unix:///run/redis.sock?user=ops&pass=s3cret"),
+///     "redis+unix:///run/redis.sock?user=ops&pass=***"
+/// );
 /// ```
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-    match authority.rsplit_once('@') {
-        Some((user, _)) if user.contains(':') => {
+    // The user part ends at the last `@`: a password may hold `/`, `?` or
+    // `@` itself (unescaped, which the URL parser then refuses, and the
+    // refusal names the URL).
+    let rest = match rest.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
             let name = user.split_once(':').map_or(user, |(n, _)| n);
-            format!("{scheme}://{name}:***@{}", &rest[user.len() + 1..])
+            format!("{name}:***@{host}")
         }
-        _ => url.to_owned(),
-    }
+        _ => rest.to_owned(),
+    };
+    // A password in the query (`redis+unix:///s.sock?user=u&pass=…`).
+    let rest = match rest.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _))
+                        if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{k}=***")
+                    }
+                    _ => p.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => rest,
+    };
+    format!("{scheme}://{rest}")
 }
 
 /// `text` for a message: whole when short, else its first [`SHOWN`] bytes
