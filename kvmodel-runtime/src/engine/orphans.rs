@@ -16,8 +16,8 @@ use crate::engine::expiry::expire_ops;
 use crate::engine::receipt::{StoredReceipt, move_receipt_in};
 use crate::engine::repo::{Engine, MAX_ATTEMPTS};
 use crate::engine::transition::{ReceiptMove, Upkeep, transition};
-use crate::engine::walk::Walker;
 use crate::engine::walk::inward::{Kind, page};
+use crate::engine::walk::{Walker, about_the_record};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::batch::Batch;
@@ -134,6 +134,17 @@ pub async fn plan<D: EntityDef, S: Store>(def: &D, store: &S, key: &str) -> Resu
             };
             if upkeep.discovery {
                 b.remove(space.all_key(), Vec::new(), key.as_bytes().to_vec());
+            }
+            // Its links go as an expired record's do, far entries and
+            // counts with them: a record made again at this key must not
+            // find them (its registry would give it the old incarnation).
+            match crate::engine::links::expiry::expire_links(store, space, key, &mut b).await {
+                Ok(()) => {}
+                // A registry that does not decode names nothing to follow.
+                Err(e) if about_the_record(&e) => {
+                    b.delete(crate::engine::links::registry_key(space, key));
+                }
+                Err(e) => return Err(e),
             }
             let (mut owned, known) = match &receipt {
                 Some(StoredReceipt { receipt: Ok(r), .. }) => (r.facts.clone(), true),

@@ -626,3 +626,28 @@ async fn owner_made_again_during_a_walk<H: Harness>(h: &H, drift: i64) {
     assert_eq!(p.count_tags("p1").await.unwrap(), 1);
     p.delete("p1").await.unwrap();
 }
+
+/// `purge` of a post that no longer decodes takes its links with it, far
+/// entries and counts too: the post made again at that key has none.
+pub async fn a_purged_record_leaves_no_links_to_come_back<H: Harness>(h: &H) {
+    let store = h.store();
+    let (p, t) = setup(&store, &["p1"], &["a", "b"]).await;
+    assert!(p.link_tags("p1", "a").await.unwrap());
+    assert!(p.link_tags("p1", "b").await.unwrap());
+    let mut b = kvmodel::Batch::new();
+    b.put(PostKeys::record("p1"), b"not a record".to_vec(), None);
+    assert!(store.commit(b).await.unwrap().is_applied());
+    assert!(p.purge("p1").await.unwrap());
+
+    p.create(&post("p1")).await.unwrap();
+    assert!(tags_of(&p, "p1").await.is_empty());
+    assert_eq!(p.count_tags("p1").await.unwrap(), 0);
+    for name in ["a", "b"] {
+        assert!(posts_of(&t, name).await.is_empty(), "{name}");
+        assert_eq!(t.count_posts(name).await.unwrap(), 0, "{name}");
+    }
+    let drift = p.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+    let drift = t.verify(10).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
+}

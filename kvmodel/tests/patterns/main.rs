@@ -65,6 +65,7 @@ kvmodel_runtime::on_every_backend!(
     reconcile_removes_the_edge_of_a_pair_whose_records_are_both_gone,
     the_model_walk_agrees_on_every_link_key,
     a_walk_beside_an_owner_made_again_leaves_its_count_true,
+    a_purged_record_leaves_no_links_to_come_back,
     a_child_of_a_missing_parent_is_refused,
     a_contended_parent_condition_is_retried_not_refused,
     restrict_refuses_a_parent_with_children,
