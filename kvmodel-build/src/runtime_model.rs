@@ -34,7 +34,8 @@ pub fn lower(model: &ir::Model) -> Result<Model, LowerError> {
             .as_ref()
             .map(|n| n.value.clone())
             .ok_or_else(|| LowerError(format!("the entity `{}` has no namespace", *e.name)))?;
-        if namespace.is_empty() {
+        // The first in order, whatever the order of the files.
+        if namespace.is_empty() || ns < namespace {
             namespace = ns.clone();
         }
         entities.push(entity(model, e, key, ns)?);

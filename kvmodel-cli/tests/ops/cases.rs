@@ -237,6 +237,24 @@ pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
         "{}",
         err(&o)
     );
+    // A run over several schema files takes the lease of every namespace
+    // it migrates, whatever the order of the files, and gives back those
+    // it took when one is held.
+    for files in [
+        ["schemas/sessions.yaml", "schemas/shop.yaml"],
+        ["schemas/shop.yaml", "schemas/sessions.yaml"],
+    ] {
+        let o = kvmodel(&[
+            "migrate", "--schema", files[0], files[1], "--store", &url, "-q",
+        ]);
+        assert_eq!(code(&o), 3, "{files:?}: {}{}", out(&o), err(&o));
+        assert!(err(&o).contains("lease of `shop`"), "{}", err(&o));
+        let store = b.open().await;
+        assert!(
+            ledger::current(&store, "auth").await.unwrap().is_none(),
+            "{files:?}: the lease of `auth` is left held"
+        );
+    }
     // A lease that lapsed (its runner died) is taken over.
     let store = b.open().await;
     let mut held = match ledger::current(&store, "shop").await.unwrap() {
@@ -255,7 +273,8 @@ pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
     let o = kvmodel(&ops("migrate", &url, &["-q"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
     assert!(
-        err(&o).contains("took over the lapsed migration lease of `elsewhere:1` (run 7)"),
+        err(&o)
+            .contains("took over the lapsed migration lease of `shop` from `elsewhere:1` (run 7)"),
         "{}",
         err(&o)
     );

@@ -28,7 +28,9 @@ use crate::schema::{CounterKeep, OnDelete, Ttl};
 /// Every entity of one schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
-    /// The namespace every key of the schema starts with.
+    /// The namespace every key of the schema starts with; of a schema over
+    /// several namespaces, the first in order (where the migration ledger
+    /// is kept).
     pub namespace: String,
     /// The entities (types without a key are not entities and are left out).
     pub entities: Vec<EntityModel>,

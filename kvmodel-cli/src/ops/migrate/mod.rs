@@ -109,7 +109,7 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
     let ns = cx.model.namespace.clone();
     let mut progress = Progress::new(args.quiet);
 
-    let mut lease = None;
+    let mut leases: Vec<Lease> = Vec::new();
     let mut run = Run {
         number: 0,
         owner: owner.clone(),
@@ -121,31 +121,41 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
         note: None,
     };
     if !args.dry_run {
-        match Lease::acquire(&cx.store, &ns, &owner, 0, lease_ms)
-            .await
-            .map_err(store_error)?
-        {
-            Acquired::Refused(held) => {
-                eprintln!(
-                    "refused: `{}` holds the migration lease of `{ns}` (run {}) for {} more; \
-                     wait for it to finish, or for the lease to lapse if that runner died",
-                    held.owner,
-                    held.run,
-                    left(held.expires_ms, &cx).await
-                );
-                return Ok(Code::Refused);
-            }
-            Acquired::Held {
-                lease: l,
-                took_over,
-            } => {
-                if let Some(old) = took_over {
+        // The lease of every namespace migrated, in order: a run over
+        // several schema files excludes a run over any one of them.
+        let spaces: std::collections::BTreeSet<&str> =
+            entities.iter().map(|e| e.namespace.as_str()).collect();
+        for space in spaces {
+            match Lease::acquire(&cx.store, space, &owner, 0, lease_ms)
+                .await
+                .map_err(store_error)?
+            {
+                Acquired::Refused(held) => {
                     eprintln!(
-                        "took over the lapsed migration lease of `{}` (run {})",
-                        old.owner, old.run
+                        "refused: `{}` holds the migration lease of `{space}` (run {}) for {} \
+                         more; wait for it to finish, or for the lease to lapse if that runner \
+                         died",
+                        held.owner,
+                        held.run,
+                        left(held.expires_ms, &cx).await
                     );
+                    for l in leases {
+                        l.release(&cx.store).await.map_err(store_error)?;
+                    }
+                    return Ok(Code::Refused);
                 }
-                lease = Some(l);
+                Acquired::Held {
+                    lease: l,
+                    took_over,
+                } => {
+                    if let Some(old) = took_over {
+                        eprintln!(
+                            "took over the lapsed migration lease of `{space}` from `{}` (run {})",
+                            old.owner, old.run
+                        );
+                    }
+                    leases.push(l);
+                }
             }
         }
         let last = ledger::runs(&cx.store, &ns, 1)
@@ -180,7 +190,7 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
                     .map_err(store_error)?;
             }
         }
-        if let Some(l) = lease.as_mut() {
+        for l in &mut leases {
             l.renew(&cx.store, run.number).await.map_err(store_error)?;
         }
     }
@@ -190,7 +200,7 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
         &args,
         &entities,
         &mut run,
-        lease.as_mut(),
+        &mut leases,
         pause,
         &mut progress,
     )
@@ -223,7 +233,7 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
         ledger::save(&cx.store, &ns, &run)
             .await
             .map_err(store_error)?;
-        if let Some(l) = lease {
+        for l in leases {
             l.release(&cx.store).await.map_err(store_error)?;
         }
     }
@@ -248,7 +258,7 @@ async fn migrate_entities(
     args: &MigrateArgs,
     entities: &[EntityModel],
     run: &mut Run,
-    mut lease: Option<&mut Lease>,
+    leases: &mut [Lease],
     pause: u64,
     progress: &mut Progress,
 ) -> kvmodel_runtime::Result<Option<Code>> {
@@ -295,7 +305,7 @@ async fn migrate_entities(
             if args.dry_run {
                 continue;
             }
-            if let Some(l) = lease.as_deref_mut() {
+            for l in leases.iter_mut() {
                 if !l.renew(&cx.store, run.number).await? {
                     run.outcome = Outcome::Failed;
                     run.note = Some(
