@@ -84,9 +84,13 @@ impl EntityReport {
     /// The report of `drift`, with what the index `state` leaves write-only.
     pub fn new(model: &EntityModel, drift: &Drift, state: Option<&IndexState>) -> EntityReport {
         let mut problems = Vec::new();
+        // A repair that did not land (the record changed meanwhile) is
+        // not reported as made.
+        let landed = |record: &String| !drift.unrepaired.contains(record);
         for (claim, record) in &drift.missing_claims {
             problems.push(Problem {
                 record: Some(record.clone()),
+                repairable: landed(record),
                 ..problem("missing_claim", claim)
             });
         }
@@ -101,6 +105,7 @@ impl EntityReport {
         for (collection, record) in &drift.missing_members {
             problems.push(Problem {
                 record: Some(record.clone()),
+                repairable: landed(record),
                 ..problem("missing_member", collection)
             });
         }

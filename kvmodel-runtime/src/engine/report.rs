@@ -125,6 +125,11 @@ pub struct Drift {
     /// `reconcile` finishes or undoes them first.
     #[serde(default)]
     pub unfinished: Vec<String>,
+    /// Records whose missing claims or members a repair did not write: a
+    /// writer changed the record between the walk's read and the repair,
+    /// which conditions on it. Run the walk again to judge them anew.
+    #[serde(default)]
+    pub unrepaired: Vec<String>,
     /// Counters that keep the amounts of records that are gone, checked
     /// only against the lower bound the live records give (not drift; one
     /// below it is in [`Drift::counters`]).
@@ -208,6 +213,7 @@ impl Drift {
             && self.orphan_members.is_empty()
             && self.receipts.is_empty()
             && self.unfinished.is_empty()
+            && self.unrepaired.is_empty()
             && self.unsettled.is_empty()
             && self.behind_count == 0
     }
@@ -232,6 +238,8 @@ impl Drift {
         self.orphan_members.dedup();
         self.receipts.sort();
         self.receipts.dedup();
+        self.unrepaired.sort();
+        self.unrepaired.dedup();
         self.behind.sort();
         self.behind.dedup();
         // Every record behind is listed: the count is exact too.

@@ -528,3 +528,34 @@ async fn a_slow_transaction_does_not_lengthen_a_records_life() {
         "1.1 s after the transaction worked its life out"
     );
 }
+
+/// A `reconcile` whose repair of a record's missing claim does not land (a
+/// writer changed the record between the walk's read and the repair, which
+/// conditions on it) reports the record unrepaired, not repaired; the next
+/// `reconcile` repairs it.
+#[tokio::test]
+async fn a_repair_that_does_not_land_is_reported_unrepaired() {
+    use kvmodel::conformance::{FaultyStore, Harness, MemoryHarness};
+    let h = MemoryHarness::new();
+    let store = FaultyStore::new(h.store());
+    let accounts = AccountRepo::new(store.clone());
+    accounts
+        .create(&Account {
+            id: "a1".into(),
+            email: "a@x".into(),
+        })
+        .await
+        .unwrap();
+    let mut b = kvmodel::Batch::new();
+    b.delete(AccountKeys::by_email("a@x"));
+    assert!(store.commit(b).await.unwrap().is_applied());
+
+    store.contend_next(&AccountKeys::record("a1"));
+    let drift = accounts.reconcile(16).await.unwrap();
+    assert!(!store.contending(), "the repair met the refusal");
+    assert_eq!(drift.unrepaired, [AccountKeys::record("a1")], "{drift:?}");
+    assert!(!accounts.verify(16).await.unwrap().is_clean());
+    let drift = accounts.reconcile(16).await.unwrap();
+    assert!(drift.unrepaired.is_empty(), "{drift:?}");
+    assert!(accounts.verify(16).await.unwrap().is_clean());
+}

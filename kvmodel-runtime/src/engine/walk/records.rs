@@ -177,8 +177,8 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
         state.drift.missing_members.append(&mut missing_members);
         let missing =
             have.claims.len() < want.claims.len() || have.members.len() < want.members.len();
-        if state.repair && missing {
-            self.repair(key, bytes, &have, &want).await?;
+        if state.repair && missing && !self.repair(key, bytes, &have, &want).await? {
+            state.drift.unrepaired.push(key.to_owned());
         }
         Ok(())
     }
@@ -443,7 +443,10 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
     /// fresh sample of the entity's TTL: never no expiry, but possibly up to
     /// one TTL more than the record, during which a repaired claim keeps its
     /// value taken.
-    async fn repair(&self, key: &str, bytes: Vec<u8>, have: &Facts, want: &Facts) -> Result<()> {
+    ///
+    /// Whether the repair landed: `false` when the record changed since it
+    /// was read (the repair conditions on it).
+    async fn repair(&self, key: &str, bytes: Vec<u8>, have: &Facts, want: &Facts) -> Result<bool> {
         let ttl = self.lifetime(key, self.expires_at(key, &bytes)).await?;
         let mut fix = Batch::new();
         fix.equals(key, bytes);
@@ -456,8 +459,7 @@ impl<'a, D: EntityDef, S: Store> Walker<'a, D, S> {
             ttl,
             ReceiptMove::Untouched,
         )?;
-        let _ = commit(self.store, fix).await?;
-        Ok(())
+        Ok(commit(self.store, fix).await?.is_applied())
     }
 }
 
