@@ -44,7 +44,8 @@ const PAGE: usize = 256;
 const WAIT: Duration = Duration::from_secs(5);
 
 /// Prints each change of the entity's feed as a JSON line; exit 0 after
-/// `--count` changes, 1 when the feed's retention has passed the position.
+/// `--count` changes, 2 (an error naming the oldest position kept) when the
+/// feed's retention has passed the position.
 pub async fn tail(args: TailArgs) -> Result<Code, Fail> {
     let cx = Context::open(&args.schema, &args.store).await?;
     let model = cx.entity(&args.entity)?;

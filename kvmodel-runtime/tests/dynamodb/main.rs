@@ -121,6 +121,26 @@ async fn batches_beyond_dynamodbs_limits_are_refused_before_sending() {
         "nothing was written"
     );
 
+    // Keys beyond DynamoDB's key limits: refused, naming the limit; such a
+    // key holds nothing.
+    let mut b = Batch::new();
+    b.add("coll", vec![b'x'; 1100], b"m".to_vec());
+    let err = store.commit(b).await.unwrap_err();
+    assert!(err.to_string().contains("1024 bytes"), "{err}");
+    let long = "k".repeat(3000);
+    let mut b = Batch::new();
+    b.put(long.as_str(), b"v".to_vec(), None);
+    let err = store.commit(b).await.unwrap_err();
+    assert!(err.to_string().contains("2048 bytes"), "{err}");
+    assert_eq!(store.get(&long).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_many(&[long.clone(), "fits".to_owned()])
+            .await
+            .unwrap(),
+        [None, None]
+    );
+
     let mut b = Batch::new();
     b.put("fits", vec![7; 390 * 1024], None);
     assert!(store.commit(b).await.unwrap().is_applied());

@@ -8,7 +8,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, Trans
 use super::blind;
 use super::commit::{MAX_ITEM_BYTES, limit_error};
 use super::model::{Model, member_key};
-use super::{DynamoStore, Head, Item, PK, VERSION, build_error, head_key};
+use super::{
+    DynamoStore, Head, Item, MAX_KEY_BYTES, MAX_SORT_KEY_BYTES, PK, SK, VERSION, build_error,
+    head_key,
+};
 use crate::error::Result;
 
 /// The size DynamoDB counts for an item: attribute names and values.
@@ -28,6 +31,29 @@ fn item_size(item: &Item) -> usize {
 /// The size of `item` (`what` of `key`), or the error naming DynamoDB's
 /// limit on one item.
 fn sized(key: &str, item: &Item, what: &str) -> Result<usize> {
+    if let Some(AttributeValue::S(pk)) = item.get(PK)
+        && pk.len() > MAX_KEY_BYTES
+    {
+        return Err(limit_error(
+            key,
+            format!(
+                "the key is {} bytes, beyond DynamoDB's limit of 2048 bytes per partition key",
+                pk.len()
+            ),
+        ));
+    }
+    if let Some(AttributeValue::B(sk)) = item.get(SK)
+        && sk.as_ref().len() > MAX_SORT_KEY_BYTES
+    {
+        return Err(limit_error(
+            key,
+            format!(
+                "a member's entry (its sort part and member) would take {} bytes of the sort \
+                 key, beyond DynamoDB's limit of 1024 bytes",
+                sk.as_ref().len()
+            ),
+        ));
+    }
     let size = item_size(item);
     if size > MAX_ITEM_BYTES {
         return Err(limit_error(

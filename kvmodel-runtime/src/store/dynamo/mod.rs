@@ -53,6 +53,18 @@ pub(crate) const BACKEND: &str = "dynamodb";
 /// Attribute names.
 const PK: &str = "pk";
 const SK: &str = "sk";
+
+/// DynamoDB's limit on a partition key, in bytes.
+const MAX_KEY_BYTES: usize = 2048;
+
+/// DynamoDB's limit on a sort key, in bytes.
+const MAX_SORT_KEY_BYTES: usize = 1024;
+
+/// Whether DynamoDB can store an item under `key`: not empty, and within
+/// its partition key limit. Any other key holds nothing.
+fn storable(key: &str) -> bool {
+    !key.is_empty() && key.len() <= MAX_KEY_BYTES
+}
 const KIND: &str = "kind";
 const VALUE: &str = "v";
 const COUNT: &str = "n";

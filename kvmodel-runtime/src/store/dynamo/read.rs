@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::{
     BACKEND, DynamoStore, HEAD, Head, Item, Kind, MEMBER, OnIo, PK, SK, build_error, head_key,
-    member_sk, sdk_error,
+    member_sk, sdk_error, storable,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -26,9 +26,10 @@ const UNPROCESSED_ATTEMPTS: u32 = 20;
 
 impl DynamoStore {
     /// The head item of `key`, as stored (expired or not).
-    /// The empty key, which DynamoDB cannot store, holds nothing.
+    /// A key DynamoDB cannot store (empty, or beyond its partition key
+    /// limit) holds nothing.
     pub(super) async fn head(&self, key: &str) -> Result<Option<Head>> {
-        if key.is_empty() {
+        if !storable(key) {
             return Ok(None);
         }
         let out = self
@@ -45,13 +46,13 @@ impl DynamoStore {
     }
 
     /// The head items of `keys`, in order, by `BatchGetItem` (duplicates
-    /// asked once; unprocessed keys asked again; the empty key, which
-    /// DynamoDB cannot store, holds nothing).
+    /// asked once; unprocessed keys asked again; a key DynamoDB cannot
+    /// store holds nothing).
     pub(super) async fn heads(&self, keys: &[String]) -> Result<Vec<Option<Head>>> {
         let mut unique: Vec<&str> = Vec::with_capacity(keys.len());
         let mut seen = std::collections::HashSet::new();
         for k in keys {
-            if !k.is_empty() && seen.insert(k.as_str()) {
+            if storable(k) && seen.insert(k.as_str()) {
                 unique.push(k);
             }
         }
