@@ -197,3 +197,49 @@ async fn redis_cluster_crashed_writes_have_their_event_exactly_once() {
         }
     }
 }
+
+/// A write of two records in two slots (neither the feed's) stopped after
+/// its first token applied: the record in the other slot is released only
+/// once the feed holds its event, so a later update of it never has its
+/// event before that record's creation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_a_record_of_a_crashed_write_keeps_its_events_in_order() {
+    let store = ClusterHarness::with_lease(Duration::from_millis(200))
+        .await
+        .store();
+    let repo = AcctRepo::new(store.clone());
+    let feed = slot(&store, "f:acct#feed");
+    let rec = |id: &str| slot(&store, &AcctKeys::record(id));
+    let claim = |id: &str| slot(&store, &AcctKeys::by_email(&format!("{id}@x")));
+    // The first record's claim shares its slot; the second record lies in
+    // a slot of its own, ahead of the feed's in the write's plan.
+    let a = (0..)
+        .map(|n| format!("order-a-{n}"))
+        .find(|id| rec(id) != feed && claim(id) == rec(id))
+        .expect("an id whose claim shares its slot");
+    let b = (0..)
+        .map(|n| format!("order-b-{n}"))
+        .find(|id| ![feed, rec(&a)].contains(&rec(id)))
+        .expect("an id in another slot");
+    let acct = |id: &str| Acct {
+        id: id.to_owned(),
+        email: format!("{id}@x"),
+        n: 0,
+    };
+    let crashing = AcctRepo::new(store.crashing_at(CrashPoint::AppliedPart));
+    let e = crashing
+        .create_many(&[acct(&a), acct(&b)])
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("test hook"), "{e}");
+    // Refused (`Conflict`) while the crashed write still holds the record,
+    // or applied: either way after the record's creation in the feed.
+    let updated = repo.update(&Acct { n: 1, ..acct(&b) }).await;
+    store.recover_writes(true).await.unwrap();
+    if let Err(e) = updated {
+        assert!(matches!(e, kvmodel::Error::Conflict { .. }), "{e}");
+        repo.update(&Acct { n: 1, ..acct(&b) }).await.unwrap();
+    }
+    assert_eq!(kinds_of(&repo, &b).await, ["created", "updated"]);
+    assert_eq!(kinds_of(&repo, &a).await, ["created"]);
+}

@@ -133,11 +133,15 @@ impl RedisClusterStore {
         let write = write_id(ticket);
         let groups = plan(batch, &write, &self.inner.prefix);
         let prefix = &self.inner.prefix;
-        let token_keys: Vec<Vec<String>> = groups
-            .iter()
-            .filter(|g| g.role == Role::Token)
-            .map(|g| g.script_keys(prefix))
-            .collect();
+        // Tokens that append to a change feed come first, and step 3 (and
+        // recovery, which follows this order) applies them before the
+        // others: a record held in another slot is released only once its
+        // events are in the feed, so no later write of it can put its own
+        // event first.
+        let mut tokens: Vec<&Group> = groups.iter().filter(|g| g.role == Role::Token).collect();
+        tokens.sort_by_key(|g| g.appends.is_empty());
+        let appending = tokens.iter().filter(|g| !g.appends.is_empty()).count();
+        let token_keys: Vec<Vec<String>> = tokens.iter().map(|g| g.script_keys(prefix)).collect();
         let intent = groups[0].own.clone();
         let groups_arg = pack(&token_keys);
         let locks_arg = pack(&groups[0].keys);
@@ -338,11 +342,19 @@ impl RedisClusterStore {
         } else {
             token_keys.len()
         };
-        let applies = token_keys
-            .iter()
-            .take(limit)
-            .map(|keys| self.token_step(&scripts.apply, keys, &write));
-        let applied = join_all(applies).await;
+        let (first, rest) = token_keys[..limit].split_at(appending.min(limit));
+        let mut applied = join_all(
+            first
+                .iter()
+                .map(|keys| self.token_step(&scripts.apply, keys, &write)),
+        )
+        .await;
+        if applied.iter().all(Result::is_ok) {
+            let more = rest
+                .iter()
+                .map(|keys| self.token_step(&scripts.apply, keys, &write));
+            applied.extend(join_all(more).await);
+        }
         if let Some(point @ (CrashPoint::AppliedPart | CrashPoint::Applied)) = crash {
             return Err(crashed(point));
         }
