@@ -330,6 +330,74 @@ pub async fn two_concurrent_migrations_one_refused(b: Backend) {
     assert_eq!(users.count_by_status(UserStatus::Active).await.unwrap(), 12);
 }
 
+/// A runner whose lease another took over while it stalled stops at its
+/// next page and leaves the ledger's record of the run to the new holder
+/// (which resumes the same run): it does not write its own over it.
+pub async fn a_runner_that_lost_its_lease_leaves_the_run_to_its_new_holder(b: Backend) {
+    let store = b.open().await;
+    old_users(&store, 12).await;
+    let url = b.url();
+    let slow = ops(
+        "migrate",
+        &url,
+        &[
+            "-q",
+            "--page-size",
+            "1",
+            "--pause",
+            "1500ms",
+            "--owner",
+            "first",
+        ],
+    );
+    let child = spawn(&slow);
+    // After its first page (saved in the ledger), another runner takes the
+    // lease over and records the run as its own.
+    let mut run = None;
+    for _ in 0..400 {
+        run = ledger::runs(&store, "shop", 1)
+            .await
+            .unwrap()
+            .pop()
+            .filter(|r| r.entities.iter().any(|e| e.visited > 0));
+        if run.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut run = run.expect("the first page is recorded");
+    let mut held = ledger::current(&store, "shop").await.unwrap().unwrap();
+    held.owner = "second".to_owned();
+    let mut batch = Batch::new();
+    batch.put(
+        ledger::key("shop", "lease"),
+        serde_json::to_vec(&held).unwrap(),
+        None,
+    );
+    assert!(store.commit(batch).await.unwrap().is_applied());
+    run.owner = "second".to_owned();
+    ledger::save(&store, "shop", &run).await.unwrap();
+
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(code(&done), 1, "{}{}", out(&done), err(&done));
+    assert!(
+        err(&done).contains("lost the migration lease"),
+        "{}",
+        err(&done)
+    );
+    let runs = ledger::runs(&store, "shop", 10).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].owner, "second", "{:?}", runs[0]);
+    assert_eq!(
+        ledger::current(&store, "shop")
+            .await
+            .unwrap()
+            .map(|l| l.owner),
+        Some("second".to_owned()),
+        "the new holder's lease stays"
+    );
+}
+
 pub async fn an_interrupted_migration_resumes(b: Backend) {
     let store = b.open().await;
     old_users(&store, 12).await;

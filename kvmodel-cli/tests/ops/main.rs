@@ -89,6 +89,11 @@ async fn two_concurrent_migrations_one_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_lost_its_lease_leaves_the_run_to_its_new_holder() {
+    cases::a_runner_that_lost_its_lease_leaves_the_run_to_its_new_holder(Backend::redis()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_migration_resumes() {
     cases::an_interrupted_migration_resumes(Backend::redis()).await;
 }

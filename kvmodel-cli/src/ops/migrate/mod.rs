@@ -92,6 +92,9 @@ fn same_plan(run: &Run, entities: &[EntityModel]) -> bool {
             .all(|(r, e)| r.entity == e.name && r.version == e.version)
 }
 
+/// Why a runner stopped when another took its lease over.
+const LOST: &str = "another runner took the lease over while this one stalled";
+
 /// Migrates; exit 0 when every record is current, 1 when some were left
 /// (duplicates, conflicts, unreadable), 3 when refused, 130 interrupted.
 pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
@@ -226,7 +229,10 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
             Code::Failed
         }
     };
-    if !args.dry_run {
+    // A runner that lost its lease leaves the run to the one that took it
+    // over (which resumes the same run): the ledger's record is theirs.
+    let lost = run.note.as_deref() == Some(LOST);
+    if !args.dry_run && !lost {
         if run.outcome != Outcome::Interrupted {
             run.ended_ms = Some(cx.store.now_ms().await.map_err(store_error)?);
         }
@@ -308,9 +314,7 @@ async fn migrate_entities(
             for l in leases.iter_mut() {
                 if !l.renew(&cx.store, run.number).await? {
                     run.outcome = Outcome::Failed;
-                    run.note = Some(
-                        "another runner took the lease over while this one stalled".to_owned(),
-                    );
+                    run.note = Some(LOST.to_owned());
                     eprintln!("error: lost the migration lease; stopped");
                     return Ok(Some(Code::Problems));
                 }
