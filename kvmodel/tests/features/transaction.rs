@@ -48,6 +48,13 @@ pub struct Session {
     pub token: String,
 }
 
+fn session(id: &str, token: &str) -> Session {
+    Session {
+        id: id.into(),
+        token: token.into(),
+    }
+}
+
 /// Places an order for `product` by `buyer` if it is in stock: one
 /// transaction that reads the product, decrements its stock and creates
 /// the order. `Ok(false)` when sold out.
@@ -398,10 +405,6 @@ async fn unique_claims_in_transactions_race<H: Harness>(h: &H) {
 async fn expired_records_are_swept_in_a_transaction<H: Harness>(h: &H) {
     let store = h.store();
     let sessions = SessionRepo::new(store.clone());
-    let session = |id: &str, token: &str| Session {
-        id: id.into(),
-        token: token.into(),
-    };
     sessions.create(&session("s1", "t1")).await.unwrap();
     h.pass(std::time::Duration::from_millis(1500)).await;
     let s = &sessions;
@@ -476,10 +479,6 @@ async fn a_transaction_never_takes_an_unswept_receipt_over() {
     let h = MemoryHarness::new();
     let store = FaultyStore::new(h.store());
     let sessions = SessionRepo::new(store.clone());
-    let session = |id: &str, token: &str| Session {
-        id: id.into(),
-        token: token.into(),
-    };
     sessions.create(&session("s1", "t1")).await.unwrap();
     h.pass(std::time::Duration::from_millis(1500)).await;
     let receipt = <Session as kvmodel::__private::Entity>::receipt_key(&SessionKeys::record("s1"));
@@ -508,12 +507,7 @@ async fn a_slow_transaction_does_not_lengthen_a_records_life() {
     let sessions = SessionRepo::new(store.clone());
     let (s, h) = (&sessions, &h);
     kvmodel::transaction(&store, |tx| async move {
-        s.in_tx(&tx)
-            .create(&Session {
-                id: "s1".into(),
-                token: "t1".into(),
-            })
-            .await?;
+        s.in_tx(&tx).create(&session("s1", "t1")).await?;
         // The rest of the transaction takes 600 ms of the 1 s.
         h.pass(std::time::Duration::from_millis(600)).await;
         Ok(())
