@@ -124,6 +124,13 @@ async fn walk(command: &str, o: WalkOptions, repair: bool) -> Result<Code, Fail>
                     saved.store
                 )));
             }
+            if saved.model.is_empty() {
+                return Err(fail(format_args!(
+                    "`{}` was saved by an older kvmodel, which did not record the schema it \
+                     walked under; remove it to start over",
+                    path.display()
+                )));
+            }
             if saved.model != cp.model {
                 return Err(fail(format_args!(
                     "`{}` saves a walk made under another schema than `{}` (its entities, \

@@ -63,11 +63,11 @@ pub struct Sweep {
     pub expired: u64,
     /// Records whose receipt could not be read; `purge` removes them.
     pub skipped: Vec<Skipped>,
-    /// True when more due entries remain than the limit let it examine and
-    /// this call removed some: call again. Entries that have to stay (a
-    /// receipt that does not decode, reported in `skipped`; a record not
-    /// yet expired) do not set it, so a loop that calls again while it is
-    /// set ends; `reconcile` sweeps past them.
+    /// True when more due entries remain than the limit let it examine,
+    /// and not every entry it examined had to stay for a reason reported
+    /// in `skipped`: call again. Entries whose receipts do not decode stay
+    /// until `purge`, so a loop that calls again while this is set ends
+    /// even when `limit` of them come first; `reconcile` sweeps past them.
     pub more: bool,
 }
 
@@ -227,10 +227,6 @@ pub(crate) async fn sweep_in<S: Store>(
 /// Sweeps up to `limit` due ledger entries after the ledger position
 /// `after` (from the first when `None`); what it did, and the position the
 /// next call resumes after (`None` when no due entry is left past it).
-/// [`Sweep::more`] is set only when it stopped at the limit having removed
-/// something: entries that have to stay (a receipt that does not decode, a
-/// record not yet expired) are met again by a call from the start, so a
-/// caller that calls again while `more` is set always ends.
 pub(crate) async fn sweep_from<S: Store>(
     store: &S,
     upkeep: Upkeep<'_>,
@@ -242,7 +238,6 @@ pub(crate) async fn sweep_from<S: Store>(
     let now = store.now_ms().await?;
     let ledger = space.ledger_key();
     let mut left = limit;
-    let mut removed = 0u64;
     while left > 0 {
         let mut req = RangeRequest::all(left.min(PAGE));
         req.upper = Bound::Included(due(now));
@@ -250,13 +245,16 @@ pub(crate) async fn sweep_from<S: Store>(
         let range = store.range(&ledger, req).await?;
         left = left.saturating_sub(range.members.len());
         out.examined += range.members.len() as u64;
-        removed += sweep_entries(store, upkeep, &range.members, &mut out).await?;
+        sweep_entries(store, upkeep, &range.members, &mut out).await?;
         match range.next {
             Some(n) => after = Some(n),
             None => return Ok((out, None)),
         }
     }
-    out.more = removed > 0;
+    // Entries that stay for a reason `skipped` reports are met again by
+    // a call from the start: a page of nothing else is no reason to call
+    // again.
+    out.more = (out.skipped.len() as u64) < out.examined;
     Ok((out, after))
 }
 
@@ -269,16 +267,16 @@ async fn sweep_entries<S: Store>(
     upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
-) -> Result<u64> {
+) -> Result<()> {
     let space = upkeep.space;
     let reported = out.skipped.len();
-    if let Some(removed) = sweep_plans(store, upkeep, entries, out, true).await? {
-        return Ok(removed);
+    if sweep_plans(store, upkeep, entries, out, true).await? {
+        return Ok(());
     }
     // The entries are read again below: report what they hold once.
     out.skipped.truncate(reported);
     let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-        return Ok(0);
+        return Ok(());
     };
     let req = RangeRequest {
         lower: Bound::Included(first.sort.clone()),
@@ -291,22 +289,19 @@ async fn sweep_entries<S: Store>(
         .filter(|e| now.members.contains(e))
         .cloned()
         .collect();
-    Ok(sweep_plans(store, upkeep, &left, out, false)
-        .await?
-        .unwrap_or_default())
+    sweep_plans(store, upkeep, &left, out, false).await?;
+    Ok(())
 }
 
 /// Sweeps `entries`, merged into one commit or (`merge` false) one commit
-/// each; how many entries it removed from the ledger (`None`: the merged
-/// commit did not go through).
+/// each; whether the merged commit went through.
 async fn sweep_plans<S: Store>(
     store: &S,
     upkeep: Upkeep<'_>,
     entries: &[Member],
     out: &mut Sweep,
     merge: bool,
-) -> Result<Option<u64>> {
-    let mut removed = 0u64;
+) -> Result<bool> {
     let space = upkeep.space;
     let ledger = space.ledger_key();
     let keys: Vec<String> = entries
@@ -351,10 +346,7 @@ async fn sweep_plans<S: Store>(
                     // of its own, so that two linked records expiring
                     // together each see the other's entries as they are.
                     match expire_linked(store, upkeep, key, bytes, &r).await {
-                        Ok(true) => {
-                            out.expired += 1;
-                            removed += 1;
-                        }
+                        Ok(true) => out.expired += 1,
                         Ok(false) => {}
                         Err(e @ Error::InvalidBatch { .. }) => {
                             out.skipped.push(Skipped::new(key.clone(), e));
@@ -374,7 +366,7 @@ async fn sweep_plans<S: Store>(
         }
     }
     if plans.is_empty() {
-        return Ok(Some(removed));
+        return Ok(true);
     }
     if merge {
         let mut all = Batch::new();
@@ -391,17 +383,14 @@ async fn sweep_plans<S: Store>(
         }
         if let Ok(Outcome::Applied) = crate::engine::repo::commit(store, all).await {
             out.expired += plans.iter().filter(|(_, expires)| *expires).count() as u64;
-            return Ok(Some(removed + plans.len() as u64));
+            return Ok(true);
         }
         // Something changed meanwhile (or one entry cannot be applied).
-        return Ok(None);
+        return Ok(false);
     }
     for (b, expires) in plans {
         match crate::engine::repo::commit(store, b).await {
-            Ok(Outcome::Applied) => {
-                out.expired += u64::from(expires);
-                removed += 1;
-            }
+            Ok(Outcome::Applied) if expires => out.expired += 1,
             Ok(_) => {}
             Err(e @ Error::InvalidBatch { .. }) => {
                 let key = e_key(&e);
@@ -410,7 +399,7 @@ async fn sweep_plans<S: Store>(
             Err(e) => return Err(e),
         }
     }
-    Ok(Some(removed))
+    Ok(true)
 }
 
 /// The key an invalid batch names.

@@ -261,7 +261,11 @@ pub async fn record_migration<S: Store>(
 ) -> Result<IndexState> {
     let key = space.state_key();
     for attempt in 0..crate::engine::repo::MAX_ATTEMPTS {
-        let stored = load(store, space).await?;
+        // Conditioned on the bytes read; a state that does not decode (or
+        // was written by other code) is replaced, as before.
+        let raw = store.get(&key).await?;
+        let stored: Option<IndexState> =
+            raw.as_deref().and_then(|b| serde_json::from_slice(b).ok());
         let complete = match (oldest_left, &stored) {
             (Some(left), _) => left.min(version),
             (None, Some(s)) if !s.provisional => s.complete.max(version),
@@ -276,8 +280,8 @@ pub async fn record_migration<S: Store>(
             provisional: false,
         };
         let mut b = Batch::new();
-        match &stored {
-            Some(s) => b.equals(&key, encode(&key, s)?),
+        match raw {
+            Some(bytes) => b.equals(&key, bytes),
             None => b.absent(&key),
         };
         b.put(&key, encode(&key, &state)?, None);

@@ -271,10 +271,19 @@ async fn writes_that_do_not_compose_are_refused<H: Harness>(h: &H) {
     accounts.in_tx(&tx).update(&a("x", "v@x.io")).await.unwrap();
     let taken = accounts.in_tx(&tx).update(&a("w", "x@x.io")).await;
     assert!(
-        matches!(&taken, Err(Error::InvalidBatch { reason, .. }) if reason.contains("gives up")),
+        matches!(&taken, Err(Error::InvalidBatch { reason, .. }) if reason.contains("gives it up")),
         "{taken:?}"
     );
     tx.commit().await.unwrap();
+    // The other order: taken first, then given up.
+    let tx = kvmodel::Transaction::new(store.clone());
+    accounts.in_tx(&tx).update(&a("w", "v@x.io")).await.unwrap();
+    let given = accounts.in_tx(&tx).update(&a("x", "u@x.io")).await;
+    assert!(
+        matches!(&given, Err(Error::InvalidBatch { reason, .. }) if reason.contains("gives it up")),
+        "{given:?}"
+    );
+    drop(tx);
     assert_eq!(
         accounts
             .find_by_email("v@x.io")
@@ -508,8 +517,10 @@ async fn a_slow_transaction_does_not_lengthen_a_records_life() {
     let (s, h) = (&sessions, &h);
     kvmodel::transaction(&store, |tx| async move {
         s.in_tx(&tx).create(&session("s1", "t1")).await?;
-        // The rest of the transaction takes 600 ms of the 1 s.
+        // The rest of the transaction takes 600 ms of the 1 s; its second
+        // write is staged at the end.
         h.pass(std::time::Duration::from_millis(600)).await;
+        s.in_tx(&tx).create(&session("s2", "t2")).await?;
         Ok(())
     })
     .await
@@ -521,6 +532,14 @@ async fn a_slow_transaction_does_not_lengthen_a_records_life() {
         None,
         "1.1 s after the transaction worked its life out"
     );
+    assert!(
+        sessions.get("s2").await.unwrap().is_some(),
+        "0.5 s after its own was worked out"
+    );
+    h.pass(std::time::Duration::from_millis(600)).await;
+    assert_eq!(sessions.get("s2").await.unwrap(), None);
+    let drift = sessions.verify(16).await.unwrap();
+    assert!(drift.is_clean(), "{drift:?}");
 }
 
 /// A `reconcile` whose repair of a record's missing claim does not land (a

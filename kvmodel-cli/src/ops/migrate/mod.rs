@@ -230,15 +230,19 @@ pub async fn migrate(args: MigrateArgs) -> Result<Code, Fail> {
         }
     };
     // A runner that lost its lease leaves the run to the one that took it
-    // over (which resumes the same run): the ledger's record is theirs.
+    // over (which resumes the same run): the ledger's record is theirs. It
+    // gives back the leases it still holds (a release deletes only a lease
+    // that is still its own).
     let lost = run.note.as_deref() == Some(LOST);
-    if !args.dry_run && !lost {
-        if run.outcome != Outcome::Interrupted {
-            run.ended_ms = Some(cx.store.now_ms().await.map_err(store_error)?);
+    if !args.dry_run {
+        if !lost {
+            if run.outcome != Outcome::Interrupted {
+                run.ended_ms = Some(cx.store.now_ms().await.map_err(store_error)?);
+            }
+            ledger::save(&cx.store, &ns, &run)
+                .await
+                .map_err(store_error)?;
         }
-        ledger::save(&cx.store, &ns, &run)
-            .await
-            .map_err(store_error)?;
         for l in leases {
             l.release(&cx.store).await.map_err(store_error)?;
         }

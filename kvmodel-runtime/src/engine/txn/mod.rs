@@ -58,10 +58,12 @@ enum Guard {
     },
 }
 
-/// One staged write: its conditions (each with its guard) and operations.
+/// One staged write: its conditions (each with its guard) and operations,
+/// and the store time its times to live were worked out at, if any.
 struct Part {
     batch: Batch,
     guards: Vec<Guard>,
+    clock: Option<u64>,
 }
 
 /// What a transaction has read and staged so far.
@@ -88,10 +90,6 @@ struct State {
     linked: BTreeSet<String>,
     /// The records at either end of a staged link or unlink.
     link_ends: BTreeSet<String>,
-    /// The earliest store time a staged write's time to live was worked
-    /// out at: the commit shortens every time to live by the time since,
-    /// so a record expires when it would had it been written then.
-    clock: Option<u64>,
 }
 
 /// Reads and writes of several repositories of one store, committed
@@ -172,14 +170,13 @@ impl<S: Store> Transaction<S> {
 
     /// One commit: `Err(Changed)` when a guarded record changed.
     async fn try_commit(&self) -> Result<Result<(), Changed>> {
-        // Time to live runs from when it was worked out, not from the
-        // commit.
-        let clock = self.lock().clock;
-        let elapsed = match clock {
-            Some(at) => {
-                std::time::Duration::from_millis(self.store.now_ms().await?.saturating_sub(at))
-            }
-            None => std::time::Duration::ZERO,
+        // A write's times to live run from when they were worked out, not
+        // from the commit: each part's are shortened by the time since, so
+        // its record expires when its receipt and ledger entry say.
+        let timed = self.lock().parts.iter().any(|p| p.clock.is_some());
+        let now = match timed {
+            true => Some(self.store.now_ms().await?),
+            false => None,
         };
         let (batch, guards) = {
             let mut state = self.lock();
@@ -222,6 +219,12 @@ impl<S: Store> Transaction<S> {
             // holds for what was read, and goes.
             let parts = std::mem::take(&mut state.parts);
             for mut part in parts {
+                let elapsed = match (now, part.clock) {
+                    (Some(now), Some(at)) => {
+                        std::time::Duration::from_millis(now.saturating_sub(at))
+                    }
+                    _ => std::time::Duration::ZERO,
+                };
                 crate::engine::feed::carry(&mut part.batch, &mut batch);
                 let (conditions, ops) = part.batch.into_parts();
                 let guarded = conditions.len() == part.guards.len();
@@ -427,15 +430,9 @@ impl<S: Store> Transaction<S> {
         state.parts.push(Part {
             batch,
             guards: Vec::new(),
+            clock: None,
         });
         Ok(())
-    }
-
-    /// Notes that a staged write's time to live was worked out at the
-    /// store time `now`.
-    pub(super) fn note_clock(&self, now: u64) {
-        let mut state = self.lock();
-        state.clock = Some(state.clock.map_or(now, |c| c.min(now)));
     }
 
     /// Drops what the transaction read at `keys`, to read them again.
@@ -483,19 +480,28 @@ impl<S: Store> Transaction<S> {
                 });
             }
         }
-        // A unique value an earlier write gives up is still held when this
-        // one's condition on it is checked (the commit sees the store as it
-        // was): refused here, with the reason, not at the commit.
+        // A unique value one write gives up and another takes: the commit
+        // checks the taker's condition on the store as it was, where the
+        // value is still held, so it is refused here, with the reason,
+        // whichever of the two is staged first.
+        let hand_off = |record: &str, other: &str, key: &str| Error::InvalidBatch {
+            key: key.to_owned(),
+            reason: format!(
+                "the write of `{record}` and the write of `{other}` in the same transaction \
+                 hand a unique value over (one gives it up, the other takes it); make these \
+                 changes in two transactions"
+            ),
+        };
         for key in &writes {
             if let Some(other) = state.released.get(key).filter(|o| o.as_str() != record) {
-                return Err(Error::InvalidBatch {
-                    key: key.clone(),
-                    reason: format!(
-                        "the write of `{record}` takes a unique value the write of `{other}` \
-                         in the same transaction gives up; make these changes in two \
-                         transactions"
-                    ),
-                });
+                return Err(hand_off(record, other, key));
+            }
+        }
+        for op in part.batch.ops() {
+            if let Op::DeleteIfEquals { key, .. } = op
+                && let Some(other) = state.written.get(key).filter(|o| o.as_str() != record)
+            {
+                return Err(hand_off(record, other, key));
             }
         }
         // A parent created earlier in this transaction exists when the
@@ -551,6 +557,7 @@ impl<S: Store> Transaction<S> {
         state.parts.push(Part {
             batch: kept,
             guards,
+            clock: part.clock,
         });
         Ok(())
     }

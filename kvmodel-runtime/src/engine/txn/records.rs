@@ -29,6 +29,15 @@ impl<E, S: std::fmt::Debug> std::fmt::Debug for TxRepo<'_, E, S> {
     }
 }
 
+/// A write's time to live and receipt due time, and the store time they
+/// were worked out at (all `None` for a record that does not expire).
+#[derive(Default)]
+struct Timed {
+    ttl: Option<std::time::Duration>,
+    due: Option<u64>,
+    at: Option<u64>,
+}
+
 /// A record as the transaction read it.
 struct Old<E> {
     bytes: Vec<u8>,
@@ -102,8 +111,8 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             // An expired record not yet swept leaves a receipt: sweep it.
             Box::pin(self.engine.expire_leftover(&key)).await?;
         }
-        let (ttl, due) = self.lifetime_now(&key, value).await?;
-        self.write(&key, None, None, Some(value), ttl, due, true)
+        let timed = self.lifetime_now(&key, value).await?;
+        self.write(&key, None, None, Some(value), timed, true)
     }
 
     /// Stages the replacement of the stored record `value` replaces,
@@ -180,20 +189,21 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         Ok(true)
     }
 
-    /// [`Engine::lifetime_now`], noting the store time it read: the commit
-    /// shortens the time to live by the time that passes until then.
-    async fn lifetime_now(
-        &self,
-        key: &str,
-        value: &E,
-    ) -> Result<(Option<std::time::Duration>, Option<u64>)> {
+    /// [`Engine::lifetime_now`], with the store time it read (`None` for a
+    /// record that does not expire): the commit shortens the time to live
+    /// by the time that passes until then.
+    async fn lifetime_now(&self, key: &str, value: &E) -> Result<Timed> {
         let lifetime = crate::engine::receipt::Lifetime::of(value);
         if !lifetime.expires() {
-            return Ok((None, None));
+            return Ok(Timed::default());
         }
         let now = self.engine.store().now_ms().await?;
-        self.tx.note_clock(now);
-        lifetime.at_now(key, now)
+        let (ttl, due) = lifetime.at_now(key, now)?;
+        Ok(Timed {
+            ttl,
+            due,
+            at: Some(now),
+        })
     }
 
     /// [`write`](Self::write) at the store's clock.
@@ -204,28 +214,27 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
         receipt: Option<StoredReceipt>,
         new: Option<&E>,
     ) -> Result<()> {
-        let (ttl, due) = match new {
+        let timed = match new {
             Some(value) => self.lifetime_now(key, value).await?,
-            None => (None, None),
+            None => Timed::default(),
         };
         // No record read: an upsert that creates, retried (as `upsert`
         // is) when another writer creates the record first.
-        self.write(key, old, receipt.as_ref(), new, ttl, due, false)
+        self.write(key, old, receipt.as_ref(), new, timed, false)
     }
 
     /// Stages the move of the record at `key` from `old` to `new` with
     /// its upkeep, as the single writes do.
-    #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
         key: &str,
         old: Option<Old<E>>,
         receipt: Option<&StoredReceipt>,
         new: Option<&E>,
-        ttl: Option<std::time::Duration>,
-        due: Option<u64>,
+        timed: Timed,
         create: bool,
     ) -> Result<()> {
+        let Timed { ttl, due, at } = timed;
         let entity = E::META.name;
         let changed = || Guard::Changed {
             entity,
@@ -300,7 +309,14 @@ impl<'t, E: Entity, S: Store> TxRepo<'t, E, S> {
             };
             crate::engine::links::delete_links(&mut b, E::space(), key, registry)?;
         }
-        self.tx
-            .stage(key, Part { batch: b, guards }, &checked.claims)
+        self.tx.stage(
+            key,
+            Part {
+                batch: b,
+                guards,
+                clock: at,
+            },
+            &checked.claims,
+        )
     }
 }

@@ -155,25 +155,15 @@ impl Handover<'_> {
             }
             Err(e) => {
                 let text = e.to_string();
-                // A commit that failed once begun may have written the
-                // whole group: every caller's outcome is unknown.
-                let unknown = matches!(e, Error::OutcomeUnknown { .. });
                 for queued in group {
                     if Arc::ptr_eq(&queued.slot, own) {
                         continue;
                     }
-                    queued.slot.set(State::Done(Err(if unknown {
-                        Error::OutcomeUnknown {
-                            backend: "redb",
-                            source: text.clone().into(),
-                        }
-                    } else {
-                        Error::backend(
-                            "redb",
-                            "commit a group of writes (nothing of this one was written)",
-                            text.clone(),
-                        )
-                    })));
+                    queued.slot.set(State::Done(Err(Error::backend(
+                        "redb",
+                        "commit a group of writes (nothing of this one was written)",
+                        text.clone(),
+                    ))));
                 }
                 mine = Some(Err(e));
             }

@@ -317,8 +317,19 @@ impl RedbStore {
                 answers.push(answer);
             }
         }
-        if applied {
-            commit(txn)?;
+        if applied && let Err(e) = commit(txn) {
+            // Those whose batch was applied in the transaction may have
+            // been written; the others keep their answer.
+            let text = e.to_string();
+            for answer in &mut answers {
+                if matches!(answer, Ok(Outcome::Applied)) {
+                    *answer = Err(Error::OutcomeUnknown {
+                        backend: "redb",
+                        source: text.clone().into(),
+                    });
+                }
+            }
+            return Ok(answers);
         }
         if appended {
             self.signal.appended();
