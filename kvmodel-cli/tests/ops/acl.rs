@@ -694,7 +694,7 @@ fn roles_names_and_errors() {
 /// schema without a feed grants none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_is_appended_by_the_writer_and_tailed_by_the_reader() {
-    use super::tail::{Order, OrderRepo};
+    use super::tail::Order;
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let schema = dir.path().join("shop.yaml");
@@ -704,26 +704,12 @@ async fn a_feed_is_appended_by_the_writer_and_tailed_by_the_reader() {
     assert_eq!(users, ["feed-reader", "feed-writer", "feed-operator"]);
 
     let writer = AnyStore::open(&url(&server, "feed-writer")).await.unwrap();
-    let orders = OrderRepo::new(writer);
-    let mut o = Order {
-        id: "o1".into(),
-        status: "new".into(),
-    };
-    orders.create(&o).await.unwrap();
-    o.status = "paid".into();
-    orders.update(&o).await.unwrap();
-    assert!(orders.delete("o1").await.unwrap());
+    super::tail::create_pay_delete(writer).await;
 
     let reader = url(&server, "feed-reader");
-    let o = kvmodel(&[
-        "tail", "--schema", &schema, "--store", &reader, "Order", "--from", "start", "--count", "3",
-    ]);
-    assert_eq!(code(&o), 0, "{}", err(&o));
-    let events: Vec<String> = out(&o)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
-        .collect();
-    assert_eq!(events, ["\"created\"", "\"updated\"", "\"deleted\""]);
+    let lines = super::tail::tail_of(&schema, &reader, "Order", "start", "3");
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["created", "updated", "deleted"]);
     // The reader appends nothing.
     let feed = <Order as kvmodel_runtime::__private::Entity>::space().feed_key();
     let refused = dry_run(&server, "feed-reader", &["XADD", &feed, "*", "e", "x"]).await;

@@ -280,6 +280,14 @@ pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
     );
 }
 
+/// `kvmodel migrate` of the shop at `url`, started and left running: a
+/// page of one record, then `pause`, page after page.
+fn slow_migration(url: &str, pause: &str, more: &[&str]) -> std::process::Child {
+    let mut args = vec!["-q", "--page-size", "1", "--pause", pause];
+    args.extend_from_slice(more);
+    spawn(&ops("migrate", url, &args))
+}
+
 pub async fn two_concurrent_migrations_one_refused(b: Backend) {
     assert!(
         b.is_redis(),
@@ -288,20 +296,7 @@ pub async fn two_concurrent_migrations_one_refused(b: Backend) {
     let store = b.open().await;
     old_users(&store, 12).await;
     let url = b.url();
-    let slow = ops(
-        "migrate",
-        &url,
-        &[
-            "-q",
-            "--page-size",
-            "1",
-            "--pause",
-            "150ms",
-            "--owner",
-            "first",
-        ],
-    );
-    let first = spawn(&slow);
+    let first = slow_migration(&url, "150ms", &["--owner", "first"]);
     let mut held = false;
     for _ in 0..400 {
         held = ledger::current(&store, "shop").await.unwrap().is_some();
@@ -337,20 +332,7 @@ pub async fn a_runner_that_lost_its_lease_leaves_the_run_to_its_new_holder(b: Ba
     let store = b.open().await;
     old_users(&store, 12).await;
     let url = b.url();
-    let slow = ops(
-        "migrate",
-        &url,
-        &[
-            "-q",
-            "--page-size",
-            "1",
-            "--pause",
-            "1500ms",
-            "--owner",
-            "first",
-        ],
-    );
-    let child = spawn(&slow);
+    let child = slow_migration(&url, "1500ms", &["--owner", "first"]);
     // After its first page (saved in the ledger), another runner takes the
     // lease over and records the run as its own.
     let mut run = None;
@@ -402,12 +384,7 @@ pub async fn an_interrupted_migration_resumes(b: Backend) {
     let store = b.open().await;
     old_users(&store, 12).await;
     let url = b.url();
-    let slow = ops(
-        "migrate",
-        &url,
-        &["-q", "--page-size", "1", "--pause", "150ms"],
-    );
-    let child = spawn(&slow);
+    let child = slow_migration(&url, "150ms", &[]);
     let mut progressed = false;
     for _ in 0..400 {
         let runs = ledger::runs(&store, "shop", 1).await.unwrap();

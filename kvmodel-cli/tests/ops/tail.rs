@@ -58,8 +58,21 @@ fn kvmodel(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Creates the order `o1`, marks it paid, deletes it: three events.
+pub async fn create_pay_delete<S: Store>(store: S) {
+    let orders = OrderRepo::new(store);
+    let mut o = Order {
+        id: "o1".into(),
+        status: "new".into(),
+    };
+    orders.create(&o).await.unwrap();
+    o.status = "paid".into();
+    orders.update(&o).await.unwrap();
+    assert!(orders.delete("o1").await.unwrap());
+}
+
 /// `kvmodel tail` of `entity`: `count` changes from `from`, each a JSON line.
-fn tail_of(
+pub fn tail_of(
     schema: &str,
     url: &str,
     entity: &str,
@@ -84,17 +97,7 @@ async fn tail_prints_each_change_as_a_json_line() {
     let schema = dir.path().join("shop.yaml");
     std::fs::write(&schema, SCHEMA).unwrap();
     let path = dir.path().join("shop.redb");
-    {
-        let orders = OrderRepo::new(RedbStore::open(&path).unwrap());
-        let mut o = Order {
-            id: "o1".into(),
-            status: "new".into(),
-        };
-        orders.create(&o).await.unwrap();
-        o.status = "paid".into();
-        orders.update(&o).await.unwrap();
-        assert!(orders.delete("o1").await.unwrap());
-    }
+    create_pay_delete(RedbStore::open(&path).unwrap()).await;
     let (schema, url) = (
         schema.display().to_string(),
         format!("redb:{}", path.display()),

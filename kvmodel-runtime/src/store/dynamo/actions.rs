@@ -9,7 +9,7 @@ use super::blind;
 use super::commit::{MAX_ITEM_BYTES, limit_error};
 use super::model::{Model, member_key};
 use super::{
-    DynamoStore, Head, Item, MAX_KEY_BYTES, MAX_SORT_KEY_BYTES, PK, SK, VERSION, build_error,
+    DynamoStore, Head, Item, MAX_SORT_KEY_BYTES, PK, SK, VERSION, build_error, check_partition_key,
     head_key,
 };
 use crate::error::Result;
@@ -31,16 +31,10 @@ fn item_size(item: &Item) -> usize {
 /// The size of `item` (`what` of `key`), or the error naming DynamoDB's
 /// limit on one item.
 fn sized(key: &str, item: &Item, what: &str) -> Result<usize> {
-    if let Some(AttributeValue::S(pk)) = item.get(PK)
-        && pk.len() > MAX_KEY_BYTES
-    {
-        return Err(limit_error(
-            key,
-            format!(
-                "the key is {} bytes, beyond DynamoDB's limit of 2048 bytes per partition key",
-                pk.len()
-            ),
-        ));
+    // A member item's partition key (a shard of a collection) may be longer
+    // than the batch key it serves.
+    if let Some(AttributeValue::S(pk)) = item.get(PK) {
+        check_partition_key(key, pk)?;
     }
     if let Some(AttributeValue::B(sk)) = item.get(SK)
         && sk.as_ref().len() > MAX_SORT_KEY_BYTES
@@ -49,7 +43,7 @@ fn sized(key: &str, item: &Item, what: &str) -> Result<usize> {
             key,
             format!(
                 "a member's entry (its sort part and member) would take {} bytes of the sort \
-                 key, beyond DynamoDB's limit of 1024 bytes",
+                 key, beyond DynamoDB's limit of {MAX_SORT_KEY_BYTES} bytes",
                 sk.as_ref().len()
             ),
         ));

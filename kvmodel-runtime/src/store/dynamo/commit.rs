@@ -115,15 +115,9 @@ impl DynamoStore {
                 ),
             ));
         }
-        if let Some(long) = keys.iter().find(|k| k.len() > super::MAX_KEY_BYTES) {
-            return Err(limit_error(
-                long,
-                format!(
-                    "the key is {} bytes, beyond DynamoDB's limit of {} bytes per partition key",
-                    long.len(),
-                    super::MAX_KEY_BYTES
-                ),
-            ));
+        // Before any read: such a key cannot even be read in a transaction.
+        for k in &keys {
+            super::check_partition_key(k, k)?;
         }
         let unread = |k: &str| reads == Reads::Needed && shapes[k].blind().is_some();
         let read: Vec<&str> = keys.iter().copied().filter(|k| !unread(k)).collect();

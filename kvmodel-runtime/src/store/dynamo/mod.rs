@@ -65,6 +65,22 @@ const MAX_SORT_KEY_BYTES: usize = 1024;
 fn storable(key: &str) -> bool {
     !key.is_empty() && key.len() <= MAX_KEY_BYTES
 }
+
+/// The error of a batch that writes under `pk` (the item of `key`), when
+/// `pk` is beyond DynamoDB's partition key limit.
+fn check_partition_key(key: &str, pk: &str) -> crate::error::Result<()> {
+    if pk.len() <= MAX_KEY_BYTES {
+        return Ok(());
+    }
+    Err(commit::limit_error(
+        key,
+        format!(
+            "the key is {} bytes, beyond DynamoDB's limit of {MAX_KEY_BYTES} bytes per \
+             partition key",
+            pk.len()
+        ),
+    ))
+}
 const KIND: &str = "kind";
 const VALUE: &str = "v";
 const COUNT: &str = "n";
