@@ -262,13 +262,7 @@ pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
         None => panic!("the lease is stored"),
     };
     held.expires_ms = 0;
-    let mut batch = Batch::new();
-    batch.put(
-        ledger::key("shop", "lease"),
-        serde_json::to_vec(&held).unwrap(),
-        None,
-    );
-    assert!(store.commit(batch).await.unwrap().is_applied());
+    put_lease(&store, &held).await;
     drop(store);
     let o = kvmodel(&ops("migrate", &url, &["-q"]));
     assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
@@ -278,6 +272,17 @@ pub async fn a_held_lease_refuses_and_a_lapsed_one_is_taken_over(b: Backend) {
         "{}",
         err(&o)
     );
+}
+
+/// Stores `lease` as the shop's migration lease, as another runner would.
+async fn put_lease<S: Store>(store: &S, lease: &impl serde::Serialize) {
+    let mut batch = Batch::new();
+    batch.put(
+        ledger::key("shop", "lease"),
+        serde_json::to_vec(lease).unwrap(),
+        None,
+    );
+    assert!(store.commit(batch).await.unwrap().is_applied());
 }
 
 /// `kvmodel migrate` of the shop at `url`, started and left running: a
@@ -350,13 +355,7 @@ pub async fn a_runner_that_lost_its_lease_leaves_the_run_to_its_new_holder(b: Ba
     let mut run = run.expect("the first page is recorded");
     let mut held = ledger::current(&store, "shop").await.unwrap().unwrap();
     held.owner = "second".to_owned();
-    let mut batch = Batch::new();
-    batch.put(
-        ledger::key("shop", "lease"),
-        serde_json::to_vec(&held).unwrap(),
-        None,
-    );
-    assert!(store.commit(batch).await.unwrap().is_applied());
+    put_lease(&store, &held).await;
     run.owner = "second".to_owned();
     ledger::save(&store, "shop", &run).await.unwrap();
 
